@@ -1,0 +1,33 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "EditLog",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "EditLog", targets: ["EditLog"]),
+        .executable(name: "editlog", targets: ["editlog"]),
+        .executable(name: "editlog-bench", targets: ["editlog-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        // Pure core: schema, values, events, validation, the edit-session state machine. No I/O.
+        .target(name: "EditLogCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The append-only event store on SQLite.
+        .target(name: "EditLogStore", dependencies: ["EditLogCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Feature tables rebuilt from events.
+        .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto")]),
+        // Replay and audit: log, history, sessions, verify.
+        .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The facade apps use: open a log, record sessions.
+        .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", .product(name: "GRDB", package: "GRDB.swift")]),
+        .executableTarget(name: "editlog", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "EditLogTests", dependencies: ["EditLog"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,102 @@
+import EditLogAudit
+import EditLogCore
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+@_exported import struct EditLogAudit.HistoryEntry
+@_exported import struct EditLogAudit.LogFilter
+@_exported import struct EditLogAudit.VerifyReport
+
+extension EditLog {
+    public func eventCount() throws(EditLogError) -> Int64 {
+        try read { db in try EventReading.count(db) }
+    }
+
+    public func layer(_ ref: String) throws(EditLogError) -> LayerSchema {
+        guard let l = schema.layer(ref) else {
+            throw EditLogError(.notFound, "unknown layer \"\(ref)\"; the service has \(schema.layers.map(\.name).joined(separator: ", "))")
+        }
+        return l
+    }
+
+    public func normalizeGlobalId(_ s: String) throws(EditLogError) -> String {
+        guard let g = GlobalID.normalize(s) else { throw EditLogError(.invalidInput, "\"\(s.prefix(60))\" is not a GlobalID (a GUID)") }
+        return g
+    }
+
+    /// An Esri JSON feature set of the layer's live features.
+    public func query(layer ref: String) throws(EditLogError) -> JSONValue {
+        let l = try layer(ref)
+        let schema = self.schema
+        return try read { db in try Audit.query(db, schema: schema, layer: l) }
+    }
+
+    public func show(globalId: String) throws(EditLogError) -> JSONValue {
+        let g = try normalizeGlobalId(globalId)
+        let schema = self.schema
+        guard let v = try read({ db in try Audit.show(db, schema: schema, globalId: g) }) else {
+            throw EditLogError(.notFound, "no feature \(g) in this log")
+        }
+        return v
+    }
+
+    public func events(_ filter: LogFilter, _ body: (RecordedEvent) throws -> Void) throws(EditLogError) {
+        try read { db in try Audit.events(db, filter: filter, body) }
+    }
+
+    public func history(globalId: String) throws(EditLogError) -> (layer: LayerSchema, entries: [HistoryEntry]) {
+        let g = try normalizeGlobalId(globalId)
+        let schema = self.schema
+        guard let h = try read({ db in try Audit.history(db, schema: schema, globalId: g) }) else {
+            throw EditLogError(.notFound, "no feature \(g) in this log")
+        }
+        return h
+    }
+
+    public func sessions(status: String? = nil, actor: String? = nil, globalId: String? = nil) throws(EditLogError) -> [JSONValue] {
+        let g = try globalId.map { s throws(EditLogError) in try normalizeGlobalId(s) }
+        return try read { db in try Audit.sessions(db, status: status, actor: actor, globalId: g) }
+    }
+
+    /// Drops and rebuilds every projection from the events, in one transaction.
+    public func rebuild(progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) {
+        try writeMapped { db, _, _ in _ = try Projections.rebuild(db, progress: progress) }
+    }
+
+    /// Hash chain, append-only triggers, blobs and (unless skipped) projections against a rebuild.
+    public func verify(projections: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> VerifyReport {
+        let logId = self.logId
+        return try read { db in
+            var r = VerifyReport()
+            try Verifier.verifyChain(db, logId: logId, into: &r, progress: progress)
+            if projections && r.ok { try Verifier.verifyProjections(db, into: &r) }
+            return r
+        }
+    }
+
+    /// Attachment bytes by SHA-256.
+    public func blob(sha256: String) throws(EditLogError) -> [UInt8]? {
+        try read { db in try EventReading.blob(db, sha256: sha256) }
+    }
+
+    /// Aggregate figures for summaries.
+    public func stats() throws(EditLogError) -> JSONValue {
+        try read { db in
+            var o: [String: JSONValue] = ["events": .int(try EventReading.count(db))]
+            var byStatus: [String: JSONValue] = [:]
+            for r in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM p_sessions GROUP BY status ORDER BY status") {
+                byStatus[r[0]] = .int(r[1])
+            }
+            o["sessions"] = .object(byStatus)
+            var byType: [String: JSONValue] = [:]
+            for r in try Row.fetchAll(db, sql: "SELECT type, COUNT(*) FROM events GROUP BY type") { byType[r[0]] = .int(r[1]) }
+            o["eventTypes"] = .object(byType)
+            o["actors"] = .array(try String.fetchAll(db, sql: "SELECT DISTINCT actor FROM p_sessions ORDER BY actor").map { .string($0) })
+            o["attachments"] = .int(try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM p_attachments WHERE deleted = 0") ?? 0)
+            o["blobBytes"] = .int(try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM blobs") ?? 0)
+            return .object(o)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import EditLogCore
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// What `record` did.
+public struct RecordResult: Sendable {
+    public var events: [RecordedEvent]
+    /// The script had been recorded before (same SHA-256): nothing was written.
+    public var alreadyRecordedAt: Int64?
+}
+
+extension EditLog {
+    /// Applies a whole script atomically: the first rejected line stops it, and nothing of it is written.
+    /// A script whose SHA-256 was recorded before is a no-op unless `allowRepeat`.
+    public func record(_ commands: [ScriptCommand], name: String, sha256: String, allowRepeat: Bool = false) throws(EditLogError) -> RecordResult {
+        let schema = self.schema
+        let geocoder = self.geocoder
+        return try writeMapped { db, appender, projector in
+            if !allowRepeat, let pos = try Int64.fetchOne(db, sql: "SELECT position FROM p_scripts WHERE sha256 = ?", arguments: [sha256]) {
+                return RecordResult(events: [], alreadyRecordedAt: pos)
+            }
+            for c in commands {
+                do { try Self.execute(c, db: db, appender: &appender, projector: projector, schema: schema, geocoder: geocoder) }
+                catch let e as EditLogError { throw e.at("line \(c.line)") }
+            }
+            let last = commands.last
+            let ctx = EventContext(actor: last?.actor ?? "unknown", device: last?.device ?? "unknown", clientTime: last?.at)
+            let e = NewEvent(id: appender.ids.next(), stream: StreamName.scripts, type: .scriptRecorded,
+                             payload: ["sha256": .string(sha256), "name": .string(name), "lines": .int(Int64(commands.count))],
+                             context: ctx, session: nil, cause: Cause.system)
+            try projector.apply(try appender.append(e)!, db)
+            return RecordResult(events: appender.appended, alreadyRecordedAt: nil)
+        }
+    }
+
+    /// One step in its own transaction (the library API apps use, one call per pop-up action).
+    @discardableResult
+    public func apply(_ command: ScriptCommand) throws(EditLogError) -> [RecordedEvent] {
+        let schema = self.schema
+        let geocoder = self.geocoder
+        return try writeMapped { db, appender, projector in
+            try Self.execute(command, db: db, appender: &appender, projector: projector, schema: schema, geocoder: geocoder)
+            return appender.appended
+        }
+    }
+
+    static func execute(_ c: ScriptCommand, db: Database, appender: inout Appender, projector: Projector, schema: ServiceSchema,
+                        geocoder: (any ReverseGeocoder)?) throws {
+        let world = ProjectionWorld(db: db, schema: schema)
+        let decider = EditDecider(world: world)
+        let ctx = EventContext(actor: c.actor, device: c.device, clientTime: c.at)
+        func emit(_ pending: [PendingEvent]) throws {
+            for p in pending {
+                let e = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: p.payload, context: ctx, session: p.session, cause: p.cause)
+                guard let recorded = try appender.append(e, expected: .any, blob: p.blob) else { continue }
+                try projector.apply(recorded, db)
+            }
+        }
+        let rules = RuleEngine(world: world, geocoderOverride: geocoder)
+        switch c.op {
+        case .create(let layer, let gid, let geometry, let attributes, let parent):
+            let sid = c.session ?? appender.ids.next().uuidString.lowercased()
+            try emit(try decider.create(sessionId: sid, layer: layer, globalId: gid, geometry: geometry, attributes: attributes, parent: parent, actor: c.actor))
+        case .edit(let layer, let gid):
+            let sid = c.session ?? appender.ids.next().uuidString.lowercased()
+            try emit(try decider.edit(sessionId: sid, layer: layer, globalId: gid))
+        case .set(let field, let value):
+            try emit(try decider.set(try decider.resolveSession(c.session, actor: c.actor), field: field, value: value))
+        case .relate(let rel, let gid):
+            try emit(try decider.relate(try decider.resolveSession(c.session, actor: c.actor), relationship: rel, globalId: gid))
+        case .attach(let id, let name, let type, let data, let size):
+            try emit(try decider.attach(try decider.resolveSession(c.session, actor: c.actor), attachmentId: id, name: name, contentType: type, data: data, preferredSize: size))
+        case .renameAttachment(let id, let name):
+            try emit(try decider.renameAttachment(try decider.resolveSession(c.session, actor: c.actor), attachmentId: id, name: name))
+        case .detach(let id):
+            try emit(try decider.detach(try decider.resolveSession(c.session, actor: c.actor), attachmentId: id))
+        case .cancel:
+            try emit(decider.cancel(try decider.resolveSession(c.session, actor: c.actor)))
+        case .finish:
+            let s = try decider.resolveSession(c.session, actor: c.actor)
+            let before = try world.feature(layer: s.layerId, globalId: s.globalId)?.attributes ?? [:]
+            try emit(try decider.finish(s))
+            try emit(try rules.derive(after: .committed(layer: s.layerId, globalId: s.globalId, kind: s.kind, before: before, session: s.id)))
+        case .delete(let layer, let gid):
+            let pending = try decider.delete(layer: layer, globalId: gid, session: c.session)
+            try emit(pending)
+            for p in pending where p.type == .featureDeleted {
+                guard let l = p.payload["layer"]?.intValue, let g = p.payload["globalId"]?.stringValue else { continue }
+                try emit(try rules.derive(after: .deleted(layer: Int(l), globalId: g, attributes: p.payload["attributes"]?.objectValue ?? [:], session: c.session)))
+            }
+        case .resume, .abandon:
+            guard let id = c.session else { throw EditLogError(.invalidInput, "\(c.op.name) needs \"session\"") }
+            guard let s = try world.session(id: id) else { throw EditLogError(.notFound, "no session \"\(id)\"") }
+            guard s.status == .open else { throw EditLogError(.conflict, "session \"\(id)\" is \(s.status.rawValue), not open") }
+            try emit(c.op == .resume ? decider.resume(s) : decider.abandon(s))
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import EditLogCore
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+@_exported import EditLogCore
+
+/// An EditLog log: the facade apps and the CLI use. Every step that succeeds becomes events at once;
+/// a step that fails records nothing.
+public final class EditLog {
+    public let store: EventStore
+    public private(set) var schema: ServiceSchema
+    /// Replaces the rules' offline geocoder (the reverse-geocode rule is pluggable).
+    public var geocoder: (any ReverseGeocoder)?
+
+    init(store: EventStore, schema: ServiceSchema) {
+        self.store = store
+        self.schema = schema
+    }
+
+    public var path: String { store.path }
+    public var logId: String { store.logId }
+
+    // MARK: Create and open
+
+    /// The payload of the `SchemaDefined` event: the service documents, web map and rules exactly as given
+    /// (geocoder tables inlined), so replay always decodes the same schema.
+    public static func schemaPayload(service: [(name: String, json: JSONValue)], webmap: JSONValue?, rules: JSONValue?) -> JSONValue {
+        .object([
+            "service": .array(service.map { .object(["name": .string($0.name), "json": $0.json]) }),
+            "webmap": webmap ?? .null,
+            "rules": rules ?? .null,
+        ])
+    }
+
+    /// Creates a log for a feature service, optionally loading baseline feature sets, all in one transaction.
+    /// On any error the file is removed: nothing is written.
+    public static func create(at path: String, service: [(name: String, json: JSONValue)], webmap: JSONValue? = nil, rules: JSONValue? = nil,
+                              baseline: [BaselineSet] = [], actor: String = "editlog", device: String = "editlog",
+                              clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil, logId: String? = nil,
+                              progress: ((Int, Int) -> Void)? = nil) throws(EditLogError) -> EditLog {
+        let schema = try ArcGISSchemaDecoder.decode(service: service, webmap: webmap, rules: rules)
+        let payload = schemaPayload(service: service, webmap: webmap, rules: rules)
+        let prepared = try Baseline.prepare(baseline, schema: schema)
+        let store = try EventStore.create(at: path, logId: logId, clock: clock, ids: ids)
+        let log = EditLog(store: store, schema: schema)
+        do {
+            let ctx = EventContext(actor: actor, device: device, clientTime: nil)
+            try log.writeMapped { db, appender, projector in
+                let e = NewEvent(id: appender.ids.next(), stream: StreamName.schema, type: .schemaDefined, payload: payload, context: ctx, session: nil, cause: Cause.system)
+                try projector.apply(try appender.append(e, expected: .noStream)!, db)
+                for (k, f) in prepared.enumerated() {
+                    let e = NewEvent(id: appender.ids.next(), stream: StreamName.feature(layer: f.layer, globalId: f.globalId), type: .featureBaselined,
+                                     payload: f.payload, context: ctx, session: nil, cause: Cause.baseline)
+                    try projector.apply(try appender.append(e, expected: .noStream)!, db)
+                    if k % 1000 == 0 { progress?(k, prepared.count) }
+                }
+            }
+        } catch {
+            log.close()
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            throw error
+        }
+        return log
+    }
+
+    public static func open(at path: String, readonly: Bool = false, clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EditLog {
+        let store = try EventStore.open(at: path, readonly: readonly, clock: clock, ids: ids)
+        let payload: JSONValue
+        do {
+            guard let text = try store.read({ db in
+                try String.fetchOne(db, sql: "SELECT payload FROM events WHERE stream = ? ORDER BY stream_version DESC LIMIT 1", arguments: [StreamName.schema])
+            }) else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
+            payload = try JSONParser.parse(text)
+        } catch let e as EditLogError { throw e } catch { throw EditLogError(.corrupt, "cannot read the schema: \(error)", at: path) }
+        return EditLog(store: store, schema: try Projector.decodeSchema(payload))
+    }
+
+    public func close() {
+        try? store.dbQueue.close()
+    }
+
+    /// Runs `body` in one IMMEDIATE write transaction with a projector primed with the schema, mapping errors.
+    func writeMapped<T>(_ body: (Database, inout Appender, Projector) throws -> T) throws(EditLogError) -> T {
+        let projector = Projector(schema: nil)
+        do {
+            return try store.write { db, appender in
+                if try db.tableExists("p_sessions") { projector.prime(schema) }
+                return try body(db, &appender, projector)
+            }
+        } catch let e as EditLogError {
+            throw e
+        } catch let e as DatabaseError {
+            throw EditLogError(e.resultCode == .SQLITE_BUSY ? .conflict : .io, "SQLite: \(e.message ?? e.description)", at: path)
+        } catch {
+            throw EditLogError(.io, "\(error)", at: path)
+        }
+    }
+
+    public func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
+        do { return try store.read(body) } catch let e as EditLogError { throw e } catch {
+            throw EditLogError(.io, "\(error)", at: path)
+        }
+    }
+
+    /// The current state for readers.
+    public func withWorld<T>(_ body: (ProjectionWorld) throws -> T) throws(EditLogError) -> T {
+        let schema = self.schema
+        return try read { db in try body(ProjectionWorld(db: db, schema: schema)) }
+    }
+}
+
+extension Projector {
+    func prime(_ schema: ServiceSchema) { setSchema(schema) }
+}

@@ -1,0 +1,125 @@
+import EditLogCore
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// What `verify` found. `ok` only when every check passed.
+public struct VerifyReport: Sendable {
+    public var events: Int64 = 0
+    public var headHash: String = Hex.encode(EventHash.genesis)
+    public var blobs: Int64 = 0
+    /// The first position at which the log is wrong, if any.
+    public var firstBadPosition: Int64?
+    public var problems: [String] = []
+    public var projectionsChecked = false
+    public var ok: Bool { problems.isEmpty }
+    public init() {}
+
+    public var json: JSONValue {
+        ["ok": .bool(ok), "events": .int(events), "headHash": .string(headHash), "blobs": .int(blobs),
+         "firstBadPosition": firstBadPosition.map { .int($0) } ?? .null, "projectionsChecked": .bool(projectionsChecked),
+         "problems": .array(problems.map { .string($0) })]
+    }
+}
+
+public enum Verifier {
+    static let triggers = ["events_append_only_update", "events_append_only_delete", "blobs_append_only_update", "blobs_append_only_delete"]
+
+    /// Recomputes the hash chain from the stored bytes, checks gap-free positions, stream versions,
+    /// origins, the append-only triggers and every blob's content address. Streams rows; never
+    /// decodes payload JSON.
+    public static func verifyChain(_ db: Database, logId: String, into r: inout VerifyReport, progress: ((Int64, Int64) -> Void)? = nil) throws {
+        func bad(_ position: Int64?, _ msg: String) {
+            if r.firstBadPosition == nil, let position { r.firstBadPosition = position }
+            r.problems.append(position.map { "position \($0): \(msg)" } ?? msg)
+        }
+        let present = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
+        for t in triggers where !present.contains(t) { bad(nil, "append-only trigger \(t) is missing") }
+        let metaId = try String.fetchOne(db, sql: "SELECT value FROM log_meta WHERE key = 'log_id'")
+        if metaId != logId { bad(nil, "log_meta log_id changed") }
+
+        let total = try EventReading.count(db)
+        var prev = EventHash.genesis
+        var expected: Int64 = 1
+        var versions: [String: Int64] = [:]
+        let cursor = try Row.fetchCursor(db, sql: "SELECT \(EventReading.columns) FROM events ORDER BY position")
+        while let row = try cursor.next() {
+            let position: Int64 = row[0]
+            if position != expected {
+                bad(expected, "position \(expected) is missing (next stored is \(position))")
+                break
+            }
+            guard let idData = row[1] as Data?, idData.count == 16 else { bad(position, "event id is not 16 bytes"); break }
+            let id = idData.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+            let stream: String = row[2]
+            let version: Int64 = row[3]
+            let payload: DatabaseValue = row[5]
+            let payloadBytes: [UInt8]
+            switch payload.storage {
+            case .string(let s): payloadBytes = Array(s.utf8)
+            case .blob(let d): payloadBytes = Array(d)
+            default: bad(position, "payload is not text"); payloadBytes = []
+            }
+            let originLog: String = row[12]
+            let originPosition: Int64 = row[13]
+            let originHash = (row[14] as Data?).map { [UInt8]($0) }
+            guard let storedHash = (row[15] as Data?).map({ [UInt8]($0) }) else { bad(position, "hash is missing"); break }
+            let computed = EventHash.compute(
+                previous: prev, position: position, id: id, stream: stream, streamVersion: version, type: row[4],
+                payload: payloadBytes, actor: row[6], device: row[7], session: row[8], cause: row[9],
+                clientTime: row[10], recordedTime: row[11], originLog: originLog, originPosition: originPosition, originHash: originHash)
+            if computed != storedHash {
+                bad(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(computed).prefix(16))…)")
+                break
+            }
+            if originHash == nil && (originLog != logId || originPosition != position) {
+                bad(position, "origin of a local event does not match this log")
+                break
+            }
+            let v = (versions[stream] ?? 0) + 1
+            if version != v { bad(position, "stream \(stream) version \(version), expected \(v)"); break }
+            versions[stream] = v
+            prev = storedHash
+            r.events = position
+            expected += 1
+            if let progress, position % 20_000 == 0 { progress(position, total) }
+        }
+        r.headHash = Hex.encode(prev)
+        // Blobs: each is stored under the SHA-256 of its bytes.
+        let blobs = try Row.fetchCursor(db, sql: "SELECT sha256, size, data FROM blobs")
+        while let row = try blobs.next() {
+            let key = [UInt8](row[0] as Data)
+            let data = row[2] as Data
+            r.blobs += 1
+            if EventHash.sha256(data) != key || (row[1] as Int64) != Int64(data.count) {
+                bad(nil, "blob \(Hex.encode(key)) does not match its content")
+            }
+        }
+        // Every staged attachment's bytes are present.
+        let staged = try Row.fetchCursor(db, sql: "SELECT position, json_extract(payload, '$.sha256') FROM events WHERE type = 'AttachmentStaged'")
+        while let row = try staged.next() {
+            let pos: Int64 = row[0]
+            guard let sha: String = row[1], let key = Hex.decode(sha) else { bad(pos, "attachment event has no sha256"); continue }
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM blobs WHERE sha256 = ?", arguments: [Data(key)]) != true {
+                bad(pos, "attachment bytes \(sha.prefix(16))… are missing")
+            }
+        }
+    }
+
+    /// Rebuilds the projections in memory and compares them with the stored ones, table by table.
+    public static func verifyProjections(_ db: Database, into r: inout VerifyReport) throws {
+        let stored = try Projections.digest(db)
+        let memory = try DatabaseQueue()
+        let rebuilt = try memory.write { target in
+            _ = try Projections.replay(from: db, into: target)
+            return try Projections.digest(target)
+        }
+        r.projectionsChecked = true
+        if stored.digest != rebuilt.digest {
+            let tables = Set(stored.tables.keys).union(rebuilt.tables.keys).sorted()
+            let differing = tables.filter { stored.tables[$0] != rebuilt.tables[$0] }
+            r.problems.append("projections differ from a rebuild in \(differing.joined(separator: ", ")); run `editlog rebuild`")
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+
+/// Who and when, as the client says.
+public struct EventContext: Sendable, Hashable {
+    public var actor: String
+    public var device: String
+    /// Client time, normalized ISO-8601 (or nil when the client gave none).
+    public var clientTime: String?
+    public init(actor: String, device: String, clientTime: String?) {
+        self.actor = actor; self.device = device; self.clientTime = clientTime
+    }
+}
+
+/// An event not yet in the log (Eventuous' "new event"): no position, no hash.
+public struct NewEvent: Sendable, Hashable {
+    public var id: UUID
+    public var stream: String
+    public var type: EventType
+    public var payload: JSONValue
+    public var context: EventContext
+    public var session: String?
+    public var cause: String
+
+    public init(id: UUID, stream: String, type: EventType, payload: JSONValue, context: EventContext, session: String?, cause: String) {
+        self.id = id; self.stream = stream; self.type = type; self.payload = payload
+        self.context = context; self.session = session; self.cause = cause
+    }
+}
+
+/// Where an event was first recorded; kept forever as it travels between logs.
+public struct EventOrigin: Sendable, Hashable {
+    public var logId: String
+    public var position: Int64
+    public var hash: [UInt8]
+    public init(logId: String, position: Int64, hash: [UInt8]) { self.logId = logId; self.position = position; self.hash = hash }
+}
+
+/// An event in the log.
+public struct RecordedEvent: Sendable, Hashable {
+    public var position: Int64
+    public var id: UUID
+    public var stream: String
+    public var streamVersion: Int64
+    public var type: String
+    public var payload: JSONValue
+    public var actor: String
+    public var device: String
+    public var session: String?
+    public var cause: String
+    public var clientTime: String?
+    public var recordedTime: String
+    public var origin: EventOrigin
+    public var hash: [UInt8]
+
+    public init(position: Int64, id: UUID, stream: String, streamVersion: Int64, type: String, payload: JSONValue,
+                actor: String, device: String, session: String?, cause: String, clientTime: String?, recordedTime: String,
+                origin: EventOrigin, hash: [UInt8]) {
+        self.position = position; self.id = id; self.stream = stream; self.streamVersion = streamVersion
+        self.type = type; self.payload = payload; self.actor = actor; self.device = device; self.session = session
+        self.cause = cause; self.clientTime = clientTime; self.recordedTime = recordedTime; self.origin = origin; self.hash = hash
+    }
+
+    public var eventType: EventType? { EventType(rawValue: type) }
+
+    /// The event as one JSON object (the `log --json` line; schema `schemas/recorded-event.schema.json`).
+    public var json: JSONValue {
+        .object([
+            "position": .int(position), "id": .string(id.uuidString.lowercased()), "stream": .string(stream),
+            "streamVersion": .int(streamVersion), "type": .string(type), "payload": payload,
+            "actor": .string(actor), "device": .string(device), "session": JSONValue(session), "cause": .string(cause),
+            "clientTime": JSONValue(clientTime), "recordedTime": .string(recordedTime),
+            "origin": .object(["logId": .string(origin.logId), "position": .int(origin.position), "hash": .string(Hex.encode(origin.hash))]),
+            "hash": .string(Hex.encode(hash)),
+        ])
+    }
+}
+
+/// Optimistic concurrency for a stream append.
+public enum ExpectedVersion: Sendable, Hashable {
+    case any
+    case noStream
+    case exact(Int64)
+}
+
+public enum Hex {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+    public static func decode(_ s: String) -> [UInt8]? {
+        let u = Array(s.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count / 2)
+        func v(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: return c - 48
+            case 97...102: return c - 87
+            case 65...70: return c - 55
+            default: return nil
+            }
+        }
+        var i = 0
+        while i < u.count {
+            guard let a = v(u[i]), let b = v(u[i + 1]) else { return nil }
+            out.append(a << 4 | b)
+            i += 2
+        }
+        return out
+    }
+}

@@ -1,0 +1,40 @@
+/// The event types of the log. Each has a JSON Schema in `schemas/events/`.
+public enum EventType: String, Sendable, CaseIterable, Hashable {
+    case schemaDefined = "SchemaDefined"
+    case featureBaselined = "FeatureBaselined"
+    case sessionStarted = "SessionStarted"
+    case attributeStaged = "AttributeStaged"
+    case relationStaged = "RelationStaged"
+    case attachmentStaged = "AttachmentStaged"
+    case attachmentRenameStaged = "AttachmentRenameStaged"
+    case attachmentDetachStaged = "AttachmentDetachStaged"
+    case sessionResumed = "SessionResumed"
+    case sessionCommitted = "SessionCommitted"
+    case sessionCanceled = "SessionCanceled"
+    case sessionAbandoned = "SessionAbandoned"
+    case featureDeleted = "FeatureDeleted"
+    case featureDerived = "FeatureDerived"
+    case scriptRecorded = "ScriptRecorded"
+}
+
+/// Streams: one per feature (`<layerId>:<GlobalID>`), plus system streams that start with `$`.
+public enum StreamName {
+    public static let schema = "$schema"
+    public static let scripts = "$scripts"
+    public static func feature(layer: Int, globalId: String) -> String { "\(layer):\(globalId)" }
+
+    public static func parseFeature(_ stream: String) -> (layer: Int, globalId: String)? {
+        guard let colon = stream.firstIndex(of: ":"), let l = Int(stream[..<colon]) else { return nil }
+        return (l, String(stream[stream.index(after: colon)...]))
+    }
+}
+
+/// Why an event happened.
+public enum Cause {
+    public static let session = "session"
+    public static let baseline = "baseline"
+    public static let delete = "delete"
+    public static let system = "system"
+    public static func rule(_ name: String) -> String { "rule:\(name)" }
+    public static func cascade(from globalId: String) -> String { "cascade:\(globalId)" }
+}

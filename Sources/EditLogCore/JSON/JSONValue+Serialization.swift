@@ -1,0 +1,122 @@
+extension JSONValue {
+    /// Canonical compact JSON: object keys sorted by their UTF-8 bytes, no whitespace,
+    /// integers as integers, doubles in Swift's shortest round-trip form.
+    public func serialized() -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        write(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public func serializedBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        write(to: &out)
+        return out
+    }
+
+    /// Indented JSON for people (same key order as the canonical form).
+    public func prettyPrinted(indent: Int = 2) -> String {
+        var out: [UInt8] = []
+        writePretty(to: &out, level: 0, indent: indent)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d): JSONValue.writeDouble(d, to: &out)
+        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .array(let a):
+            out.append(UInt8(ascii: "["))
+            for (k, v) in a.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                v.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let o):
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for key in o.keys.sorted(by: JSONValue.keyOrder) {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                JSONValue.writeString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                o[key]!.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private func writePretty(to out: inout [UInt8], level: Int, indent: Int) {
+        func newline(_ l: Int) {
+            out.append(0x0A)
+            out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: l * indent))
+        }
+        switch self {
+        case .array(let a) where !a.isEmpty:
+            out.append(UInt8(ascii: "["))
+            for (k, v) in a.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                newline(level + 1)
+                v.writePretty(to: &out, level: level + 1, indent: indent)
+            }
+            newline(level)
+            out.append(UInt8(ascii: "]"))
+        case .object(let o) where !o.isEmpty:
+            out.append(UInt8(ascii: "{"))
+            for (k, key) in o.keys.sorted(by: JSONValue.keyOrder).enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                newline(level + 1)
+                JSONValue.writeString(key, to: &out)
+                out.append(contentsOf: ": ".utf8)
+                o[key]!.writePretty(to: &out, level: level + 1, indent: indent)
+            }
+            newline(level)
+            out.append(UInt8(ascii: "}"))
+        default:
+            write(to: &out)
+        }
+    }
+
+    @inline(__always)
+    static func keyOrder(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+
+    static func writeDouble(_ d: Double, to out: inout [UInt8]) {
+        guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
+        if d.rounded() == d && abs(d) < 1e15 {
+            // Whole numbers keep a ".0"-free integer form only when they were integers;
+            // a double stays a double so that the value round-trips with its type.
+            out.append(contentsOf: String(Int64(d)).utf8)
+            out.append(contentsOf: ".0".utf8)
+            return
+        }
+        out.append(contentsOf: "\(d)".utf8)
+    }
+
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for c in s.utf8 {
+            switch c {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20:
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(c >> 4)], hex[Int(c & 0xF)]])
+            default: out.append(c)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONValue: CustomStringConvertible {
+    public var description: String { serialized() }
+}

@@ -1,0 +1,28 @@
+/// The schema of a log: the service's layers and tables, their pop-ups and the dataset rules.
+public struct ServiceSchema: Sendable, Hashable {
+    public var layers: [LayerSchema]
+    public var rules: [Rule]
+
+    public init(layers: [LayerSchema], rules: [Rule] = []) {
+        self.layers = layers.sorted { $0.id < $1.id }
+        self.rules = rules
+    }
+
+    public func layer(id: Int) -> LayerSchema? { layers.first { $0.id == id } }
+
+    /// A layer by name (case-insensitive) or by numeric id.
+    public func layer(_ ref: String) -> LayerSchema? {
+        if let l = layers.first(where: { $0.name.caseInsensitiveCompare(ref) == .orderedSame }) { return l }
+        if let id = Int(ref) { return layer(id: id) }
+        return nil
+    }
+
+    /// The other side of a relationship as the related layer lists it.
+    public func counterpart(of rel: RelationshipSchema, in layer: LayerSchema) -> (layer: LayerSchema, side: RelationshipSchema)? {
+        guard let other = self.layer(id: rel.relatedTableId) else { return nil }
+        if let side = other.relationships.first(where: { $0.id == rel.id && $0.relatedTableId == layer.id }) {
+            return (other, side)
+        }
+        return nil
+    }
+}

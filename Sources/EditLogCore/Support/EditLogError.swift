@@ -1,0 +1,39 @@
+/// Every error EditLog reports: what is wrong, where, and (when it helps) what to do.
+/// The CLI maps `kind` to an exit code.
+public struct EditLogError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        case invalidInput      // bad JSON, wrong types, unknown names: the input file is at fault
+        case validation        // a value or step the schema or a rule forbids
+        case conflict          // expected version mismatch, an open session in the way, already exists
+        case notFound          // unknown feature, session, attachment
+        case corrupt           // verify found tampering, or the file is not an EditLog log
+        case unsupported       // a log written by a newer version, an unsupported field type
+        case io                // the file system or SQLite failed
+    }
+
+    public var kind: Kind
+    /// Where: a file, a line, a JSON path, a position.
+    public var location: String?
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String, at location: String? = nil) {
+        self.kind = kind; self.message = message; self.location = location
+    }
+
+    public var description: String { location.map { "\($0): \(message)" } ?? message }
+
+    public func at(_ outer: String) -> EditLogError {
+        var e = self
+        e.location = location.map { "\(outer): \($0)" } ?? outer
+        return e
+    }
+}
+
+/// Several validation failures at once, as the seed's `RichPopupManagerError.invalidPopup` aggregates them.
+extension EditLogError {
+    public static func aggregate(_ errors: [EditLogError], context: String) -> EditLogError {
+        if errors.count == 1 { return errors[0] }
+        let kind = errors.first?.kind ?? .validation
+        return EditLogError(kind, "\(context): \(errors.count) problems: " + errors.map(\.description).joined(separator: "; "))
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+/// Injected time: every recorded time comes from here.
+public protocol Clock: Sendable {
+    func now() -> Int64  // epoch milliseconds
+}
+
+public struct SystemClock: Clock {
+    public init() {}
+    public func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+}
+
+/// A clock for tests: starts at `start` and advances `step` ms on every reading.
+public final class StepClock: Clock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var t: Int64
+    private let step: Int64
+    public init(start: Int64 = 1_780_000_000_000, step: Int64 = 1) { t = start; self.step = step }
+    public func now() -> Int64 { lock.lock(); defer { lock.unlock() }; t += step; return t }
+}
+
+/// Injected ids: event ids and generated session ids come from here.
+public protocol IDGenerator: Sendable {
+    func next() -> UUID
+}
+
+/// RFC 9562 UUID version 7: 48-bit Unix milliseconds, then random bits. Time-ordered, so a unique
+/// index on event ids appends at its right edge. A counter in `rand_a` keeps ids monotonic within a millisecond.
+public final class UUIDv7Generator: IDGenerator, @unchecked Sendable {
+    private let lock = NSLock()
+    private let clock: any Clock
+    private var rng: any RandomNumberGenerator
+    private var lastMs: Int64 = 0
+    private var counter: UInt16 = 0
+
+    public init(clock: any Clock = SystemClock(), seed: UInt64? = nil) {
+        self.clock = clock
+        if let seed { rng = SplitMix64(seed: seed) } else { rng = SystemRandomNumberGenerator() }
+    }
+
+    public func next() -> UUID {
+        lock.lock(); defer { lock.unlock() }
+        var ms = clock.now()
+        if ms <= lastMs {
+            ms = lastMs
+            counter &+= 1
+            if counter > 0x0FFF { ms += 1; counter = 0 }
+        } else {
+            counter = UInt16.random(in: 0...0x7FF, using: &rng)
+        }
+        lastMs = ms
+        let r = UInt64.random(in: .min ... .max, using: &rng)
+        var b = [UInt8](repeating: 0, count: 16)
+        for k in 0..<6 { b[k] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * k)) }
+        b[6] = 0x70 | UInt8(counter >> 8)
+        b[7] = UInt8(counter & 0xFF)
+        for k in 0..<8 { b[8 + k] = UInt8(truncatingIfNeeded: r >> (56 - 8 * k)) }
+        b[8] = 0x80 | (b[8] & 0x3F)
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+}
+
+/// A small deterministic PRNG for seeded runs (tests, benchmarks, fixtures).
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,87 @@
+import EditLogCore
+import GRDB
+
+/// The projection tables: one per layer (`p_layer_<id>`), plus sessions, attachments and recorded scripts.
+/// All are derived from events and can be dropped and rebuilt at any time.
+public enum ProjectionTables {
+    public static func featureTable(_ layerId: Int) -> String { "p_layer_\(layerId)" }
+
+    static func affinity(_ t: FieldType) -> String {
+        switch t {
+        case .oid, .smallInteger, .integer, .bigInteger, .date: return "INTEGER"
+        case .single, .double: return "REAL"
+        case .string, .guid, .globalID, .dateOnly, .timeOnly, .timestampOffset: return "TEXT"
+        default: return ""
+        }
+    }
+
+    public static func q(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+
+    public static func createCommon(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE p_sessions (
+                id TEXT PRIMARY KEY NOT NULL,
+                layer INTEGER NOT NULL,
+                global_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                opened_by TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                device TEXT NOT NULL,
+                status TEXT NOT NULL,
+                started_position INTEGER NOT NULL,
+                ended_position INTEGER,
+                started_time TEXT NOT NULL,
+                ended_time TEXT,
+                state TEXT NOT NULL
+            );
+            CREATE INDEX p_sessions_feature ON p_sessions(global_id, status);
+            CREATE INDEX p_sessions_actor ON p_sessions(actor, status);
+            CREATE TABLE p_attachments (
+                global_id TEXT PRIMARY KEY NOT NULL,
+                parent_layer INTEGER NOT NULL,
+                parent_global_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                content_type TEXT NOT NULL,
+                size INTEGER NOT NULL,
+                sha256 TEXT NOT NULL,
+                keywords TEXT,
+                preferred_size TEXT NOT NULL,
+                deleted INTEGER NOT NULL DEFAULT 0,
+                position INTEGER NOT NULL
+            );
+            CREATE INDEX p_attachments_parent ON p_attachments(parent_global_id);
+            CREATE TABLE p_scripts (
+                sha256 TEXT PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                lines INTEGER NOT NULL,
+                position INTEGER NOT NULL
+            );
+            """)
+    }
+
+    public static func createLayer(_ db: Database, _ layer: LayerSchema) throws {
+        let table = featureTable(layer.id)
+        var cols = ["_oid INTEGER PRIMARY KEY", "_globalid TEXT NOT NULL UNIQUE"]
+        for f in layer.attributeFields { cols.append("\(q(f.name)) \(affinity(f.type))") }
+        cols += ["_geometry TEXT", "_wkb BLOB", "_xmin REAL", "_ymin REAL", "_xmax REAL", "_ymax REAL",
+                 "_creator TEXT", "_created TEXT", "_editor TEXT", "_edited TEXT",
+                 "_deleted INTEGER NOT NULL DEFAULT 0", "_version INTEGER NOT NULL", "_position INTEGER NOT NULL"]
+        try db.execute(sql: "CREATE TABLE \(table) (\(cols.joined(separator: ", ")))")
+        // Keys of relationships (children look up their parent's key).
+        var indexed = Set<String>()
+        for r in layer.relationships {
+            guard let k = r.keyField.flatMap(layer.field), layer.attributeFields.contains(where: { $0.name == k.name }),
+                  indexed.insert(k.name).inserted else { continue }
+            try db.execute(sql: "CREATE INDEX \(table)_\(indexed.count) ON \(table)(\(q(k.name)))")
+        }
+    }
+
+    /// Every projection table, in name order.
+    public static func all(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'p\\_%' ESCAPE '\\' ORDER BY name")
+    }
+
+    public static func dropAll(_ db: Database) throws {
+        for t in try all(db) { try db.execute(sql: "DROP TABLE \(t)") }
+    }
+}

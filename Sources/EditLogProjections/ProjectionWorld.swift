@@ -1,0 +1,116 @@
+import EditLogCore
+import Foundation
+import GRDB
+
+/// The current state as the projections hold it, for the state machine and for readers.
+public struct ProjectionWorld: EditWorld {
+    public let db: Database
+    public let schema: ServiceSchema
+
+    public init(db: Database, schema: ServiceSchema) { self.db = db; self.schema = schema }
+
+    static func jsonValue(_ dbv: DatabaseValue) -> JSONValue {
+        switch dbv.storage {
+        case .null: return .null
+        case .int64(let i): return .int(i)
+        case .double(let d): return .double(d)
+        case .string(let s): return .string(s)
+        case .blob(let b): return .string(b.base64EncodedString())
+        }
+    }
+
+    func snapshot(_ layer: LayerSchema, _ row: Row) -> FeatureSnapshot {
+        var attrs: [String: JSONValue] = [:]
+        for f in layer.attributeFields { attrs[f.name] = ProjectionWorld.jsonValue(row[f.name] as DatabaseValue) }
+        let geomText: String? = row["_geometry"]
+        return FeatureSnapshot(layerId: layer.id, globalId: row["_globalid"], objectId: row["_oid"], attributes: attrs,
+                               geometry: geomText.flatMap { try? JSONParser.parse($0) }, deleted: (row["_deleted"] as Int64? ?? 0) != 0)
+    }
+
+    public func row(layer: Int, globalId: String) throws -> Row? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?"), arguments: [globalId])
+    }
+
+    public func feature(layer: Int, globalId: String) throws -> FeatureSnapshot? {
+        guard let l = schema.layer(id: layer), let r = try row(layer: layer, globalId: globalId) else { return nil }
+        return snapshot(l, r)
+    }
+
+    /// The layer that holds a GlobalID, if any.
+    public func locate(globalId: String) throws -> LayerSchema? {
+        for l in schema.layers where try db.tableExists(ProjectionTables.featureTable(l.id)) {
+            if try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(ProjectionTables.featureTable(l.id)) WHERE _globalid = ?"), arguments: [globalId]) == true {
+                return l
+            }
+        }
+        return nil
+    }
+
+    public func featureExists(globalId: String) throws -> Bool { try locate(globalId: globalId) != nil }
+
+    static func session(_ row: Row?) throws -> SessionState? {
+        guard let row, let text: String = row["state"] else { return nil }
+        return SessionState(json: try JSONParser.parse(text))
+    }
+
+    public func session(id: String) throws -> SessionState? {
+        try Self.session(Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE id = ?"), arguments: [id]))
+    }
+
+    public func openSession(layer: Int, globalId: String) throws -> SessionState? {
+        try Self.session(Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
+    }
+
+    public func openSessions(actor: String) throws -> [SessionState] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE actor = ? AND status = 'open' ORDER BY started_position"), arguments: [actor])
+            .compactMap { try Self.session($0) }
+    }
+
+    public func features(layer: Int, where field: String, equals value: JSONValue) throws -> [FeatureSnapshot] {
+        guard let l = schema.layer(id: layer), let f = l.field(field) else { return [] }
+        let column = f.name.caseInsensitiveCompare(l.globalIdField ?? "") == .orderedSame ? "_globalid" : ProjectionTables.q(f.name)
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 0 ORDER BY _oid"),
+                                    arguments: [Projector.databaseValue(value)])
+        return rows.map { snapshot(l, $0) }
+    }
+
+    public func features(layer: Int, containing x: Double, _ y: Double) throws -> [FeatureSnapshot] {
+        guard let l = schema.layer(id: layer), try db.tableExists(ProjectionTables.featureTable(layer)) else { return [] }
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _xmin <= ? AND _xmax >= ? AND _ymin <= ? AND _ymax >= ? AND _deleted = 0 ORDER BY _oid"),
+                                    arguments: [x, x, y, y])
+        return rows.map { snapshot(l, $0) }
+    }
+
+    public func attachment(globalId: String) throws -> AttachmentSnapshot? {
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM p_attachments WHERE global_id = ?"), arguments: [globalId]) else { return nil }
+        return AttachmentSnapshot(r)
+    }
+
+    public func attachments(of globalId: String, includeDeleted: Bool = false) throws -> [AttachmentSnapshot] {
+        try Row.fetchAll(db, sql: "SELECT * FROM p_attachments WHERE parent_global_id = ?\(includeDeleted ? "" : " AND deleted = 0") ORDER BY position, global_id", arguments: [globalId])
+            .map(AttachmentSnapshot.init)
+    }
+
+    /// All live features of a layer in ObjectID order, as rows (for `query`).
+    public func rows(layer: Int) throws -> RowCursor {
+        try Row.fetchCursor(db, sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _deleted = 0 ORDER BY _oid")
+    }
+
+    /// The feature as Esri JSON (`{"attributes":{...},"geometry":{...}}`).
+    public func esriFeature(_ layer: LayerSchema, _ row: Row) -> JSONValue {
+        let snap = snapshot(layer, row)
+        var attrs = snap.attributes
+        if let oid = layer.objectIdField { attrs[oid] = .int(snap.objectId) }
+        if let gid = layer.globalIdField { attrs[gid] = .string(snap.globalId) }
+        var o: [String: JSONValue] = ["attributes": .object(attrs)]
+        if !layer.isTable, let g = snap.geometry { o["geometry"] = g }
+        return .object(o)
+    }
+}
+
+extension AttachmentSnapshot {
+    init(_ r: Row) {
+        self.init(globalId: r["global_id"], parentLayer: r["parent_layer"], parentGlobalId: r["parent_global_id"], name: r["name"],
+                  contentType: r["content_type"], size: r["size"], sha256: r["sha256"], deleted: (r["deleted"] as Int64) != 0)
+    }
+}

@@ -1,0 +1,165 @@
+import EditLogCore
+import Foundation
+import GRDB
+
+/// Applies events to the projection tables. The same code maintains them at commit (incremental)
+/// and replays the whole log (`rebuild`), so the two are equal byte for byte.
+public final class Projector {
+    public private(set) var schema: ServiceSchema?
+
+    public init(schema: ServiceSchema? = nil) { self.schema = schema }
+
+    /// Sets the schema when the projection tables already exist (incremental use).
+    public func setSchema(_ s: ServiceSchema) { schema = s }
+
+    /// Decodes the schema recorded by a `SchemaDefined` event.
+    public static func decodeSchema(_ payload: JSONValue) throws(EditLogError) -> ServiceSchema {
+        var docs: [(name: String, json: JSONValue)] = []
+        for d in payload["service"]?.arrayValue ?? [] {
+            docs.append((d["name"]?.stringValue ?? "service", d["json"] ?? .null))
+        }
+        let webmap = payload["webmap"].flatMap { $0.isNull ? nil : $0 }
+        let rules = payload["rules"].flatMap { $0.isNull ? nil : $0 }
+        return try ArcGISSchemaDecoder.decode(service: docs, webmap: webmap, rules: rules)
+    }
+
+    public func apply(_ e: RecordedEvent, _ db: Database) throws {
+        guard let type = e.eventType else { return }  // unknown types from a newer peer change no projection
+        switch type {
+        case .schemaDefined:
+            let s = try Projector.decodeSchema(e.payload)
+            if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
+            for l in s.layers where try !db.tableExists(ProjectionTables.featureTable(l.id)) {
+                try ProjectionTables.createLayer(db, l)
+            }
+            schema = s
+        case .featureBaselined:
+            try insertFeature(e, attributes: e.payload["attributes"]?.objectValue ?? [:], geometry: e.payload["geometry"], db)
+        case .sessionStarted:
+            guard let session = e.session, let st = SessionState(started: e.payload, session: session, actor: e.actor, device: e.device) else { return }
+            try db.cachedStatement(sql: """
+                INSERT INTO p_sessions (id, layer, global_id, kind, opened_by, actor, device, status, started_position, started_time, state)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)
+                """).execute(arguments: [session, st.layerId, st.globalId, st.kind.rawValue, e.actor, e.actor, e.device, e.position,
+                                         e.clientTime ?? e.recordedTime, st.json.serialized()])
+        case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed:
+            try updateSession(e, db)
+        case .sessionCanceled, .sessionAbandoned:
+            try updateSession(e, db)
+        case .sessionCommitted:
+            try updateSession(e, db)
+            try commit(e, db)
+        case .featureDeleted:
+            guard let l = e.payload["layer"]?.intValue, let g = e.payload["globalId"]?.stringValue else { return }
+            try db.execute(sql: "UPDATE \(ProjectionTables.featureTable(Int(l))) SET _deleted = 1, _editor = ?, _edited = ?, _version = _version + 1, _position = ? WHERE _globalid = ?",
+                           arguments: [e.actor, e.recordedTime, e.position, g])
+            try db.execute(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0", arguments: [e.position, g])
+        case .featureDerived:
+            guard let l = e.payload["layer"]?.intValue, let layer = schema?.layer(id: Int(l)), let g = e.payload["globalId"]?.stringValue else { return }
+            try updateFeature(layer, globalId: g, changes: e.payload["changes"]?.objectValue ?? [:], geometry: nil, e, db)
+        case .scriptRecorded:
+            try db.execute(sql: "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?)",
+                           arguments: [e.payload["sha256"]?.stringValue ?? "", e.payload["name"]?.stringValue ?? "", e.payload["lines"]?.intValue ?? 0, e.position])
+        }
+    }
+
+    func updateSession(_ e: RecordedEvent, _ db: Database) throws {
+        guard let session = e.session, let type = e.eventType else { return }
+        guard let text = try String.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE id = ?"), arguments: [session]),
+              var st = SessionState(json: try JSONParser.parse(text)) else { return }
+        st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device)
+        let ended = st.status != .open
+        try db.cachedStatement(sql: """
+            UPDATE p_sessions SET status = ?, actor = ?, device = ?, state = ?,
+                ended_position = CASE WHEN ? THEN ? ELSE ended_position END,
+                ended_time = CASE WHEN ? THEN ? ELSE ended_time END
+            WHERE id = ?
+            """).execute(arguments: [st.status.rawValue, st.actor, st.device, st.json.serialized(), ended, e.position, ended, e.clientTime ?? e.recordedTime, session])
+    }
+
+    static func databaseValue(_ v: JSONValue) -> DatabaseValueConvertible? {
+        switch v {
+        case .null: return nil
+        case .bool(let b): return b
+        case .int(let i): return i
+        case .double(let d): return d
+        case .string(let s): return s
+        case .array, .object: return v.serialized()
+        }
+    }
+
+    func editorTracking(_ layer: LayerSchema, _ e: RecordedEvent, create: Bool) -> [String: JSONValue] {
+        guard let info = layer.editFieldsInfo else { return [:] }
+        let ms = Timestamp.parse(e.recordedTime).map { JSONValue.int($0) } ?? .null
+        var out: [String: JSONValue] = [:]
+        if let f = info.editorField.flatMap(layer.field) { out[f.name] = .string(e.actor) }
+        if let f = info.editDateField.flatMap(layer.field) { out[f.name] = ms }
+        if create {
+            if let f = info.creatorField.flatMap(layer.field) { out[f.name] = .string(e.actor) }
+            if let f = info.creationDateField.flatMap(layer.field) { out[f.name] = ms }
+        }
+        return out
+    }
+
+    func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: Bool = false) throws {
+        guard let l = e.payload["layer"]?.intValue, let layer = schema?.layer(id: Int(l)), let g = e.payload["globalId"]?.stringValue else { return }
+        var attrs = attributes
+        if tracking { for (k, v) in editorTracking(layer, e, create: true) { attrs[k] = v } }
+        let fields = layer.attributeFields
+        var cols = ["_globalid"] + fields.map { ProjectionTables.q($0.name) }
+        var args: [DatabaseValueConvertible?] = [g] + fields.map { Projector.databaseValue(attrs[$0.name] ?? .null) }
+        let geom = geometry.flatMap { $0.isNull ? nil : $0 }
+        let b = Geometry.bounds(geom)
+        cols += ["_geometry", "_wkb", "_xmin", "_ymin", "_xmax", "_ymax", "_creator", "_created", "_editor", "_edited", "_version", "_position"]
+        args += [geom?.serialized(), Geometry.wkb(geom).map { Data($0) }, b?.minX, b?.minY, b?.maxX, b?.maxY,
+                 e.actor, e.recordedTime, e.actor, e.recordedTime, e.streamVersion, e.position]
+        let sql = "INSERT INTO \(ProjectionTables.featureTable(layer.id)) (\(cols.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: cols.count).joined(separator: ", ")))"
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(args))
+    }
+
+    func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database) throws {
+        var sets: [String] = []
+        var args: [DatabaseValueConvertible?] = []
+        var values: [String: JSONValue] = [:]
+        for (k, c) in changes { values[k] = c["new"] ?? .null }
+        for (k, v) in editorTracking(layer, e, create: false) { values[k] = v }
+        for k in values.keys.sorted() where layer.field(k) != nil {
+            sets.append("\(ProjectionTables.q(layer.field(k)!.name)) = ?")
+            args.append(Projector.databaseValue(values[k]!))
+        }
+        if let g = geometry, !g.isNull {
+            let b = Geometry.bounds(g)
+            sets += ["_geometry = ?", "_wkb = ?", "_xmin = ?", "_ymin = ?", "_xmax = ?", "_ymax = ?"]
+            args += [g.serialized(), Geometry.wkb(g).map { Data($0) }, b?.minX, b?.minY, b?.maxX, b?.maxY]
+        }
+        sets += ["_editor = ?", "_edited = ?", "_version = _version + 1", "_position = ?"]
+        args += [e.actor, e.recordedTime, e.position, globalId]
+        try db.execute(sql: "UPDATE \(ProjectionTables.featureTable(layer.id)) SET \(sets.joined(separator: ", ")) WHERE _globalid = ?",
+                       arguments: StatementArguments(args))
+    }
+
+    func commit(_ e: RecordedEvent, _ db: Database) throws {
+        guard let l = e.payload["layer"]?.intValue, let layer = schema?.layer(id: Int(l)), let g = e.payload["globalId"]?.stringValue else { return }
+        let changes = e.payload["changes"]?.objectValue ?? [:]
+        if e.payload["kind"]?.stringValue == "create" {
+            try insertFeature(e, attributes: changes.mapValues { $0["new"] ?? .null }, geometry: e.payload["geometry"], db, tracking: true)
+        } else {
+            try updateFeature(layer, globalId: g, changes: changes, geometry: nil, e, db)
+        }
+        let atts = e.payload["attachments"]
+        for a in atts?["added"]?.arrayValue ?? [] {
+            guard let s = SessionState.StagedAttachment(json: a) else { continue }
+            try db.execute(sql: """
+                INSERT INTO p_attachments (global_id, parent_layer, parent_global_id, name, content_type, size, sha256, keywords, preferred_size, position)
+                VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+                """, arguments: [s.attachmentId, layer.id, g, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
+        }
+        for r in atts?["renamed"]?.arrayValue ?? [] {
+            try db.execute(sql: "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?",
+                           arguments: [r["new"]?.stringValue, e.position, r["attachmentId"]?.stringValue])
+        }
+        for r in atts?["removed"]?.arrayValue ?? [] {
+            try db.execute(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?", arguments: [e.position, r["attachmentId"]?.stringValue])
+        }
+    }
+}

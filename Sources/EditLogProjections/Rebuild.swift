@@ -1,0 +1,54 @@
+import Crypto
+import EditLogCore
+import EditLogStore
+import Foundation
+import GRDB
+
+public enum Projections {
+    /// Drops every projection table and replays the whole log into fresh ones.
+    @discardableResult
+    public static func rebuild(_ db: Database, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
+        try ProjectionTables.dropAll(db)
+        return try replay(from: db, into: db, progress: progress)
+    }
+
+    /// Replays the events of `source` into the (empty) projection tables of `target`.
+    public static func replay(from source: Database, into target: Database, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
+        let projector = Projector()
+        let total = try EventReading.count(source)
+        try EventReading.forEach(source) { e in
+            try projector.apply(e, target)
+            if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
+        }
+        return projector
+    }
+
+    /// SHA-256 over every projection table's rows in primary-key order, column values typed:
+    /// two databases with equal digests hold byte-identical projections.
+    public static func digest(_ db: Database) throws -> (digest: String, tables: [String: String]) {
+        var all = SHA256()
+        var perTable: [String: String] = [:]
+        for table in try ProjectionTables.all(db) {
+            var h = SHA256()
+            h.update(data: Array(table.utf8))
+            let cols = try db.columns(in: table).map(\.name)
+            let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM \(table) ORDER BY 1")
+            while let row = try cursor.next() {
+                for (i, _) in cols.enumerated() {
+                    let v: DatabaseValue = row[i]
+                    switch v.storage {
+                    case .null: h.update(data: [0])
+                    case .int64(let x): h.update(data: [1]); withUnsafeBytes(of: x.bigEndian) { h.update(bufferPointer: $0) }
+                    case .double(let x): h.update(data: [2]); withUnsafeBytes(of: x.bitPattern.bigEndian) { h.update(bufferPointer: $0) }
+                    case .string(let s): h.update(data: [3]); let b = Array(s.utf8); withUnsafeBytes(of: UInt64(b.count).bigEndian) { h.update(bufferPointer: $0) }; h.update(data: b)
+                    case .blob(let d): h.update(data: [4]); withUnsafeBytes(of: UInt64(d.count).bigEndian) { h.update(bufferPointer: $0) }; h.update(data: d)
+                    }
+                }
+            }
+            let d = Hex.encode(h.finalize())
+            perTable[table] = d
+            all.update(data: Array("\(table)=\(d);".utf8))
+        }
+        return (Hex.encode(all.finalize()), perTable)
+    }
+}

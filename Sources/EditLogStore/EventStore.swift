@@ -1,0 +1,110 @@
+import EditLogCore
+import Foundation
+import GRDB
+
+/// The append-only event log in one SQLite file (WAL). One facade over the database, as GRDB's
+/// `DatabaseQueue` is: every write goes through `write`, in one IMMEDIATE transaction, so a
+/// command either lands whole or not at all, also under `kill -9`.
+public final class EventStore: Sendable {
+    public let path: String
+    public let dbQueue: DatabaseQueue
+    public let logId: String
+    public let clock: any EditLogCore.Clock
+    public let ids: any IDGenerator
+
+    public static let formatVersion = 1
+
+    static func configuration(readonly: Bool) -> Configuration {
+        var config = Configuration()
+        config.journalMode = .wal
+        config.busyMode = .timeout(60)
+        config.readonly = readonly
+        config.label = "EditLog"
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        return config
+    }
+
+    private init(path: String, dbQueue: DatabaseQueue, logId: String, clock: any EditLogCore.Clock, ids: any IDGenerator) {
+        self.path = path; self.dbQueue = dbQueue; self.logId = logId; self.clock = clock; self.ids = ids
+    }
+
+    /// Creates a new log file. Fails if the file exists.
+    public static func create(at path: String, logId: String? = nil, clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EventStore {
+        if FileManager.default.fileExists(atPath: path) {
+            throw EditLogError(.conflict, "\(path) already exists; EditLog never overwrites a log")
+        }
+        let ids = ids ?? UUIDv7Generator(clock: clock)
+        let id = logId ?? ids.next().uuidString.lowercased()
+        do {
+            let q = try DatabaseQueue(path: path, configuration: configuration(readonly: false))
+            try q.write { db in
+                try db.execute(sql: "PRAGMA application_id = \(StoreMigrations.applicationId)")
+            }
+            try StoreMigrations.migrator.migrate(q)
+            try q.write { db in
+                try db.execute(sql: "INSERT INTO log_meta(key, value) VALUES ('log_id', ?), ('format', ?), ('created', ?)",
+                               arguments: [id, String(formatVersion), Timestamp.format(milliseconds: clock.now())])
+            }
+            return EventStore(path: path, dbQueue: q, logId: id, clock: clock, ids: ids)
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: path + "-wal")
+            try? FileManager.default.removeItem(atPath: path + "-shm")
+            throw EditLogError(.io, "cannot create the log: \(error)", at: path)
+        }
+    }
+
+    /// Opens an existing log, refusing files that are not EditLog logs or were written by a newer version.
+    public static func open(at path: String, readonly: Bool = false, clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EventStore {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw EditLogError(.notFound, "no log at \(path); create one with `editlog init`")
+        }
+        do {
+            let q = try DatabaseQueue(path: path, configuration: configuration(readonly: readonly))
+            let (appId, superseded, complete, logId, format) = try q.read { db in
+                let appId = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+                let m = StoreMigrations.migrator
+                let hasMeta = try db.tableExists("log_meta")
+                return (appId, try m.hasBeenSuperseded(db), try m.hasCompletedMigrations(db),
+                        hasMeta ? try String.fetchOne(db, sql: "SELECT value FROM log_meta WHERE key = 'log_id'") : nil,
+                        hasMeta ? try String.fetchOne(db, sql: "SELECT value FROM log_meta WHERE key = 'format'").flatMap { Int($0) } : nil)
+            }
+            guard appId == StoreMigrations.applicationId, let logId else {
+                throw EditLogError(.corrupt, "not an EditLog log (SQLite application_id is \(appId))", at: path)
+            }
+            if superseded || (format ?? 0) > formatVersion {
+                throw EditLogError(.unsupported, "this log was written by a newer EditLog (format \(format ?? 0)); this build reads format \(formatVersion). Upgrade editlog.", at: path)
+            }
+            if !complete {
+                if readonly { throw EditLogError(.unsupported, "this log needs a migration; open it once read-write", at: path) }
+                try StoreMigrations.migrator.migrate(q)
+            }
+            return EventStore(path: path, dbQueue: q, logId: logId, clock: clock, ids: ids ?? UUIDv7Generator(clock: clock))
+        } catch let e as EditLogError {
+            throw e
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_NOTADB {
+            throw EditLogError(.corrupt, "not an EditLog log: SQLite says the file is not a database", at: path)
+        } catch {
+            throw EditLogError(.io, "cannot open the log: \(error)", at: path)
+        }
+    }
+
+    /// One atomic write: an IMMEDIATE transaction, so concurrent writers queue (busy timeout) instead of failing.
+    public func write<T>(_ body: (Database, inout Appender) throws -> T) throws -> T {
+        try dbQueue.writeWithoutTransaction { db in
+            var result: T?
+            try db.inTransaction(.immediate) {
+                var appender = try Appender(db: db, store: self)
+                result = try body(db, &appender)
+                return .commit
+            }
+            return result!
+        }
+    }
+
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try dbQueue.read(body)
+    }
+}

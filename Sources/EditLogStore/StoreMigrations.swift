@@ -1,0 +1,52 @@
+import GRDB
+
+/// The store's migrations. Shipped migrations are never edited: a change is a new migration.
+enum StoreMigrations {
+    /// SQLite `application_id` of an EditLog log ('EDLG').
+    static let applicationId: Int32 = 0x4544_4C47
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1-events") { db in
+            try db.execute(sql: """
+                CREATE TABLE log_meta (
+                    key   TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE events (
+                    position        INTEGER PRIMARY KEY,
+                    id              BLOB    NOT NULL UNIQUE,
+                    stream          TEXT    NOT NULL,
+                    stream_version  INTEGER NOT NULL,
+                    type            TEXT    NOT NULL,
+                    payload         TEXT    NOT NULL,
+                    actor           TEXT    NOT NULL,
+                    device          TEXT    NOT NULL,
+                    session         TEXT,
+                    cause           TEXT    NOT NULL,
+                    client_time     TEXT,
+                    recorded_time   TEXT    NOT NULL,
+                    origin_log      TEXT    NOT NULL,
+                    origin_position INTEGER NOT NULL,
+                    origin_hash     BLOB,
+                    hash            BLOB    NOT NULL,
+                    UNIQUE (stream, stream_version)
+                );
+                CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+                BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE is not allowed'); END;
+                CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+                BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE is not allowed'); END;
+                CREATE TABLE blobs (
+                    sha256 BLOB PRIMARY KEY NOT NULL,
+                    size   INTEGER NOT NULL,
+                    data   BLOB NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TRIGGER blobs_append_only_update BEFORE UPDATE ON blobs
+                BEGIN SELECT RAISE(ABORT, 'blobs are content-addressed: UPDATE is not allowed'); END;
+                CREATE TRIGGER blobs_append_only_delete BEFORE DELETE ON blobs
+                BEGIN SELECT RAISE(ABORT, 'blobs are content-addressed: DELETE is not allowed'); END;
+                """)
+        }
+        return m
+    }
+}

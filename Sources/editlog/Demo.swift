@@ -1,0 +1,108 @@
+import ArgumentParser
+import EditLog
+import Foundation
+
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The main job: build a Trees of Portland log, record a day of field sessions, and tell what happened.",
+        discussion: "Creates the log at --db (or in a temporary directory), loads the baseline, records Fixtures/trees-of-portland/scripts/*.ndjson in order, then prints one tree's history, the sessions and a verification.")
+
+    @Option(name: .long, help: "Where to write the log (default: a new temporary file).")
+    var db: String?
+
+    @Option(name: .long, help: "The Trees of Portland fixtures directory (default: Fixtures/trees-of-portland of this package).")
+    var fixtures: String?
+
+    @OptionGroup var output: JSONFlag
+
+    func validate() throws {
+        if let db, FileManager.default.fileExists(atPath: db) {
+            throw ValidationError("--db \(db) already exists; the demo creates a new log (remove it or choose another path)")
+        }
+    }
+
+    static func defaultFixtures() -> String? {
+        var candidates = [FileManager.default.currentDirectoryPath + "/Fixtures/trees-of-portland"]
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        candidates.append(here.appendingPathComponent("Fixtures/trees-of-portland").path)
+        return candidates.first { FileManager.default.fileExists(atPath: $0 + "/service.json") }
+    }
+
+    func run() throws {
+        try handleErrors { try perform() }
+    }
+
+    func perform() throws {
+        do {
+            guard let dir = fixtures ?? Demo.defaultFixtures() else {
+                throw EditLogError(.notFound, "cannot find Fixtures/trees-of-portland; pass --fixtures DIR")
+            }
+            let path = db ?? (NSTemporaryDirectory() + "editlog-demo-\(UInt32.random(in: 0...UInt32.max)).sqlite")
+            let fm = FileManager.default
+            let baselineDir = dir + "/baseline"
+            var baseline: [BaselineSet] = []
+            for f in ((try? fm.contentsOfDirectory(atPath: baselineDir)) ?? []).filter({ $0.hasSuffix(".json") }).sorted() {
+                baseline.append(BaselineSet(name: f, layer: nil, json: try InputFiles.json(baselineDir + "/" + f)))
+            }
+            let log = try EditLog.create(at: path, service: [("service.json", try InputFiles.json(dir + "/service.json"))],
+                                         webmap: try InputFiles.json(dir + "/webmap.json"), rules: try InputFiles.rules(dir + "/rules.json"),
+                                         baseline: baseline, actor: "portland_parks", device: "import")
+            let quiet = output.json
+            func say(_ s: String) { if !quiet { out(s) } }
+            say("EditLog demo — Trees of Portland")
+            say("log \(path) (id \(log.logId))")
+            let loaded = baseline.map { b in "\(b.name.replacingOccurrences(of: ".json", with: "")) \(b.json["features"]?.arrayValue?.count ?? 0)" }
+            say("baseline: \(loaded.joined(separator: ", ")) → \(try log.eventCount()) events\n")
+
+            let scriptsDir = dir + "/scripts"
+            let scripts = ((try? fm.contentsOfDirectory(atPath: scriptsDir)) ?? []).filter { $0.hasSuffix(".ndjson") }.sorted()
+            var touched: [String: Int] = [:]
+            var scriptResults: [JSONValue] = []
+            for s in scripts {
+                let bytes = try InputFiles.bytes(scriptsDir + "/" + s)
+                let commands: [ScriptCommand]
+                do throws(EditLogError) { commands = try ScriptParser.parse(bytes) } catch { throw error.at(s) }
+                let r: RecordResult
+                do throws(EditLogError) { r = try log.record(commands, name: s, sha256: InputFiles.sha256(bytes)) } catch { throw error.at(s) }
+                let actors = Set(commands.map(\.actor)).sorted()
+                let count = { (t: String) in r.events.filter { $0.type == t }.count }
+                for e in r.events where e.type == "SessionCommitted" || e.type == "FeatureDerived" {
+                    if let g = e.payload["globalId"]?.stringValue, e.stream.hasPrefix("0:") { touched[g, default: 0] += 1 }
+                }
+                say("• \(s): \(actors.joined(separator: ", ")) — \(commands.count) steps → \(r.events.count) events; committed \(count("SessionCommitted")), canceled \(count("SessionCanceled")), abandoned \(count("SessionAbandoned")), rule updates \(count("FeatureDerived")), deletions \(count("FeatureDeleted")), photos \(count("AttachmentStaged"))")
+                scriptResults.append(["script": .string(s), "events": .int(Int64(r.events.count))])
+            }
+
+            // The tree with the richest story.
+            let tree = touched.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.first?.key
+            var historyJSON: JSONValue = .null
+            if let tree {
+                let (_, entries) = try log.history(globalId: tree)
+                let story = entries.filter { $0.cause != "baseline" }
+                let shown = try log.show(globalId: tree)
+                say("\nHistory of tree \(tree) (\(short(shown["attributes"]?["Address"] ?? .null, 60)), \(short(shown["attributes"]?["Neighborhood"] ?? .null))):")
+                say(historyTable(story))
+                historyJSON = .object(["globalId": .string(tree), "entries": .array(story.map(\.json))])
+            }
+            let canceled = try log.sessions(status: "canceled") + log.sessions(status: "abandoned") + log.sessions(status: "open")
+            if !canceled.isEmpty {
+                say("\nSessions that did not commit (kept for auditors):")
+                for s in canceled {
+                    let staged = (s["staged"]?.arrayValue ?? []).map { "\(short($0["field"] ?? .null))=\(short($0["value"] ?? .null, 16))" }
+                    let atts = (s["attachmentsAdded"]?.arrayValue ?? []).map { "photo \(short($0["name"] ?? .null))" }
+                    say("  \(short(s["status"] ?? .null)) \(short(s["id"] ?? .null)) by \(short(s["actor"] ?? .null)) on \(short(s["globalId"] ?? .null, 40)): \((staged + atts).joined(separator: ", "))")
+                }
+            }
+            let stats = try log.stats()
+            let report = try log.verify()
+            say("\nSummary: \(stats["events"]?.intValue ?? 0) events; sessions \(short(stats["sessions"] ?? .null, 120)); actors \(short(stats["actors"] ?? .null, 120)); \(stats["attachments"]?.intValue ?? 0) attachments (\(stats["blobBytes"]?.intValue ?? 0) bytes)")
+            say("verify: \(report.ok ? "ok" : "FAILED") — chain head \(report.headHash)\(report.projectionsChecked ? ", projections equal a rebuild" : "")")
+            say("\nTry: editlog history \(path) \(tree ?? "<globalId>")   ·   editlog sessions \(path)   ·   editlog verify \(path)")
+            if output.json {
+                out(JSONValue.object(["path": .string(path), "logId": .string(log.logId), "scripts": .array(scriptResults), "history": historyJSON,
+                                      "stats": stats, "verify": report.json]).serialized())
+            }
+            if !report.ok { throw EditLogError(.corrupt, "verification failed: \(report.problems.first ?? "")") }
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import EditLog
+import Foundation
+
+struct Init: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create a log for a feature service.",
+        discussion: """
+            --service takes the FeatureServer/layers?f=json response, or a service root plus layer definitions \
+            (repeat --service). --data loads Esri JSON feature sets as the baseline; the layer is the file name's stem \
+            or LAYER=FILE. On any error nothing is written.
+            """)
+
+    @Argument(help: "The log file to create (must not exist).")
+    var db: String
+
+    @Option(name: .long, help: "A service, layers or layer definition JSON file (repeatable).")
+    var service: [String] = []
+
+    @Option(name: .long, help: "A web map JSON file giving each layer's pop-up.")
+    var webmap: String?
+
+    @Option(name: .long, help: "A rules file (latestChildRollup, pointInPolygonLookup, reverseGeocode).")
+    var rules: String?
+
+    @Option(name: .long, parsing: .upToNextOption, help: "Baseline feature sets: FILE or LAYER=FILE (repeatable).")
+    var data: [String] = []
+
+    @Option(name: .long, help: "Actor recorded on the schema and baseline events.")
+    var actor = "editlog"
+
+    @OptionGroup var output: JSONFlag
+
+    func validate() throws {
+        if service.isEmpty { throw ValidationError("--service is required: give the service's layers JSON (or a root plus layer definitions).") }
+    }
+
+    func run() throws {
+        try handleErrors {
+            let docs = try service.map { p throws(EditLogError) in (name: (p as NSString).lastPathComponent, json: try InputFiles.json(p)) }
+            let webmapJSON = try webmap.map { p throws(EditLogError) in try InputFiles.json(p) }
+            let rulesJSON = try rules.map { p throws(EditLogError) in try InputFiles.rules(p) }
+            var sets: [BaselineSet] = []
+            for d in data {
+                var layer: String?
+                var path = d
+                if let eq = d.firstIndex(of: "="), !FileManager.default.fileExists(atPath: d) {
+                    layer = String(d[..<eq]); path = String(d[d.index(after: eq)...])
+                }
+                sets.append(BaselineSet(name: path, layer: layer, json: try InputFiles.json(path)))
+            }
+            let bar = ProgressBar(label: "baseline")
+            let log = try EditLog.create(at: db, service: docs, webmap: webmapJSON, rules: rulesJSON, baseline: sets, actor: actor, device: "editlog-cli",
+                                         progress: { bar.update(Int64($0), Int64($1)) })
+            bar.finish()
+            let counts = try log.eventCount()
+            if output.json {
+                out(JSONValue.object(["logId": .string(log.logId), "path": .string(db), "events": .int(counts),
+                                      "layers": .array(log.schema.layers.map { .object(["id": .int(Int64($0.id)), "name": .string($0.name), "editable": .bool($0.popup != nil)]) })]).serialized())
+            } else {
+                out("created \(db) (log \(log.logId)): \(log.schema.layers.count) layers and tables, \(counts) events")
+                for l in log.schema.layers {
+                    out("  \(l.id) \(l.name)\(l.isTable ? " (table)" : "")\(l.popup == nil ? " — no pop-up, read-only" : "")")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import ArgumentParser
+import EditLog
+
+struct Log: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List events in position order (NDJSON with --json).")
+
+    @OptionGroup var log: LogOptions
+
+    @Option(name: .long, help: "Only events of this layer (name or id).")
+    var layer: String?
+
+    @Option(name: .long, help: "Only events of this feature (GlobalID).")
+    var feature: String?
+
+    @Option(name: .long, help: "Only events of this session id.")
+    var session: String?
+
+    @Option(name: .long, help: "Only events by this actor.")
+    var actor: String?
+
+    @Option(name: .long, help: "Only events recorded at or after this ISO-8601 time.")
+    var since: String?
+
+    @Option(name: .long, help: "Only events recorded before this ISO-8601 time.")
+    var until: String?
+
+    @Option(name: .long, help: "Only events of this type (e.g. SessionCommitted).")
+    var type: String?
+
+    @OptionGroup var output: JSONFlag
+
+    func validate() throws {
+        if let s = since, Timestamp.normalize(s) == nil { throw ValidationError("--since \"\(s)\" is not an ISO-8601 time with a zone") }
+        if let u = until, Timestamp.normalize(u) == nil { throw ValidationError("--until \"\(u)\" is not an ISO-8601 time with a zone") }
+        if let s = since.flatMap(Timestamp.parse), let u = until.flatMap(Timestamp.parse), s >= u {
+            throw ValidationError("--since must be earlier than --until")
+        }
+    }
+
+    func run() throws {
+        try handleErrors {
+            let editLog = try EditLog.open(at: log.db, readonly: true)
+            var filter = LogFilter(session: session, actor: actor, since: since.flatMap(Timestamp.normalize), until: until.flatMap(Timestamp.normalize), type: type)
+            if let layer { filter.layer = try editLog.layer(layer).id }
+            if let feature { filter.globalId = try editLog.normalizeGlobalId(feature) }
+            var count = 0
+            try editLog.events(filter) { e in
+                count += 1
+                if output.json { out(e.json.serialized()); return }
+                out("\(e.position)\t\(e.recordedTime)\t\(e.type)\t\(e.stream)\t\(e.actor)@\(e.device)\t\(e.session ?? "-")\t\(e.cause)\t\(short(e.payload, 80))")
+            }
+            if !output.json { out("\(count) events") }
+        }
+    }
+}

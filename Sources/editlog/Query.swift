@@ -1,0 +1,31 @@
+import ArgumentParser
+import EditLog
+
+struct Query: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a layer's live features as an Esri JSON feature set.")
+
+    @OptionGroup var log: LogOptions
+
+    @Option(name: .long, help: "The layer or table (name or id).")
+    var layer: String
+
+    @OptionGroup var output: JSONFlag
+
+    func run() throws {
+        try handleErrors {
+            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let fs = try editLog.query(layer: layer)
+            if output.json { out(fs.serialized()); return }
+            let l = try editLog.layer(layer)
+            let features = fs["features"]?.arrayValue ?? []
+            let names = Array(l.attributeFields.prefix(5).map(\.name))
+            var rows: [[String]] = []
+            for f in features {
+                let a = f["attributes"] ?? .null
+                rows.append([short(a[l.objectIdField ?? ""] ?? .null), short(a[l.globalIdField ?? ""] ?? .null, 38)] + names.map { short(a[$0] ?? .null, 24) })
+            }
+            out(table([l.objectIdField ?? "OID", l.globalIdField ?? "GlobalID"] + names, rows))
+            out("\(features.count) features in \(l.name)")
+        }
+    }
+}

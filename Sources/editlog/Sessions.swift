@@ -1,0 +1,57 @@
+import ArgumentParser
+import EditLog
+
+struct Sessions: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List edit sessions (open, committed, canceled, abandoned) with their staged changes; abandon a session left open.")
+
+    @OptionGroup var log: LogOptions
+
+    @Option(name: .long, help: "Only sessions in this state: open, committed, canceled or abandoned.")
+    var status: String?
+
+    @Option(name: .long, help: "Only sessions opened or resumed by this actor.")
+    var actor: String?
+
+    @Option(name: .long, help: "Only sessions on this feature (GlobalID).")
+    var feature: String?
+
+    @Option(name: .long, help: "Abandon this open session (recorded as an event) instead of listing.")
+    var abandon: String?
+
+    @Option(name: .long, help: "With --abandon: the actor who abandons it.")
+    var by = "unknown"
+
+    @OptionGroup var output: JSONFlag
+
+    func validate() throws {
+        if let s = status, !["open", "committed", "canceled", "abandoned"].contains(s) {
+            throw ValidationError("--status must be open, committed, canceled or abandoned")
+        }
+        if abandon != nil && (status != nil || feature != nil) { throw ValidationError("--abandon cannot be combined with --status or --feature") }
+    }
+
+    func run() throws {
+        try handleErrors {
+            if let id = abandon {
+                let editLog = try EditLog.open(at: log.db)
+                let events = try editLog.apply(ScriptCommand(line: 0, op: .abandon, actor: by, device: "editlog-cli", at: nil, session: id))
+                out(output.json ? JSONValue.array(events.map(\.json)).serialized() : "session \(id) abandoned at position \(events.last?.position ?? 0)")
+                return
+            }
+            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let list = try editLog.sessions(status: status, actor: actor, globalId: feature)
+            if output.json { out(JSONValue.array(list).serialized()); return }
+            out(table(["session", "status", "kind", "layer", "feature", "actor", "device", "started", "staged"], list.map { s in
+                let staged = (s["staged"]?.arrayValue ?? []).map { "\(short($0["field"] ?? .null))=\(short($0["value"] ?? .null, 16))" }
+                let rel = (s["relations"]?.objectValue ?? [:]).map { "rel\($0.key)→\(short($0.value, 12))" }
+                let att = (s["attachmentsAdded"]?.arrayValue ?? []).map { "+\(short($0["name"] ?? .null))" }
+                let layer = (s["layer"]?.intValue).flatMap { editLog.schema.layer(id: Int($0))?.name } ?? "?"
+                return [short(s["id"] ?? .null), short(s["status"] ?? .null), short(s["kind"] ?? .null), layer, short(s["globalId"] ?? .null, 38),
+                        short(s["actor"] ?? .null), short(s["device"] ?? .null), String(short(s["startedTime"] ?? .null).prefix(19)),
+                        (staged + rel + att).joined(separator: ", ")]
+            }))
+            out("\(list.count) sessions")
+        }
+    }
+}
