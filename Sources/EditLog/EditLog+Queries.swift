@@ -100,3 +100,21 @@ extension EditLog {
         }
     }
 }
+
+extension EditLog {
+    /// Digest of the stored projections (every table, every row, typed values).
+    public func digestOfProjections() throws(EditLogError) -> String {
+        try read { db in try Projections.digest(db).digest }
+    }
+
+    /// Digest of projections rebuilt from scratch in memory (the log is not touched).
+    public func digestOfRebuild() throws(EditLogError) -> String {
+        try read { db in
+            let memory = try DatabaseQueue()
+            return try memory.write { target in
+                _ = try Projections.replay(from: db, into: target)
+                return try Projections.digest(target).digest
+            }
+        }
+    }
+}

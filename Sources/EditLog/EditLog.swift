@@ -43,7 +43,14 @@ public final class EditLog {
         let schema = try ArcGISSchemaDecoder.decode(service: service, webmap: webmap, rules: rules)
         let payload = schemaPayload(service: service, webmap: webmap, rules: rules)
         let prepared = try Baseline.prepare(baseline, schema: schema)
-        let store = try EventStore.create(at: path, logId: logId, clock: clock, ids: ids)
+        if FileManager.default.fileExists(atPath: path) {
+            throw EditLogError(.conflict, "\(path) already exists; EditLog never overwrites a log")
+        }
+        // Build the log under a temporary name and rename it into place when complete, so a crash
+        // (even kill -9) leaves either no log or a whole one.
+        let partial = path + ".partial-\(UInt32.random(in: 0...UInt32.max))"
+        func removePartial() { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: partial + suffix) } }
+        let store = try EventStore.create(at: partial, logId: logId, clock: clock, ids: ids)
         let log = EditLog(store: store, schema: schema)
         do {
             let ctx = EventContext(actor: actor, device: device, clientTime: nil)
@@ -57,12 +64,21 @@ public final class EditLog {
                     if k % 1000 == 0 { progress?(k, prepared.count) }
                 }
             }
+            try store.dbQueue.close()
         } catch {
             log.close()
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            throw error
+            removePartial()
+            if let e = error as? EditLogError { throw e }
+            throw EditLogError(.io, "\(error)", at: path)
         }
-        return log
+        // link(2) fails if `path` appeared meanwhile: never overwrite a log.
+        guard link(partial, path) == 0 else {
+            let err = errno
+            removePartial()
+            throw EditLogError(err == EEXIST ? .conflict : .io, err == EEXIST ? "\(path) already exists; EditLog never overwrites a log" : "cannot create the log: \(String(cString: strerror(err)))", at: path)
+        }
+        removePartial()
+        return try open(at: path, clock: clock, ids: ids)
     }
 
     public static func open(at path: String, readonly: Bool = false, clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EditLog {

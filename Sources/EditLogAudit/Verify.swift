@@ -34,6 +34,8 @@ public enum Verifier {
             if r.firstBadPosition == nil, let position { r.firstBadPosition = position }
             r.problems.append(position.map { "position \($0): \(msg)" } ?? msg)
         }
+        let integrity = try String.fetchAll(db, sql: "PRAGMA quick_check")
+        if integrity != ["ok"] { bad(nil, "SQLite quick_check: \(integrity.prefix(3).joined(separator: "; "))") }
         let present = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
         for t in triggers where !present.contains(t) { bad(nil, "append-only trigger \(t) is missing") }
         let metaId = try String.fetchOne(db, sql: "SELECT value FROM log_meta WHERE key = 'log_id'")

@@ -1,0 +1,108 @@
+import EditLog
+import Foundation
+import Testing
+
+enum Paths {
+    /// The package root, from this file's path.
+    static let root: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+    static let trees = root + "/Fixtures/trees-of-portland"
+    /// Esri's REST payloads beside the clone (../shared/fixtures/arcgis-rest).
+    static let arcgisRest = URL(fileURLWithPath: root).deletingLastPathComponent().appendingPathComponent("shared/fixtures/arcgis-rest").path
+    static var editlogBinary: String { root + "/.build/debug/editlog" }
+}
+
+/// A temporary file path removed (with its WAL files) when the value is released.
+final class TempPath {
+    let path: String
+    init(_ name: String = "log") {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-test-\(UUID().uuidString)-\(name).sqlite").path
+    }
+    deinit {
+        for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) }
+    }
+}
+
+enum Fixture {
+    static func json(_ rel: String) throws -> JSONValue { try InputFiles.json(Paths.trees + "/" + rel) }
+
+    static func baseline() throws -> [BaselineSet] {
+        try ["Species", "Neighborhoods", "Trees", "Inspections"].map {
+            BaselineSet(name: "\($0).json", layer: nil, json: try json("baseline/\($0).json"))
+        }
+    }
+
+    /// A Trees of Portland log with the baseline, deterministic clock and ids.
+    static func treesLog(at path: String, baseline: Bool = true, seed: UInt64 = 1) throws -> EditLog {
+        let clock = StepClock(start: 1_780_000_000_000, step: 7)
+        return try EditLog.create(
+            at: path, service: [("service.json", try json("service.json"))], webmap: try json("webmap.json"),
+            rules: try InputFiles.rules(Paths.trees + "/rules.json"), baseline: baseline ? try self.baseline() : [],
+            clock: clock, ids: UUIDv7Generator(clock: clock, seed: seed), logId: "test-log")
+    }
+
+    static func features(_ layer: String) throws -> [[String: JSONValue]] {
+        try (json("baseline/\(layer).json")["features"]?.arrayValue ?? []).compactMap { $0["attributes"]?.objectValue }
+    }
+
+    static func globalIds(_ layer: String) throws -> [String] {
+        try features(layer).compactMap { $0["GlobalID"]?.stringValue.flatMap(GlobalID.normalize) }
+    }
+
+    /// A tree with no inspections, and one with some.
+    static func treeWithoutInspections() throws -> String {
+        let inspected = Set(try features("Inspections").compactMap { $0["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize) })
+        return try globalIds("Trees").first { !inspected.contains($0) }!
+    }
+
+    static func treeWithInspections() throws -> (tree: String, inspections: [String]) {
+        var byTree: [String: [String]] = [:]
+        for f in try features("Inspections") {
+            if let t = f["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize), let g = f["GlobalID"]?.stringValue.flatMap(GlobalID.normalize) {
+                byTree[t, default: []].append(g)
+            }
+        }
+        let best = byTree.sorted { $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.key < $1.key }.first!
+        return (best.key, best.value)
+    }
+}
+
+/// Builds script commands from JSON lines.
+func script(_ lines: [String], actor: String = "tester") throws -> [ScriptCommand] {
+    try ScriptParser.parse(Array(lines.joined(separator: "\n").utf8), defaultActor: actor, defaultDevice: "test-device")
+}
+
+extension EditLog {
+    /// Records lines as one script (unique name each time).
+    @discardableResult
+    func run(_ lines: String..., actor: String = "tester") throws -> [RecordedEvent] {
+        let cmds = try script(lines, actor: actor)
+        return try record(cmds, name: "test", sha256: UUID().uuidString, allowRepeat: true).events
+    }
+
+    /// Records lines and expects a rejection; returns the error.
+    func reject(_ lines: String..., actor: String = "tester") throws -> EditLogError {
+        let cmds = try script(lines, actor: actor)
+        let before = try eventCount()
+        do {
+            _ = try record(cmds, name: "test", sha256: UUID().uuidString, allowRepeat: true)
+        } catch {
+            #expect(try eventCount() == before, "a rejected script must write nothing")
+            return error
+        }
+        Issue.record("expected the script to be rejected")
+        return EditLogError(.io, "not rejected")
+    }
+
+    func attributes(_ gid: String) throws -> [String: JSONValue] {
+        try show(globalId: gid)["attributes"]?.objectValue ?? [:]
+    }
+
+    func projectionDigest() throws -> String {
+        try digestOfProjections()
+    }
+}
+
+func newGID(_ n: Int) -> String {
+    String(format: "{00000000-0000-4000-8000-%012X}", n)
+}
