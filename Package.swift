@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "editlog", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(name: "editlog-bench", dependencies: ["EditLog", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "EditLogTests", dependencies: ["EditLog"]),
+        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

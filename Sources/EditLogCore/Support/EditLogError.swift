@@ -32,8 +32,8 @@ public struct EditLogError: Error, Sendable, Equatable, CustomStringConvertible 
 /// Several validation failures at once, as the seed's `RichPopupManagerError.invalidPopup` aggregates them.
 extension EditLogError {
     public static func aggregate(_ errors: [EditLogError], context: String) -> EditLogError {
-        if errors.count == 1 { return errors[0] }
         let kind = errors.first?.kind ?? .validation
+        if errors.count == 1 { return EditLogError(kind, "\(context): \(errors[0].description)") }
         return EditLogError(kind, "\(context): \(errors.count) problems: " + errors.map(\.description).joined(separator: "; "))
     }
 }

@@ -1,0 +1,100 @@
+import EditLog
+import EditLogStore
+import Foundation
+import GRDB
+import Testing
+
+@Suite struct StoreInvariantTests {
+    func ctx() -> EventContext { EventContext(actor: "a", device: "d", clientTime: nil) }
+
+    @Test func appendingAStoredIdIsANoOpAndPositionsAreGapFree() throws {
+        let tmp = TempPath()
+        let store = try EventStore.create(at: tmp.path, clock: StepClock(), ids: UUIDv7Generator(clock: StepClock(), seed: 3))
+        let id = store.ids.next()
+        let e = NewEvent(id: id, stream: "0:{X}", type: .featureDerived, payload: ["k": 1], context: ctx(), session: nil, cause: "test")
+        let first = try store.write { _, a in try a.append(e) }
+        let again = try store.write { _, a in try a.append(e) }
+        #expect(first?.position == 1 && again == nil)
+        try store.write { _, a in
+            for i in 0..<10 { try a.append(NewEvent(id: store.ids.next(), stream: "0:{Y\(i % 3)}", type: .featureDerived, payload: .int(Int64(i)), context: ctx(), session: nil, cause: "t")) }
+        }
+        let positions = try store.read { db in try Int64.fetchAll(db, sql: "SELECT position FROM events ORDER BY position") }
+        #expect(positions == Array(1...11))
+    }
+
+    @Test func expectedVersionConflictsAreClearErrors() throws {
+        let tmp = TempPath()
+        let store = try EventStore.create(at: tmp.path)
+        let s = "3:{S}"
+        func append(_ v: ExpectedVersion) throws {
+            try store.write { _, a in _ = try a.append(NewEvent(id: store.ids.next(), stream: s, type: .featureDerived, payload: 1, context: ctx(), session: nil, cause: "t"), expected: v) }
+        }
+        try append(.noStream)
+        try append(.exact(1))
+        #expect(throws: EditLogError.self) { try append(.exact(1)) }
+        #expect(throws: EditLogError.self) { try append(.noStream) }
+        do { try append(.exact(5)) } catch let e as EditLogError {
+            #expect(e.kind == .conflict && e.message.contains("is at version 2; expected 5"))
+        }
+        // A failed append wrote nothing.
+        #expect(try store.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") } == 2)
+    }
+
+    @Test func triggersRejectUpdateAndDelete() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path, baseline: false)
+        try log.store.dbQueue.write { db in
+            #expect(throws: DatabaseError.self) { try db.execute(sql: "UPDATE events SET actor = 'mallory' WHERE position = 1") }
+            #expect(throws: DatabaseError.self) { try db.execute(sql: "DELETE FROM events") }
+        }
+    }
+
+    @Test func aFileThatIsNotALogIsRefused() throws {
+        let tmp = TempPath()
+        let q = try DatabaseQueue(path: tmp.path)
+        try q.write { db in try db.execute(sql: "CREATE TABLE t(x)") }
+        try q.close()
+        do { _ = try EditLog.open(at: tmp.path); Issue.record("opened") } catch {
+            #expect(error.kind == .corrupt && error.message.contains("not an EditLog log"))
+        }
+        let text = TempPath()
+        try Data("hello, not sqlite at all, just text padding padding padding padding padding padding padding padding padding padding".utf8).write(to: URL(fileURLWithPath: text.path))
+        do { _ = try EditLog.open(at: text.path); Issue.record("opened") } catch {
+            #expect(error.kind == .corrupt)
+        }
+        do { _ = try EditLog.open(at: "/nonexistent/log.sqlite"); Issue.record("opened") } catch { #expect(error.kind == .notFound) }
+    }
+
+    @Test func aLogFromANewerVersionIsRefused() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path, baseline: false)
+        try log.store.dbQueue.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')")
+        }
+        log.close()
+        do { _ = try EditLog.open(at: tmp.path); Issue.record("opened") } catch {
+            #expect(error.kind == .unsupported && error.message.contains("newer EditLog"))
+        }
+    }
+
+    @Test func initNeverOverwritesAndLeavesNothingOnError() throws {
+        let tmp = TempPath()
+        _ = try Fixture.treesLog(at: tmp.path, baseline: false)
+        #expect(throws: EditLogError.self) { try Fixture.treesLog(at: tmp.path, baseline: false) }
+        let bad = TempPath()
+        var broken = try Fixture.json("baseline/Trees.json")
+        if case .object(var o) = broken, case .array(var fs)? = o["features"], case .object(var f) = fs[3], case .object(var attrs)? = f["attributes"] {
+            attrs["DBH"] = 5000
+            f["attributes"] = .object(attrs); fs[3] = .object(f); o["features"] = .array(fs); broken = .object(o)
+        }
+        do {
+            _ = try EditLog.create(at: bad.path, service: [("service.json", try Fixture.json("service.json"))], baseline: [BaselineSet(name: "Trees.json", layer: nil, json: broken)])
+            Issue.record("created")
+        } catch let error as EditLogError {
+            #expect(error.description.contains("features[3]") && error.description.contains("range"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: bad.path))
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: (bad.path as NSString).deletingLastPathComponent)
+        #expect(!siblings.contains { $0.hasPrefix((bad.path as NSString).lastPathComponent + ".partial") })
+    }
+}
