@@ -46,8 +46,6 @@ public struct Appender {
     @discardableResult
     public mutating func append(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?) throws -> RecordedEvent? {
         let idBytes = withUnsafeBytes(of: e.id.uuid) { Data($0) }
-        let exists = try db.cachedStatement(sql: "SELECT 1 FROM events WHERE id = ?")
-        if try Bool.fetchOne(exists, arguments: [idBytes]) == true { return nil }
         let version = try currentVersion(of: e.stream)
         switch expected {
         case .any: break
@@ -74,10 +72,16 @@ public struct Appender {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         let payloadString = String(decoding: payload, as: UTF8.self)
-        try insert.execute(arguments: [
-            position, idBytes, e.stream, version + 1, e.type.rawValue, payloadString, e.context.actor, e.context.device,
-            e.session, e.cause, e.context.clientTime, recorded, originLog, originPosition, origin.map { Data($0.hash) }, Data(hash),
-        ])
+        do {
+            try insert.execute(arguments: [
+                position, idBytes, e.stream, version + 1, e.type.rawValue, payloadString, e.context.actor, e.context.device,
+                e.session, e.cause, e.context.clientTime, recorded, originLog, originPosition, origin.map { Data($0.hash) }, Data(hash),
+            ])
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE && (error.message ?? "").contains("events.id") {
+            // The id is already stored: appending it again is a no-op (idempotent import). The unique
+            // index answers this, so the common path pays no extra lookup.
+            return nil
+        }
         headPosition = position
         headHash = hash
         versions[e.stream] = version + 1
