@@ -14,13 +14,17 @@ public final class EventStore: Sendable {
 
     public static let formatVersion = 1
 
-    static func configuration(readonly: Bool) -> Configuration {
+    /// WAL is set once when the file is created (it persists in the file). Opening never asks for it again:
+    /// GRDB makes WAL stick with a throwaway CREATE/DROP TABLE, which would change the file on every open.
+    static func configuration(readonly: Bool, create: Bool = false) -> Configuration {
         var config = Configuration()
-        config.journalMode = .wal
+        config.journalMode = create ? .wal : .default
         config.busyMode = .timeout(60)
         config.readonly = readonly
         config.label = "EditLog"
+        let trace = ProcessInfo.processInfo.environment["EDITLOG_TRACE_SQL"] != nil
         config.prepareDatabase { db in
+            if trace { db.trace { FileHandle.standardError.write(Data("sql: \($0)\n".utf8)) } }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         return config
@@ -38,7 +42,7 @@ public final class EventStore: Sendable {
         let ids = ids ?? UUIDv7Generator(clock: clock)
         let id = logId ?? ids.next().uuidString.lowercased()
         do {
-            let q = try DatabaseQueue(path: path, configuration: configuration(readonly: false))
+            let q = try DatabaseQueue(path: path, configuration: configuration(readonly: false, create: true))
             try q.write { db in
                 try db.execute(sql: "PRAGMA application_id = \(StoreMigrations.applicationId)")
             }
