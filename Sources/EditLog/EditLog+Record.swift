@@ -15,6 +15,9 @@ extension EditLog {
     /// Applies a whole script atomically: the first rejected line stops it, and nothing of it is written.
     /// A script whose SHA-256 was recorded before is a no-op unless `allowRepeat`.
     public func record(_ commands: [ScriptCommand], name: String, sha256: String, allowRepeat: Bool = false) throws(EditLogError) -> RecordResult {
+        guard sha256.utf8.count == 64, Hex.decode(sha256) != nil else {
+            throw EditLogError(.invalidInput, "a script's sha256 must be 64 hex digits, got \"\(sha256.prefix(70))\"")
+        }
         let schema = self.schema
         let geocoder = self.geocoder
         return try writeMapped { db, appender, projector in

@@ -77,11 +77,11 @@ struct Demo: ParsableCommand {
             let tree = touched.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.first?.key
             var historyJSON: JSONValue = .null
             if let tree {
-                let (_, entries) = try log.history(globalId: tree)
+                let (layer, entries) = try log.history(globalId: tree)
                 let story = entries.filter { $0.cause != "baseline" }
                 let shown = try log.show(globalId: tree)
                 say("\nHistory of tree \(tree) (\(short(shown["attributes"]?["Address"] ?? .null, 60)), \(short(shown["attributes"]?["Neighborhood"] ?? .null))):")
-                say(historyTable(story))
+                say(historyTable(story, layer: layer))
                 historyJSON = .object(["globalId": .string(tree), "entries": .array(story.map(\.json))])
             }
             let canceled = try log.sessions(status: "canceled") + log.sessions(status: "abandoned") + log.sessions(status: "open")

@@ -23,13 +23,18 @@ struct History: ParsableCommand {
                 out(JSONValue.object(["layer": .string(layer.name), "globalId": .string(try editLog.normalizeGlobalId(globalId)), "entries": .array(entries.map(\.json))]).serialized())
                 return
             }
-            out(historyTable(entries))
+            out(historyTable(entries, layer: layer))
         }
     }
 }
 
-func historyTable(_ entries: [HistoryEntry]) -> String {
-    table(["pos", "time", "actor", "device", "session", "field", "old", "new", "cause"], entries.map {
-        [String($0.position), String($0.time.prefix(19)), $0.actor, $0.device, $0.session ?? "-", $0.field, short($0.old, 24), short($0.new, 24), $0.cause]
+func historyTable(_ entries: [HistoryEntry], layer: LayerSchema) -> String {
+    // Dates are stored as Esri epoch milliseconds; people read them as ISO-8601.
+    func value(_ field: String, _ v: JSONValue) -> String {
+        if layer.field(field)?.type == .date, let ms = v.intValue { return String(Timestamp.format(milliseconds: ms).prefix(19)) }
+        return short(v, 24)
+    }
+    return table(["pos", "time", "actor", "device", "session", "field", "old", "new", "cause"], entries.map {
+        [String($0.position), String($0.time.prefix(19)), $0.actor, $0.device, $0.session ?? "-", $0.field, value($0.field, $0.old), value($0.field, $0.new), $0.cause]
     })
 }

@@ -44,8 +44,11 @@ public struct RuleEngine {
                     }) else { continue }
                     var changes: [String: JSONValue] = [:]
                     for copy in fields {
-                        let v = latest.attributes[copy.source] ?? .null
-                        guard let f = parent.field(copy.target), (try? FieldValidator.normalize(v, for: f, layer: parent.name)) != nil || v.isNull else { continue }
+                        let raw = latest.attributes[copy.source] ?? .null
+                        guard let f = parent.field(copy.target) else { continue }
+                        // Written as the parent's field stores it; a value the parent's field refuses is not copied.
+                        let v: JSONValue
+                        if raw.isNull { v = .null } else if let n = try? FieldValidator.normalize(raw, for: f, layer: parent.name) { v = n } else { continue }
                         let o = p.attributes[f.name] ?? .null
                         if o != v { changes[f.name] = ["old": o, "new": v] }
                     }

@@ -6,6 +6,9 @@ public enum RulesDecoder {
         guard case .object(let root) = json else {
             throw EditLogError(.invalidInput, "a rules file must be a JSON object, found \(json.typeName)", at: "rules")
         }
+        for k in root.keys.sorted() where k != "rules" && k != "$schema" {
+            throw EditLogError(.invalidInput, "unknown key \"\(k)\"; a rules file has \"rules\"", at: "rules")
+        }
         guard let list = root["rules"]?.arrayValue else {
             throw EditLogError(.invalidInput, "expected \"rules\": [ ... ]", at: "rules")
         }
@@ -27,6 +30,16 @@ public enum RulesDecoder {
             guard case .object(let o) = item else { throw EditLogError(.invalidInput, "a rule must be an object", at: path) }
             let r = Reader(o, path: path)
             let name = try r.string("name") ?? "rule\(i)"
+            let allowed: [String: Set<String>] = [
+                "latestChildRollup": ["relationship", "parentLayer", "childLayer", "orderBy", "fields"],
+                "pointInPolygonLookup": ["layer", "field", "polygonLayer", "polygonField"],
+                "reverseGeocode": ["layer", "field", "geocoder"],
+            ]
+            if let type = try r.string("type"), let keys = allowed[type] {
+                for k in o.keys.sorted() where !keys.contains(k) && k != "type" && k != "name" {
+                    throw EditLogError(.invalidInput, "unknown key \"\(k)\" for a \(type) rule", at: path)
+                }
+            }
             switch try r.string("type") {
             case "latestChildRollup":
                 let parent = try layer(r, "parentLayer"), child = try layer(r, "childLayer")
@@ -69,7 +82,16 @@ public enum RulesDecoder {
                     }
                     table.append(.init(x: x, y: y, address: a))
                 }
-                let maxD = g["maxDistanceMeters"]?.doubleValue ?? 250
+                for k in g.keys.sorted() where !["type", "addresses", "maxDistanceMeters"].contains(k) {
+                    throw EditLogError(.invalidInput, "unknown key \"\(k)\" in geocoder", at: gr.path)
+                }
+                var maxD = 250.0
+                if let m = g["maxDistanceMeters"] {
+                    guard let d = m.doubleValue, d > 0, d.isFinite else {
+                        throw EditLogError(.invalidInput, "\"maxDistanceMeters\" must be a positive number, found \(m)", at: gr.path)
+                    }
+                    maxD = d
+                }
                 rules.append(Rule(name: name, kind: .reverseGeocode(layer: l.id, field: f, geocoder: OfflineAddressTable(entries: table, maxDistanceMeters: maxD))))
             case let other:
                 throw EditLogError(.invalidInput, "unknown rule type \(other.map { "\"\($0)\"" } ?? "(none)"); expected latestChildRollup, pointInPolygonLookup or reverseGeocode", at: path)

@@ -69,7 +69,7 @@ final class JSONSchemaValidator {
     private func register(_ doc: JSONValue, at abs: String) throws(SchemaError) {
         // Registered before the check so that reference cycles between documents terminate.
         documents[abs] = doc
-        do {
+        do throws(SchemaError) {
             if case .object(let o) = doc, let s = o["$schema"], s != .string(Self.draft) {
                 throw SchemaError("\(abs): \"$schema\" must be \"\(Self.draft)\", found \(s.serialized())")
             }

@@ -77,7 +77,7 @@ extension EditLog {
     @discardableResult
     func run(_ lines: String..., actor: String = "tester") throws -> [RecordedEvent] {
         let cmds = try script(lines, actor: actor)
-        return try record(cmds, name: "test", sha256: UUID().uuidString, allowRepeat: true).events
+        return try record(cmds, name: "test", sha256: InputFiles.sha256(Array(lines.joined(separator: "\n").utf8)), allowRepeat: true).events
     }
 
     /// Records lines and expects a rejection; returns the error.
@@ -85,7 +85,7 @@ extension EditLog {
         let cmds = try script(lines, actor: actor)
         let before = try eventCount()
         do {
-            _ = try record(cmds, name: "test", sha256: UUID().uuidString, allowRepeat: true)
+            _ = try record(cmds, name: "test", sha256: InputFiles.sha256(Array(lines.joined(separator: "\n").utf8)), allowRepeat: true)
         } catch {
             #expect(try eventCount() == before, "a rejected script must write nothing")
             return error
