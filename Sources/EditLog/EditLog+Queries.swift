@@ -42,8 +42,15 @@ extension EditLog {
         return v
     }
 
-    public func events(_ filter: LogFilter, _ body: (RecordedEvent) throws -> Void) throws(EditLogError) {
-        try read { db in try Audit.events(db, filter: filter, body) }
+    /// Calls `body` for each matching event in position order; returns how many matched.
+    @discardableResult
+    public func events(_ filter: LogFilter, _ body: (RecordedEvent) throws -> Void) throws(EditLogError) -> Int {
+        let schema = self.schema
+        return try read { db in
+            var n = 0
+            try Audit.events(db, schema: schema, filter: filter) { e in n += 1; try body(e) }
+            return n
+        }
     }
 
     public func history(globalId: String) throws(EditLogError) -> (layer: LayerSchema, entries: [HistoryEntry]) {

@@ -13,6 +13,8 @@ public struct LogFilter: Sendable {
     public var since: String?
     public var until: String?
     public var type: String?
+    /// Set by `Audit.events` from the projections when `globalId` is given.
+    var featureLayer: Int?
     public init(layer: Int? = nil, globalId: String? = nil, session: String? = nil, actor: String? = nil, since: String? = nil, until: String? = nil, type: String? = nil) {
         self.layer = layer; self.globalId = globalId; self.session = session; self.actor = actor; self.since = since; self.until = until; self.type = type
     }
@@ -21,7 +23,10 @@ public struct LogFilter: Sendable {
         var parts: [String] = []
         var args: StatementArguments = []
         if let layer { parts.append("stream >= ? AND stream < ?"); args += ["\(layer):", "\(layer);"] }
-        if let globalId { parts.append("stream LIKE ?"); args += ["%:\(globalId)"] }
+        if let globalId {
+            // One feature's stream (the (stream, version) index answers it); a GlobalID that is in no layer matches nothing.
+            if let layer = featureLayer { parts.append("stream = ?"); args += [StreamName.feature(layer: layer, globalId: globalId)] } else { parts.append("0") }
+        }
         if let session { parts.append("session = ?"); args += [session] }
         if let actor { parts.append("actor = ?"); args += [actor] }
         if let since { parts.append("recorded_time >= ?"); args += [since] }
@@ -51,7 +56,9 @@ public struct HistoryEntry: Sendable, Hashable {
 }
 
 public enum Audit {
-    public static func events(_ db: Database, filter: LogFilter, _ body: (RecordedEvent) throws -> Void) throws {
+    public static func events(_ db: Database, schema: ServiceSchema, filter: LogFilter, _ body: (RecordedEvent) throws -> Void) throws {
+        var filter = filter
+        if let g = filter.globalId { filter.featureLayer = try ProjectionWorld(db: db, schema: schema).locate(globalId: g)?.id }
         let (clause, args) = filter.sql
         try EventReading.forEach(db, where: clause, arguments: args, body)
     }

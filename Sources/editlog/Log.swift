@@ -43,9 +43,7 @@ struct Log: ParsableCommand {
             var filter = LogFilter(session: session, actor: actor, since: since.flatMap(Timestamp.normalize), until: until.flatMap(Timestamp.normalize), type: type)
             if let layer { filter.layer = try editLog.layer(layer).id }
             if let feature { filter.globalId = try editLog.normalizeGlobalId(feature) }
-            var count = 0
-            try editLog.events(filter) { e in
-                count += 1
+            let count = try editLog.events(filter) { e in
                 if output.json { out(e.json.serialized()); return }
                 out("\(e.position)\t\(e.recordedTime)\t\(e.type)\t\(e.stream)\t\(e.actor)@\(e.device)\t\(e.session ?? "-")\t\(e.cause)\t\(short(e.payload, 80))")
             }

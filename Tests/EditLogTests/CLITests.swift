@@ -90,6 +90,9 @@ import Testing
         let lines = log.stdout.split(separator: "\n")
         #expect(lines.count == 45)
         #expect(lines.allSatisfy { (try? JSONParser.parse(String($0)))?["type"] == "FeatureBaselined" })
+        #expect(try CLI.run("log", tmp.path, "--layer", "Species").stdout.hasSuffix("\n45 events\n"))
+        let tree2 = try Fixture.globalIds("Trees")[0]
+        #expect(try CLI.run("log", tmp.path, "--feature", tree2, "--json").stdout.split(separator: "\n").count == 1)
         let q = try JSONParser.parse(try CLI.run("query", tmp.path, "--layer", "Trees", "--json").stdout)
         #expect(q["features"]?.arrayValue?.count == 240 && q["geometryType"] == "esriGeometryPoint")
     }
