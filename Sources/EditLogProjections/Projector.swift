@@ -6,6 +6,9 @@ import GRDB
 /// and replays the whole log (`rebuild`), so the two are equal byte for byte.
 public final class Projector {
     public private(set) var schema: ServiceSchema?
+    /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
+    /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
+    var openSessions: [String: SessionState] = [:]
 
     public init(schema: ServiceSchema? = nil) { self.schema = schema }
 
@@ -37,6 +40,7 @@ public final class Projector {
             try insertFeature(e, attributes: e.payload["attributes"]?.objectValue ?? [:], geometry: e.payload["geometry"], db)
         case .sessionStarted:
             guard let session = e.session, let st = SessionState(started: e.payload, session: session, actor: e.actor, device: e.device) else { return }
+            openSessions[session] = st
             try db.cachedStatement(sql: """
                 INSERT INTO p_sessions (id, layer, global_id, kind, opened_by, actor, device, status, started_position, started_time, state)
                 VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)
@@ -65,10 +69,17 @@ public final class Projector {
 
     func updateSession(_ e: RecordedEvent, _ db: Database) throws {
         guard let session = e.session, let type = e.eventType else { return }
-        guard let text = try String.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE id = ?"), arguments: [session]),
-              var st = SessionState(json: try JSONParser.parse(text)) else { return }
+        var st: SessionState
+        if let cached = openSessions[session] {
+            st = cached
+        } else {
+            guard let text = try String.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE id = ?"), arguments: [session]),
+                  let parsed = SessionState(json: try JSONParser.parse(text)) else { return }
+            st = parsed
+        }
         st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device)
         let ended = st.status != .open
+        openSessions[session] = ended ? nil : st
         try db.cachedStatement(sql: """
             UPDATE p_sessions SET status = ?, actor = ?, device = ?, state = ?,
                 ended_position = CASE WHEN ? THEN ? ELSE ended_position END,
