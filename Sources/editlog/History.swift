@@ -23,15 +23,22 @@ struct History: ParsableCommand {
                 out(JSONValue.object(["layer": .string(layer.name), "globalId": .string(try editLog.normalizeGlobalId(globalId)), "entries": .array(entries.map(\.json))]).serialized())
                 return
             }
-            out(historyTable(entries, layer: layer))
+            out(historyTable(entries, layer: layer, log: editLog))
         }
     }
 }
 
-func historyTable(_ entries: [HistoryEntry], layer: LayerSchema) -> String {
-    // Dates are stored as Esri epoch milliseconds; people read them as ISO-8601.
+func historyTable(_ entries: [HistoryEntry], layer: LayerSchema, log: EditLog) -> String {
+    // Dates are stored as Esri epoch milliseconds; people read them as ISO-8601. A relationship key reads
+    // as the related record's display field (the species' common name, not its GlobalID).
+    let keys = Set(layer.relationships.filter { $0.role == .destination }.compactMap { $0.keyField?.lowercased() })
     func value(_ field: String, _ v: JSONValue) -> String {
         if layer.field(field)?.type == .date, let ms = v.intValue { return String(Timestamp.format(milliseconds: ms).prefix(19)) }
+        if keys.contains(field.lowercased()), let g = v.stringValue, let f = try? log.show(globalId: g),
+           let related = f["layer"]?.stringValue.flatMap(log.schema.layer), let display = related.displayField,
+           let name = f["attributes"]?[display]?.stringValue {
+            return short(.string(name), 24)
+        }
         return short(v, 24)
     }
     return table(["pos", "time", "actor", "device", "session", "field", "old", "new", "cause"], entries.map {
