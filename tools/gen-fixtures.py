@@ -1628,7 +1628,7 @@ replay of every script line).
 
 | File | What it is |
 |------|------------|
-| `service.json` | `FeatureServer/layers?f=json` response: layers `Trees` (0, point, attachments), `Neighborhoods` (1, polygon, capabilities `Query` only), tables `Species` (2) and `Inspections` (3, attachments). Field objects with codedValue/range domains, `editFieldsInfo`, GlobalID-keyed relationships `Species_Trees` (id 0, not composite) and `Tree_Inspections` (id 1, composite), listed on both sides. |
+| `service.json` | `FeatureServer/layers?f=json` response: layers `Trees` (0, point, attachments), `Neighborhoods` (1, polygon, capabilities `Query,Update`: updatable in the service, but it has no pop-up), tables `Species` (2) and `Inspections` (3, attachments). Field objects with codedValue/range domains, `editFieldsInfo`, GlobalID-keyed relationships `Species_Trees` (id 0, not composite) and `Tree_Inspections` (id 1, composite), listed on both sides. |
 | `webmap.json` | Web map: operational layers Trees and Neighborhoods (Neighborhoods has no `popupInfo`, `disablePopup: true`), tables Species and Inspections, each with pop-up `fieldInfos` (`isEditable`/`visible`). Species `Family` is editable in the service but `isEditable: false` in the pop-up. Key fields `SpeciesGlobalID`/`TreeGlobalID` are hidden and not pop-up editable (they change through `relate` / `parent`). |
 | `rules.json` | Custom behaviour rules: latest-inspection rollup, point-in-polygon neighbourhood lookup, offline reverse geocode. |
 | `addresses.json` | {n_addr} Portland street addresses (real NE/SE street names, avenue numbers and ZIPs approximated from position) on a ~280 m grid; every point of the area is within {max_gap:.0f} m (haversine, R = 6371008.8 m) of an address. |
@@ -1646,8 +1646,8 @@ Notes and assumptions:
 * An actor never has more than one open session in the valid scripts, except that sessions left
   open (03 -> 04, 05 -> 07) belong to actors who do nothing else until they `resume` / `abandon`.
   Interleaved sessions name their `session` on every line.
-* `edit` on Neighborhoods is expected to fail with a pop-up error (checked before capabilities),
-  while `create`/`delete` on Neighborhoods are expected to fail with a capabilities error.
+* EditLog checks capabilities first, then the pop-up: `edit` on Neighborhoods (Update allowed, no pop-up)
+  fails with a pop-up error, `create`/`delete` on Neighborhoods fail with a capabilities error.
 """
 
 
