@@ -22,11 +22,11 @@ let package = Package(
         // Feature tables rebuilt from events.
         .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto")]),
         // Replay and audit: log, history, sessions, verify.
-        .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // The facade apps use: open a log, record sessions.
         .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "editlog", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", .product(name: "GRDB", package: "GRDB.swift")]),
+        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,7 @@ import EditLogProjections
 import EditLogStore
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// What `verify` found. `ok` only when every check passed.
 public struct VerifyReport: Sendable {
@@ -45,33 +46,53 @@ public enum Verifier {
         var prev = EventHash.genesis
         var expected: Int64 = 1
         var versions: [String: Int64] = [:]
-        let cursor = try Row.fetchCursor(db, sql: "SELECT \(EventReading.columns) FROM events ORDER BY position")
-        while let row = try cursor.next() {
-            let position: Int64 = row[0]
+        var enc = EventHash.Encoder()
+        // Straight from SQLite's column buffers: no Row, no String for hashed fields, no payload parsing.
+        let statement = try db.makeStatement(sql: "SELECT \(EventReading.columns) FROM events ORDER BY position")
+        let stmt = statement.sqliteStatement
+        func column(_ i: Int32) -> UnsafeRawBufferPointer? {
+            guard sqlite3_column_type(stmt, i) != SQLITE_NULL else { return nil }
+            let p = sqlite3_column_blob(stmt, i)  // text columns come back as their UTF-8 bytes
+            return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, i)))
+        }
+        func text(_ i: Int32) -> String { column(i).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+        rows: while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection))) }
+            let position = sqlite3_column_int64(stmt, 0)
             if position != expected {
                 bad(expected, "position \(expected) is missing (next stored is \(position))")
                 break
             }
-            guard let idData = row[1] as Data?, idData.count == 16 else { bad(position, "event id is not 16 bytes"); break }
-            let id = idData.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
-            let stream: String = row[2]
-            let version: Int64 = row[3]
-            let payload: DatabaseValue = row[5]
-            let payloadBytes: [UInt8]
-            switch payload.storage {
-            case .string(let s): payloadBytes = Array(s.utf8)
-            case .blob(let d): payloadBytes = Array(d)
-            default: bad(position, "payload is not text"); payloadBytes = []
+            let stream = text(2)
+            let version = sqlite3_column_int64(stmt, 3)
+            let originLog = text(12)
+            let originPosition = sqlite3_column_int64(stmt, 13)
+            guard let id = column(1), id.count == 16 else { bad(position, "event id is not 16 bytes"); break }
+            guard let storedHash = column(15), storedHash.count == 32 else { bad(position, "hash is missing"); break }
+            let originHash = column(14)
+            enc.reset()
+            enc.bytes(prev)
+            enc.int(position)
+            enc.raw(id)
+            enc.text(stream)
+            enc.int(version)
+            for i: Int32 in [4, 5, 6, 7] {
+                guard let c = column(i) else { bad(position, "a required column is NULL"); break rows }
+                enc.raw(c)
             }
-            let originLog: String = row[12]
-            let originPosition: Int64 = row[13]
-            let originHash = (row[14] as Data?).map { [UInt8]($0) }
-            guard let storedHash = (row[15] as Data?).map({ [UInt8]($0) }) else { bad(position, "hash is missing"); break }
-            let computed = EventHash.compute(
-                previous: prev, position: position, id: id, stream: stream, streamVersion: version, type: row[4],
-                payload: payloadBytes, actor: row[6], device: row[7], session: row[8], cause: row[9],
-                clientTime: row[10], recordedTime: row[11], originLog: originLog, originPosition: originPosition, originHash: originHash)
-            if computed != storedHash {
+            if let s = column(8) { enc.present(); enc.raw(s) } else { enc.absent() }
+            guard let cause = column(9) else { bad(position, "cause is NULL"); break }
+            enc.raw(cause)
+            if let t = column(10) { enc.present(); enc.raw(t) } else { enc.absent() }
+            guard let recorded = column(11) else { bad(position, "recorded_time is NULL"); break }
+            enc.raw(recorded)
+            enc.text(originLog)
+            enc.int(originPosition)
+            if let o = originHash { enc.present(); enc.raw(o) } else { enc.absent() }
+            let computed = enc.digest()
+            if !computed.elementsEqual(storedHash) {
                 bad(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(computed).prefix(16))…)")
                 break
             }
@@ -82,7 +103,7 @@ public enum Verifier {
             let v = (versions[stream] ?? 0) + 1
             if version != v { bad(position, "stream \(stream) version \(version), expected \(v)"); break }
             versions[stream] = v
-            prev = storedHash
+            prev = computed
             r.events = position
             expected += 1
             if let progress, position % 20_000 == 0 { progress(position, total) }

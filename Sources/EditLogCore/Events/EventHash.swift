@@ -4,6 +4,9 @@ import Foundation
 /// The hash chain. Each event's hash is SHA-256 over the previous event's hash and an unambiguous
 /// (length-prefixed) encoding of every stored column, so changing any byte of any event, reordering,
 /// inserting or removing one breaks the chain from that position on.
+///
+/// Field order: previous hash, position, id (16 bytes), stream, stream version, type, payload, actor,
+/// device, session?, cause, client time?, recorded time, origin log, origin position, origin hash?.
 public enum EventHash {
     public static let genesis = [UInt8](repeating: 0, count: 32)
 
@@ -11,37 +14,48 @@ public enum EventHash {
                                type: String, payload: [UInt8], actor: String, device: String, session: String?,
                                cause: String, clientTime: String?, recordedTime: String,
                                originLog: String, originPosition: Int64, originHash: [UInt8]?) -> [UInt8] {
-        var h = SHA256()
-        var buf: [UInt8] = []
-        buf.reserveCapacity(payload.count + 256)
-        func field(_ bytes: some Collection<UInt8>) {
-            let n = UInt32(bytes.count)
-            buf.append(UInt8(n >> 24)); buf.append(UInt8(n >> 16 & 0xFF)); buf.append(UInt8(n >> 8 & 0xFF)); buf.append(UInt8(n & 0xFF))
-            buf.append(contentsOf: bytes)
-        }
-        func int(_ v: Int64) { withUnsafeBytes(of: v.bigEndian) { field($0) } }
-        func opt(_ s: String?) {
-            if let s { buf.append(1); field(s.utf8) } else { buf.append(0) }
-        }
-        field(previous)
-        int(position)
-        withUnsafeBytes(of: id.uuid) { field($0) }
-        field(stream.utf8)
-        int(streamVersion)
-        field(type.utf8)
-        field(payload)
-        field(actor.utf8)
-        field(device.utf8)
-        opt(session)
-        field(cause.utf8)
-        opt(clientTime)
-        field(recordedTime.utf8)
-        field(originLog.utf8)
-        int(originPosition)
-        if let originHash { buf.append(1); field(originHash) } else { buf.append(0) }
-        h.update(data: buf)
-        return Array(h.finalize())
+        var e = Encoder()
+        e.bytes(previous)
+        e.int(position)
+        withUnsafeBytes(of: id.uuid) { e.raw($0) }
+        e.text(stream)
+        e.int(streamVersion)
+        e.text(type)
+        e.bytes(payload)
+        e.text(actor)
+        e.text(device)
+        e.optionalText(session)
+        e.text(cause)
+        e.optionalText(clientTime)
+        e.text(recordedTime)
+        e.text(originLog)
+        e.int(originPosition)
+        if let originHash { e.present(); e.bytes(originHash) } else { e.absent() }
+        return e.digest()
     }
 
     public static func sha256(_ bytes: some DataProtocol) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
+
+    /// The encoding itself, reusable across events (the verifier feeds it SQLite's column buffers directly).
+    public struct Encoder {
+        public private(set) var buffer: [UInt8] = []
+        public init() { buffer.reserveCapacity(512) }
+        public mutating func reset() { buffer.removeAll(keepingCapacity: true) }
+
+        @inline(__always) mutating func length(_ n: Int) {
+            let v = UInt32(truncatingIfNeeded: n)
+            buffer.append(UInt8(v >> 24)); buffer.append(UInt8(v >> 16 & 0xFF)); buffer.append(UInt8(v >> 8 & 0xFF)); buffer.append(UInt8(v & 0xFF))
+        }
+        public mutating func raw(_ p: UnsafeRawBufferPointer) { length(p.count); buffer.append(contentsOf: p) }
+        public mutating func bytes(_ b: [UInt8]) { length(b.count); buffer.append(contentsOf: b) }
+        public mutating func text(_ s: String) {
+            var s = s
+            s.withUTF8 { u in length(u.count); buffer.append(contentsOf: u) }
+        }
+        public mutating func int(_ v: Int64) { length(8); withUnsafeBytes(of: v.bigEndian) { buffer.append(contentsOf: $0) } }
+        public mutating func present() { buffer.append(1) }
+        public mutating func absent() { buffer.append(0) }
+        public mutating func optionalText(_ s: String?) { if let s { present(); text(s) } else { absent() } }
+        public func digest() -> [UInt8] { Array(SHA256.hash(data: buffer)) }
+    }
 }
