@@ -411,8 +411,13 @@ class Harness:
                   "BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE is not allowed'); END")
         c.close()
         self.judge_sql("neutered-trigger", path, {"what": "events_append_only_update re-created with WHEN 0 (a no-op)", "table": "triggers"}, True)
-        # log_meta values (not hashed into the chain; the file's identity).
-        for key in ("log_id", "format", "created"):
+        # log_meta values (not hashed into the chain; the file's identity), and an added key.
+        path = self.copy("extra.db")
+        c = connect(path)
+        c.execute("INSERT INTO log_meta (key, value) VALUES ('created', '2000-01-01T00:00:00.000Z')")
+        c.close()
+        self.judge_sql("log_meta.added", path, {"what": "log_meta gains a key", "table": "log_meta"}, True)
+        for key in ("log_id", "format"):
             path = self.copy("extra.db")
             c = connect(path)
             old = c.execute("SELECT value FROM log_meta WHERE key = ?", (key,)).fetchone()[0]

@@ -72,14 +72,36 @@ extension EditLog {
         try writeMapped { db, _, _ in _ = try Projections.rebuild(db, progress: progress) }
     }
 
-    /// Hash chain, append-only triggers, blobs and (unless skipped) projections against a rebuild.
+    /// Structure (integrity, definitions, log_meta), hash chain, blobs and (unless skipped) projections against a rebuild.
     public func verify(projections: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> VerifyReport {
-        let logId = self.logId
-        return try read { db in
-            var r = VerifyReport()
-            try Verifier.verifyChain(db, logId: logId, into: &r, progress: progress)
-            if projections && r.ok { try Verifier.verifyProjections(db, into: &r) }
-            return r
+        try Self.verify(store: store, projections: projections, progress: progress)
+    }
+
+    /// Verifies a log file without decoding its schema first, so a tampered schema event is reported by
+    /// its position like any other event.
+    public static func verify(at path: String, projections: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> VerifyReport {
+        try verify(store: try EventStore.open(at: path, readonly: true), projections: projections, progress: progress)
+    }
+
+    static func verify(store: EventStore, projections: Bool, progress: ((Int64, Int64) -> Void)?) throws(EditLogError) -> VerifyReport {
+        let logId = store.logId
+        do {
+            return try store.read { db in
+                var r = VerifyReport()
+                try Verifier.verifyStructure(db, logId: logId, into: &r)
+                try Verifier.verifyChain(db, logId: logId, into: &r, progress: progress)
+                try Verifier.verifyBlobs(db, into: &r)
+                if projections && r.ok {
+                    do { try Verifier.verifyProjections(db, into: &r) } catch let e as EditLogError {
+                        r.problems.append("projections cannot be rebuilt: \(e.description)")
+                    }
+                }
+                return r
+            }
+        } catch let e as EditLogError { throw e } catch let e as DatabaseError where e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB {
+            throw EditLogError(.corrupt, "SQLite cannot read the log: \(e.message ?? "\(e.resultCode)")", at: store.path)
+        } catch {
+            throw EditLogError(.io, "\(error)", at: store.path)
         }
     }
 

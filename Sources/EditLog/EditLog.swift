@@ -48,7 +48,8 @@ public final class EditLog {
         }
         // Build the log under a temporary name and rename it into place when complete, so a crash
         // (even kill -9) leaves either no log or a whole one.
-        let partial = path + ".partial-\(UInt32.random(in: 0...UInt32.max))"
+        EventStore.removeStalePartials(of: path)
+        let partial = path + ".partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         func removePartial() { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: partial + suffix) } }
         let store = try EventStore.create(at: partial, logId: logId, clock: clock, ids: ids)
         let log = EditLog(store: store, schema: schema)
@@ -83,6 +84,7 @@ public final class EditLog {
 
     public static func open(at path: String, readonly: Bool = false, clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EditLog {
         let store = try EventStore.open(at: path, readonly: readonly, clock: clock, ids: ids)
+        if !readonly { EventStore.removeStalePartials(of: path) }
         let payload: JSONValue
         do {
             guard let text = try store.read({ db in
@@ -108,14 +110,17 @@ public final class EditLog {
         } catch let e as EditLogError {
             throw e
         } catch let e as DatabaseError {
-            throw EditLogError(e.resultCode == .SQLITE_BUSY ? .conflict : .io, "SQLite: \(e.message ?? e.description)", at: path)
+            let kind: EditLogError.Kind = e.resultCode == .SQLITE_BUSY ? .conflict : (e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB) ? .corrupt : .io
+            throw EditLogError(kind, "SQLite: \(e.message ?? e.description)", at: path)
         } catch {
             throw EditLogError(.io, "\(error)", at: path)
         }
     }
 
     public func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
-        do { return try store.read(body) } catch let e as EditLogError { throw e } catch {
+        do { return try store.read(body) } catch let e as EditLogError { throw e } catch let e as DatabaseError where e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB {
+            throw EditLogError(.corrupt, "SQLite cannot read the log: \(e.message ?? "\(e.resultCode)")", at: path)
+        } catch {
             throw EditLogError(.io, "\(error)", at: path)
         }
     }

@@ -27,21 +27,31 @@ public struct VerifyReport: Sendable {
 public enum Verifier {
     static let triggers = ["events_append_only_update", "events_append_only_delete", "blobs_append_only_update", "blobs_append_only_delete"]
 
-    /// Recomputes the hash chain from the stored bytes, checks gap-free positions, stream versions,
-    /// origins, the append-only triggers and every blob's content address. Streams rows; never
-    /// decodes payload JSON.
+    /// SQLite's own integrity check (tables and indexes agree), the store's definitions exactly as the
+    /// migrations create them (a dropped constraint or a neutered trigger is tampering), and `log_meta`.
+    public static func verifyStructure(_ db: Database, logId: String, into r: inout VerifyReport) throws {
+        let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check(20)")
+        if integrity != ["ok"] { r.problems.append("SQLite integrity_check: \(integrity.prefix(3).joined(separator: "; "))") }
+        let expected = try EventStore.expectedDefinitions()
+        let actual = try EventStore.definitions(db)
+        for key in Set(expected.keys).union(actual.keys).sorted() where expected[key] != actual[key] {
+            if actual[key] == nil { r.problems.append("\(key) is missing") }
+            else if expected[key] == nil { r.problems.append("\(key) is not part of an EditLog log") }
+            else { r.problems.append("\(key) was redefined: \(actual[key]!.prefix(120))") }
+        }
+        let meta = try Row.fetchAll(db, sql: "SELECT key, value FROM log_meta ORDER BY key").map { "\($0[0] as String)=\($0[1] as String)" }
+        if meta != ["format=\(EventStore.formatVersion)", "log_id=\(logId)"] {
+            r.problems.append("log_meta was changed: \(meta.joined(separator: ", ").prefix(200))")
+        }
+    }
+
+    /// Recomputes the hash chain from the stored bytes and checks gap-free positions, stream versions and
+    /// origins. Streams rows; never decodes payload JSON.
     public static func verifyChain(_ db: Database, logId: String, into r: inout VerifyReport, progress: ((Int64, Int64) -> Void)? = nil) throws {
         func bad(_ position: Int64?, _ msg: String) {
             if r.firstBadPosition == nil, let position { r.firstBadPosition = position }
             r.problems.append(position.map { "position \($0): \(msg)" } ?? msg)
         }
-        let integrity = try String.fetchAll(db, sql: "PRAGMA quick_check")
-        if integrity != ["ok"] { bad(nil, "SQLite quick_check: \(integrity.prefix(3).joined(separator: "; "))") }
-        let present = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
-        for t in triggers where !present.contains(t) { bad(nil, "append-only trigger \(t) is missing") }
-        let metaId = try String.fetchOne(db, sql: "SELECT value FROM log_meta WHERE key = 'log_id'")
-        if metaId != logId { bad(nil, "log_meta log_id changed") }
-
         let total = try EventReading.count(db)
         var prev = EventHash.genesis
         var expected: Int64 = 1
@@ -109,6 +119,14 @@ public enum Verifier {
             if let progress, position % 20_000 == 0 { progress(position, total) }
         }
         r.headHash = Hex.encode(prev)
+    }
+
+    /// Every blob is stored under the SHA-256 of its bytes, and every staged attachment's bytes are present.
+    public static func verifyBlobs(_ db: Database, into r: inout VerifyReport) throws {
+        func bad(_ position: Int64?, _ msg: String) {
+            if r.firstBadPosition == nil, let position { r.firstBadPosition = position }
+            r.problems.append(position.map { "position \($0): \(msg)" } ?? msg)
+        }
         // Blobs: each is stored under the SHA-256 of its bytes.
         let blobs = try Row.fetchCursor(db, sql: "SELECT sha256, size, data FROM blobs")
         while let row = try blobs.next() {
@@ -134,11 +152,15 @@ public enum Verifier {
     public static func verifyProjections(_ db: Database, into r: inout VerifyReport) throws {
         let stored = try Projections.digest(db)
         let memory = try DatabaseQueue()
-        let rebuilt = try memory.write { target in
+        let (rebuilt, rebuiltDefinitions) = try memory.write { target in
             _ = try Projections.replay(from: db, into: target)
-            return try Projections.digest(target)
+            return (try Projections.digest(target), try Projections.definitions(target))
         }
         r.projectionsChecked = true
+        let storedDefinitions = try Projections.definitions(db)
+        for key in Set(storedDefinitions.keys).union(rebuiltDefinitions.keys).sorted() where storedDefinitions[key] != rebuiltDefinitions[key] {
+            r.problems.append("projection \(key) differs from a rebuild's definition; run `editlog rebuild`")
+        }
         if stored.digest != rebuilt.digest {
             let tables = Set(stored.tables.keys).union(rebuilt.tables.keys).sorted()
             let differing = tables.filter { stored.tables[$0] != rebuilt.tables[$0] }

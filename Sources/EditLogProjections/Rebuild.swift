@@ -23,6 +23,15 @@ public enum Projections {
         return projector
     }
 
+    /// `sqlite_master` definitions of the projection tables and indexes.
+    public static func definitions(_ db: Database) throws -> [String: String] {
+        var out: [String: String] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master WHERE tbl_name LIKE 'p\\_%' ESCAPE '\\'") {
+            out["\(row[0] as String) \(row[1] as String)"] = (row[2] as String?) ?? ""
+        }
+        return out
+    }
+
     /// SHA-256 over every projection table's rows in primary-key order, column values typed:
     /// two databases with equal digests hold byte-identical projections.
     public static func digest(_ db: Database) throws -> (digest: String, tables: [String: String]) {

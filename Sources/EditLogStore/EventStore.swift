@@ -48,8 +48,10 @@ public final class EventStore: Sendable {
             }
             try StoreMigrations.migrator.migrate(q)
             try q.write { db in
-                try db.execute(sql: "INSERT INTO log_meta(key, value) VALUES ('log_id', ?), ('format', ?), ('created', ?)",
-                               arguments: [id, String(formatVersion), Timestamp.format(milliseconds: clock.now())])
+                // Nothing here that the chain does not cover: the log id is in every event's origin, and the
+                // creation time is the first event's recording time.
+                try db.execute(sql: "INSERT INTO log_meta(key, value) VALUES ('log_id', ?), ('format', ?)",
+                               arguments: [id, String(formatVersion)])
             }
             return EventStore(path: path, dbQueue: q, logId: id, clock: clock, ids: ids)
         } catch {
@@ -88,10 +90,38 @@ public final class EventStore: Sendable {
             return EventStore(path: path, dbQueue: q, logId: logId, clock: clock, ids: ids ?? UUIDv7Generator(clock: clock))
         } catch let e as EditLogError {
             throw e
-        } catch let e as DatabaseError where e.resultCode == .SQLITE_NOTADB {
-            throw EditLogError(.corrupt, "not an EditLog log: SQLite says the file is not a database", at: path)
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_NOTADB || e.resultCode == .SQLITE_CORRUPT {
+            throw EditLogError(.corrupt, "not a readable EditLog log: SQLite says \(e.resultCode == .SQLITE_NOTADB ? "the file is not a database" : "the database is malformed (\(e.message ?? ""))")", at: path)
         } catch {
             throw EditLogError(.io, "cannot open the log: \(error)", at: path)
+        }
+    }
+
+    /// The DDL the migrations create (events, blobs, log_meta, their triggers and indexes), as `sqlite_master` holds it.
+    /// `verify` compares a log's definitions with it: a dropped constraint or a neutered trigger is tampering too.
+    public static func expectedDefinitions() throws -> [String: String] {
+        let q = try DatabaseQueue()
+        try StoreMigrations.migrator.migrate(q)
+        return try q.read { db in try definitions(db) }
+    }
+
+    /// `sqlite_master` entries that are not projections, keyed by type and name.
+    public static func definitions(_ db: Database) throws -> [String: String] {
+        var out: [String: String] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master WHERE tbl_name NOT LIKE 'p\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_stat%' ESCAPE '\\'") {
+            out["\(row[0] as String) \(row[1] as String)"] = (row[2] as String?) ?? ""
+        }
+        return out
+    }
+
+    /// Removes `<path>.partial-<pid>` files left by an `init` that was killed (their process is gone).
+    public static func removeStalePartials(of path: String) {
+        let dir = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + ".partial-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(prefix) {
+            let rest = name.dropFirst(prefix.count).prefix { $0.isNumber }
+            guard let pid = Int32(rest), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(atPath: (dir as NSString).appendingPathComponent(name))
         }
     }
 

@@ -19,9 +19,8 @@ struct Verify: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
             let bar = ProgressBar(label: "verify")
-            var r = try editLog.verify(projections: !skipProjections, progress: bar.update)
+            var r = try EditLog.verify(at: log.db, projections: !skipProjections, progress: bar.update)
             bar.finish()
             if let h = expectHead, h.lowercased() != r.headHash {
                 r.problems.append("head hash is \(r.headHash), expected \(h.lowercased()): the log was truncated or replaced")

@@ -1,0 +1,176 @@
+import Foundation
+
+/// A goal from issue 4. Ratios are throughput / floor throughput (higher is better).
+enum Goal: Codable, Sendable {
+    case ratioAtLeast(Double)
+    case millisecondsAtMost(Double)
+    case megabytesAtMost(Double)
+
+    var text: String {
+        switch self {
+        case .ratioAtLeast(let r): return "≥ \(Fmt.num(r))x floor"
+        case .millisecondsAtMost(let ms): return "p99 ≤ \(Fmt.num(ms)) ms"
+        case .megabytesAtMost(let mb): return "≤ \(Fmt.num(mb)) MB"
+        }
+    }
+}
+
+/// One row of the result table.
+struct Measurement: Codable, Sendable {
+    enum Kind: String, Codable, Sendable { case throughput, latency, rss, info }
+
+    var scenario: String
+    var kind: Kind
+    /// Human size, e.g. "1M events" or "1,000 features on a 1M-event log".
+    var size: String
+    /// Work units done (events, lookups) and their name.
+    var units: Int = 0
+    var unitName: String = "events"
+    var seconds: Double?
+    var cpuSeconds: Double?
+    /// The floor, measured in the same process run over the same units of work.
+    var floorSeconds: Double?
+    var floorCpuSeconds: Double?
+    var floorDescription: String?
+    var p50ms: Double?
+    var p99ms: Double?
+    var maxms: Double?
+    var rssBytes: Int64?
+    var goal: Goal?
+    var notes: [String] = []
+
+    var throughput: Double? { seconds.flatMap { $0 > 0 ? Double(units) / $0 : nil } }
+    var floorThroughput: Double? { floorSeconds.flatMap { $0 > 0 ? Double(units) / $0 : nil } }
+    /// Throughput / floor throughput (= floor time / time over the same work).
+    var ratio: Double? {
+        guard let s = seconds, let f = floorSeconds, s > 0 else { return nil }
+        return f / s
+    }
+    var cpuRatio: Double? {
+        guard let s = cpuSeconds, let f = floorCpuSeconds, s > 0 else { return nil }
+        return f / s
+    }
+
+    var value: Double? {
+        switch goal {
+        case .ratioAtLeast?: return ratio
+        case .millisecondsAtMost?: return p99ms
+        case .megabytesAtMost?: return rssBytes.map { Double($0) / 1_048_576 }
+        case nil: return nil
+        }
+    }
+
+    var met: Bool? {
+        guard let goal, let v = value else { return nil }
+        switch goal {
+        case .ratioAtLeast(let g): return v >= g
+        case .millisecondsAtMost(let g): return v <= g
+        case .megabytesAtMost(let g): return v <= g
+        }
+    }
+
+    /// "yes", or by how much the goal is missed.
+    var verdict: String {
+        guard let goal, let v = value, let met else { return "—" }
+        if met { return "yes" }
+        switch goal {
+        case .ratioAtLeast(let g): return "NO: \(Fmt.num(g / max(v, 1e-9)))x too slow"
+        case .millisecondsAtMost(let g): return "NO: \(Fmt.num(v / g))x over"
+        case .megabytesAtMost(let g): return "NO: +\(Fmt.num(v - g)) MB"
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scenario, kind, size, units, unitName, seconds, cpuSeconds, floorSeconds, floorCpuSeconds, floorDescription
+        case p50ms, p99ms, maxms, rssBytes, goal, notes
+    }
+}
+
+enum Fmt {
+    static func num(_ v: Double) -> String {
+        if v == 0 { return "0" }
+        if abs(v) >= 100 { return String(format: "%.0f", v) }
+        if abs(v) >= 10 { return String(format: "%.1f", v) }
+        return String(format: "%.2f", v)
+    }
+
+    static func count(_ n: Int) -> String {
+        if n >= 1_000_000, n % 1_000_000 == 0 { return "\(n / 1_000_000)M" }
+        if n >= 1_000_000 { return String(format: "%.2fM", Double(n) / 1e6) }
+        if n >= 1000, n % 1000 == 0 { return "\(n / 1000)k" }
+        if n >= 10_000 { return String(format: "%.1fk", Double(n) / 1e3) }
+        return "\(n)"
+    }
+
+    static func rate(_ r: Double, _ unit: String) -> String {
+        if r >= 1_000_000 { return String(format: "%.2fM %@/s", r / 1e6, unit) }
+        if r >= 1000 { return String(format: "%.1fk %@/s", r / 1e3, unit) }
+        return String(format: "%.0f %@/s", r, unit)
+    }
+
+    static func seconds(_ s: Double) -> String {
+        if s < 1 { return String(format: "%.0f ms", s * 1000) }
+        if s < 100 { return String(format: "%.2f s", s) }
+        return String(format: "%.0f s", s)
+    }
+
+    static func mb(_ b: Int64) -> String { String(format: "%.1f MB", Double(b) / 1_048_576) }
+}
+
+/// The human table and the JSON document.
+enum Report {
+    static func table(_ ms: [Measurement]) -> String {
+        let header = ["scenario", "size", "time", "throughput", "floor", "ratio", "goal", "met?"]
+        var rows: [[String]] = []
+        for m in ms {
+            var time = m.seconds.map(Fmt.seconds) ?? "—"
+            var thr = m.throughput.map { Fmt.rate($0, m.unitName) } ?? "—"
+            var floor = "—"
+            if let f = m.floorSeconds, let ft = m.floorThroughput { floor = "\(Fmt.rate(ft, m.unitName)) (\(Fmt.seconds(f)))" }
+            var ratio = m.ratio.map { Fmt.num($0) + "x" } ?? "—"
+            switch m.kind {
+            case .latency:
+                time = "p50 \(Fmt.num(m.p50ms ?? 0)) ms"
+                thr = "p99 \(Fmt.num(m.p99ms ?? 0)) ms"
+                ratio = "—"
+            case .rss:
+                time = "—"; thr = m.rssBytes.map { "peak RSS \(Fmt.mb($0))" } ?? "—"; floor = "—"; ratio = "—"
+            default: break
+            }
+            rows.append([m.scenario, m.size, time, thr, floor, ratio, m.goal?.text ?? "—", m.verdict])
+        }
+        var widths = header.map(\.count)
+        for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
+        func line(_ cells: [String]) -> String {
+            "| " + cells.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: " | ") + " |"
+        }
+        var out = [line(header), "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|"]
+        out += rows.map(line)
+        return out.joined(separator: "\n")
+    }
+
+    static func json(_ ms: [Measurement], meta: [String: String]) -> String {
+        struct Doc: Encodable {
+            var meta: [String: String]
+            var results: [Row]
+        }
+        struct Row: Encodable {
+            var m: Measurement
+            func encode(to encoder: Encoder) throws {
+                try m.encode(to: encoder)
+                var c = encoder.container(keyedBy: Extra.self)
+                try c.encodeIfPresent(m.throughput, forKey: .throughput)
+                try c.encodeIfPresent(m.floorThroughput, forKey: .floorThroughput)
+                try c.encodeIfPresent(m.ratio, forKey: .ratio)
+                try c.encodeIfPresent(m.cpuRatio, forKey: .cpuRatio)
+                try c.encodeIfPresent(m.met, forKey: .met)
+                try c.encode(m.verdict, forKey: .verdict)
+            }
+            enum Extra: String, CodingKey { case throughput, floorThroughput, ratio, cpuRatio, met, verdict }
+        }
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = (try? enc.encode(Doc(meta: meta, results: ms.map(Row.init)))) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}
