@@ -98,3 +98,47 @@ import Testing
         #expect(!siblings.contains { $0.hasPrefix((bad.path as NSString).lastPathComponent + ".partial") })
     }
 }
+
+@Suite struct VerifyStructureTests {
+    func tampered(_ sql: String) throws -> VerifyReport {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path, baseline: false)
+        try log.store.dbQueue.writeWithoutTransaction { db in try db.execute(sql: sql) }
+        log.close()
+        return try EditLog.verify(at: tmp.path)
+    }
+
+    @Test func aNeuteredTriggerIsFound() throws {
+        let r = try tampered("""
+            DROP TRIGGER events_append_only_update;
+            CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events WHEN 0 BEGIN SELECT RAISE(ABORT, 'x'); END;
+            """)
+        #expect(!r.ok && r.problems.contains { $0.contains("trigger events_append_only_update was redefined") })
+    }
+
+    @Test func aDroppedConstraintIsFound() throws {
+        let r = try tampered("PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, 'cause           TEXT    NOT NULL', 'cause           TEXT') WHERE name = 'events'; PRAGMA writable_schema = OFF;")
+        #expect(!r.ok && r.problems.contains { $0.contains("table events was redefined") })
+    }
+
+    @Test func logMetaIsFixed() throws {
+        let r = try tampered("INSERT INTO log_meta (key, value) VALUES ('note', 'x')")
+        #expect(!r.ok && r.problems.contains { $0.contains("log_meta was changed") })
+    }
+
+    @Test func aTamperedSchemaEventIsNamedByPosition() throws {
+        let r = try tampered("DROP TRIGGER events_append_only_update; UPDATE events SET payload = replace(payload, '\"name\":\"Trees\"', '\"name\":\"Treez\"') WHERE position = 1;")
+        #expect(r.firstBadPosition == 1)
+    }
+
+    @Test func initRemovesPartialsOfDeadProcesses() throws {
+        let tmp = TempPath()
+        let stale = tmp.path + ".partial-999999-1"
+        let live = tmp.path + ".partial-\(getpid())-7"
+        for p in [stale, live] { FileManager.default.createFile(atPath: p, contents: Data("x".utf8)) }
+        defer { try? FileManager.default.removeItem(atPath: live) }
+        _ = try Fixture.treesLog(at: tmp.path, baseline: false)
+        #expect(!FileManager.default.fileExists(atPath: stale))
+        #expect(FileManager.default.fileExists(atPath: live), "a partial of a running process is left alone")
+    }
+}
