@@ -6,8 +6,11 @@ import GRDB
 public struct ProjectionWorld: EditWorld {
     public let db: Database
     public let schema: ServiceSchema
+    /// The projector maintaining these tables in this transaction, if any: its open sessions answer
+    /// session lookups without a query and a parse.
+    public let projector: Projector?
 
-    public init(db: Database, schema: ServiceSchema) { self.db = db; self.schema = schema }
+    public init(db: Database, schema: ServiceSchema, projector: Projector? = nil) { self.db = db; self.schema = schema; self.projector = projector }
 
     static func jsonValue(_ dbv: DatabaseValue) -> JSONValue {
         switch dbv.storage {
@@ -54,7 +57,8 @@ public struct ProjectionWorld: EditWorld {
     }
 
     public func session(id: String) throws -> SessionState? {
-        try Self.session(Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE id = ?"), arguments: [id]))
+        if let s = projector?.openSessions[id] { return s }
+        return try Self.session(Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE id = ?"), arguments: [id]))
     }
 
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {

@@ -8,7 +8,7 @@ public final class Projector {
     public private(set) var schema: ServiceSchema?
     /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
     /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
-    var openSessions: [String: SessionState] = [:]
+    public internal(set) var openSessions: [String: SessionState] = [:]
 
     public init(schema: ServiceSchema? = nil) { self.schema = schema }
 
@@ -55,15 +55,15 @@ public final class Projector {
             try commit(e, db)
         case .featureDeleted:
             guard let l = e.payload["layer"]?.intValue, let g = e.payload["globalId"]?.stringValue else { return }
-            try db.execute(sql: "UPDATE \(ProjectionTables.featureTable(Int(l))) SET _deleted = 1, _editor = ?, _edited = ?, _version = _version + 1, _position = ? WHERE _globalid = ?",
-                           arguments: [e.actor, e.recordedTime, e.position, g])
-            try db.execute(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0", arguments: [e.position, g])
+            try db.cachedStatement(sql: "UPDATE \(ProjectionTables.featureTable(Int(l))) SET _deleted = 1, _editor = ?, _edited = ?, _version = _version + 1, _position = ? WHERE _globalid = ?")
+                .execute(arguments: [e.actor, e.recordedTime, e.position, g])
+            try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0").execute(arguments: [e.position, g])
         case .featureDerived:
             guard let l = e.payload["layer"]?.intValue, let layer = schema?.layer(id: Int(l)), let g = e.payload["globalId"]?.stringValue else { return }
             try updateFeature(layer, globalId: g, changes: e.payload["changes"]?.objectValue ?? [:], geometry: nil, e, db)
         case .scriptRecorded:
-            try db.execute(sql: "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?)",
-                           arguments: [e.payload["sha256"]?.stringValue ?? "", e.payload["name"]?.stringValue ?? "", e.payload["lines"]?.intValue ?? 0, e.position])
+            try db.cachedStatement(sql: "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [e.payload["sha256"]?.stringValue ?? "", e.payload["name"]?.stringValue ?? "", e.payload["lines"]?.intValue ?? 0, e.position])
         }
     }
 
@@ -145,8 +145,8 @@ public final class Projector {
         }
         sets += ["_editor = ?", "_edited = ?", "_version = _version + 1", "_position = ?"]
         args += [e.actor, e.recordedTime, e.position, globalId]
-        try db.execute(sql: "UPDATE \(ProjectionTables.featureTable(layer.id)) SET \(sets.joined(separator: ", ")) WHERE _globalid = ?",
-                       arguments: StatementArguments(args))
+        try db.cachedStatement(sql: "UPDATE \(ProjectionTables.featureTable(layer.id)) SET \(sets.joined(separator: ", ")) WHERE _globalid = ?")
+            .execute(arguments: StatementArguments(args))
     }
 
     func commit(_ e: RecordedEvent, _ db: Database) throws {
@@ -160,17 +160,17 @@ public final class Projector {
         let atts = e.payload["attachments"]
         for a in atts?["added"]?.arrayValue ?? [] {
             guard let s = SessionState.StagedAttachment(json: a) else { continue }
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO p_attachments (global_id, parent_layer, parent_global_id, name, content_type, size, sha256, keywords, preferred_size, position)
                 VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
-                """, arguments: [s.attachmentId, layer.id, g, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
+                """).execute(arguments: [s.attachmentId, layer.id, g, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
         }
         for r in atts?["renamed"]?.arrayValue ?? [] {
-            try db.execute(sql: "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?",
-                           arguments: [r["new"]?.stringValue, e.position, r["attachmentId"]?.stringValue])
+            try db.cachedStatement(sql: "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?")
+                .execute(arguments: [r["new"]?.stringValue, e.position, r["attachmentId"]?.stringValue])
         }
         for r in atts?["removed"]?.arrayValue ?? [] {
-            try db.execute(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?", arguments: [e.position, r["attachmentId"]?.stringValue])
+            try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?").execute(arguments: [e.position, r["attachmentId"]?.stringValue])
         }
     }
 }

@@ -12,6 +12,7 @@ public struct Appender {
     public private(set) var headPosition: Int64
     public private(set) var headHash: [UInt8]
     var versions: [String: Int64] = [:]
+    var encoder = EventHash.Encoder()
     /// Events appended by this transaction, in order.
     public private(set) var appended: [RecordedEvent] = []
 
@@ -62,7 +63,7 @@ public struct Appender {
         let originLog = origin?.logId ?? logId
         let originPosition = origin?.position ?? position
         let hash = EventHash.compute(
-            previous: headHash, position: position, id: e.id, stream: e.stream, streamVersion: version + 1,
+            using: &encoder, previous: headHash, position: position, id: e.id, stream: e.stream, streamVersion: version + 1,
             type: e.type.rawValue, payload: payload, actor: e.context.actor, device: e.context.device, session: e.session,
             cause: e.cause, clientTime: e.context.clientTime, recordedTime: recorded,
             originLog: originLog, originPosition: originPosition, originHash: origin?.hash)

@@ -15,6 +15,17 @@ public enum EventHash {
                                cause: String, clientTime: String?, recordedTime: String,
                                originLog: String, originPosition: Int64, originHash: [UInt8]?) -> [UInt8] {
         var e = Encoder()
+        return compute(using: &e, previous: previous, position: position, id: id, stream: stream, streamVersion: streamVersion, type: type,
+                       payload: payload, actor: actor, device: device, session: session, cause: cause, clientTime: clientTime,
+                       recordedTime: recordedTime, originLog: originLog, originPosition: originPosition, originHash: originHash)
+    }
+
+    /// The same, reusing an encoder's buffer (the appender's hot path).
+    public static func compute(using e: inout Encoder, previous: [UInt8], position: Int64, id: UUID, stream: String, streamVersion: Int64,
+                               type: String, payload: [UInt8], actor: String, device: String, session: String?,
+                               cause: String, clientTime: String?, recordedTime: String,
+                               originLog: String, originPosition: Int64, originHash: [UInt8]?) -> [UInt8] {
+        e.reset()
         e.bytes(previous)
         e.int(position)
         withUnsafeBytes(of: id.uuid) { e.raw($0) }
