@@ -26,13 +26,14 @@ enum Baseline {
             guard let gidField = layer.globalIdField else {
                 throw EditLogError(.invalidInput, "layer \(layer.name) has no GlobalID field; EditLog keys features on GlobalIDs", at: set.name)
             }
+            let gidKey = gidField.lowercased()
             guard case .object(let root) = set.json else { throw EditLogError(.invalidInput, "a feature set must be a JSON object", at: set.name) }
             if root["error"] != nil { throw EditLogError(.invalidInput, "the file is an ArcGIS error response", at: set.name) }
             guard let features = root["features"]?.arrayValue else { throw EditLogError(.invalidInput, "no \"features\" array", at: set.name) }
             for (i, f) in features.enumerated() {
                 let path = "\(set.name): features[\(i)]"
                 guard case .object(let attrs)? = f["attributes"] else { throw EditLogError(.invalidInput, "feature has no \"attributes\" object", at: path) }
-                guard let rawGid = attrs.first(where: { $0.key.caseInsensitiveCompare(gidField) == .orderedSame })?.value.stringValue,
+                guard let rawGid = attrs.first(where: { $0.key.lowercased() == gidKey })?.value.stringValue,
                       let gid = GlobalID.normalize(rawGid) else {
                     throw EditLogError(.invalidInput, "feature has no valid \(gidField)", at: path)
                 }
@@ -40,7 +41,7 @@ enum Baseline {
                 var clean: [String: JSONValue] = [:]
                 for (k, v) in attrs {
                     guard let field = layer.field(k) else { throw EditLogError(.invalidInput, "unknown field \"\(k)\" on layer \(layer.name)", at: path) }
-                    if field.type == .oid || field.type == .globalID || field.name.caseInsensitiveCompare(gidField) == .orderedSame { continue }
+                    if field.type == .oid || field.type == .globalID || field.name.lowercased() == gidKey { continue }
                     if v.isNull { clean[field.name] = .null; continue }
                     var f2 = field
                     f2.nullable = true

@@ -22,12 +22,16 @@ public struct ProjectionWorld: EditWorld {
         }
     }
 
+    /// Reads a `SELECT *` row of a feature table by column position (see `ProjectionTables.createLayer`):
+    /// _oid, _globalid, the attribute fields in schema order, _geometry, _wkb, the bounds, editor tracking, _deleted, …
     func snapshot(_ layer: LayerSchema, _ row: Row) -> FeatureSnapshot {
-        var attrs: [String: JSONValue] = [:]
-        for f in layer.attributeFields { attrs[f.name] = ProjectionWorld.jsonValue(row[f.name] as DatabaseValue) }
-        let geomText: String? = row["_geometry"]
-        return FeatureSnapshot(layerId: layer.id, globalId: row["_globalid"], objectId: row["_oid"], attributes: attrs,
-                               geometry: geomText.flatMap { try? JSONParser.parse($0) }, deleted: (row["_deleted"] as Int64? ?? 0) != 0)
+        let fields = layer.attributeFields
+        var attrs: [String: JSONValue] = Dictionary(minimumCapacity: fields.count)
+        for (i, f) in fields.enumerated() { attrs[f.name] = ProjectionWorld.jsonValue(row[2 + i] as DatabaseValue) }
+        let geomText: String? = row[2 + fields.count]
+        let deleted: Int64 = row[2 + fields.count + 10]
+        return FeatureSnapshot(layerId: layer.id, globalId: row[1], objectId: row[0], attributes: attrs,
+                               geometry: geomText.flatMap { try? JSONParser.parse($0) }, deleted: deleted != 0)
     }
 
     public func row(layer: Int, globalId: String) throws -> Row? {
@@ -72,7 +76,7 @@ public struct ProjectionWorld: EditWorld {
 
     public func features(layer: Int, where field: String, equals value: JSONValue) throws -> [FeatureSnapshot] {
         guard let l = schema.layer(id: layer), let f = l.field(field) else { return [] }
-        let column = f.name.caseInsensitiveCompare(l.globalIdField ?? "") == .orderedSame ? "_globalid" : ProjectionTables.q(f.name)
+        let column = f.name.lowercased() == l.globalIdField?.lowercased() ? "_globalid" : ProjectionTables.q(f.name)
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 0 ORDER BY _oid"),
                                     arguments: [Projector.databaseValue(value)])
         return rows.map { snapshot(l, $0) }

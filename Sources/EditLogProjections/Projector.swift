@@ -9,6 +9,17 @@ public final class Projector {
     /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
     /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
     public internal(set) var openSessions: [String: SessionState] = [:]
+    /// Per layer: each attribute field's quoted column name, and the INSERT statement's SQL.
+    private var quoted: [Int: [String: String]] = [:]
+    private var insertSQL: [Int: String] = [:]
+
+    func quotedColumns(_ layer: LayerSchema) -> [String: String] {
+        if let q = quoted[layer.id] { return q }
+        var q: [String: String] = [:]
+        for f in layer.attributeFields { q[f.name] = ProjectionTables.q(f.name) }
+        quoted[layer.id] = q
+        return q
+    }
 
     public init(schema: ServiceSchema? = nil) { self.schema = schema }
 
@@ -117,14 +128,19 @@ public final class Projector {
         var attrs = attributes
         if tracking { for (k, v) in editorTracking(layer, e, create: true) { attrs[k] = v } }
         let fields = layer.attributeFields
-        var cols = ["_globalid"] + fields.map { ProjectionTables.q($0.name) }
         var args: [DatabaseValueConvertible?] = [g] + fields.map { Projector.databaseValue(attrs[$0.name] ?? .null) }
         let geom = geometry.flatMap { $0.isNull ? nil : $0 }
         let b = Geometry.bounds(geom)
-        cols += ["_geometry", "_wkb", "_xmin", "_ymin", "_xmax", "_ymax", "_creator", "_created", "_editor", "_edited", "_version", "_position"]
         args += [geom?.serialized(), Geometry.wkb(geom).map { Data($0) }, b?.minX, b?.minY, b?.maxX, b?.maxY,
                  e.actor, e.recordedTime, e.actor, e.recordedTime, e.streamVersion, e.position]
-        let sql = "INSERT INTO \(ProjectionTables.featureTable(layer.id)) (\(cols.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: cols.count).joined(separator: ", ")))"
+        let sql: String
+        if let cached = insertSQL[layer.id] { sql = cached } else {
+            let q = quotedColumns(layer)
+            let cols = ["_globalid"] + fields.map { q[$0.name]! }
+                + ["_geometry", "_wkb", "_xmin", "_ymin", "_xmax", "_ymax", "_creator", "_created", "_editor", "_edited", "_version", "_position"]
+            sql = "INSERT INTO \(ProjectionTables.featureTable(layer.id)) (\(cols.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: cols.count).joined(separator: ", ")))"
+            insertSQL[layer.id] = sql
+        }
         try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(args))
     }
 
@@ -134,8 +150,10 @@ public final class Projector {
         var values: [String: JSONValue] = [:]
         for (k, c) in changes { values[k] = c["new"] ?? .null }
         for (k, v) in editorTracking(layer, e, create: false) { values[k] = v }
-        for k in values.keys.sorted() where layer.field(k) != nil {
-            sets.append("\(ProjectionTables.q(layer.field(k)!.name)) = ?")
+        let q = quotedColumns(layer)
+        for k in values.keys.sorted() {
+            guard let f = layer.field(k), let column = q[f.name] else { continue }
+            sets.append("\(column) = ?")
             args.append(Projector.databaseValue(values[k]!))
         }
         if let g = geometry, !g.isNull {

@@ -26,16 +26,21 @@ public struct RelationshipSchema: Sendable, Hashable {
 }
 
 public struct Capabilities: Sendable, Hashable {
-    public var names: [String]
+    public let names: [String]
+    public let canCreate: Bool
+    public let canUpdate: Bool
+    public let canDelete: Bool
+
     public init(_ string: String) {
         names = string.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let set = Set(names.map { $0.lowercased() })
+        let granular = set.contains("create") || set.contains("update") || set.contains("delete")
+        // A service that says only "Editing" allows every edit (older servers); otherwise each verb must be listed.
+        canCreate = set.contains("create") || (set.contains("editing") && !granular)
+        canUpdate = set.contains("update") || (set.contains("editing") && !granular)
+        canDelete = set.contains("delete") || (set.contains("editing") && !granular)
     }
-    public func has(_ n: String) -> Bool { names.contains { $0.caseInsensitiveCompare(n) == .orderedSame } }
-    private var granular: Bool { has("Create") || has("Update") || has("Delete") }
-    /// A service that says only "Editing" allows every edit (older servers); otherwise each verb must be listed.
-    public var canCreate: Bool { has("Create") || (has("Editing") && !granular) }
-    public var canUpdate: Bool { has("Update") || (has("Editing") && !granular) }
-    public var canDelete: Bool { has("Delete") || (has("Editing") && !granular) }
+    public func has(_ n: String) -> Bool { names.contains { $0.lowercased() == n.lowercased() } }
 }
 
 public struct EditFieldsInfo: Sendable, Hashable {
@@ -55,47 +60,83 @@ public struct PopupFieldInfo: Sendable, Hashable {
 
 public struct PopupInfo: Sendable, Hashable {
     public var title: String?
-    public var fieldInfos: [PopupFieldInfo]
-    public func fieldInfo(_ name: String) -> PopupFieldInfo? {
-        fieldInfos.first { $0.fieldName.caseInsensitiveCompare(name) == .orderedSame }
+    public var fieldInfos: [PopupFieldInfo] { didSet { index = PopupInfo.makeIndex(fieldInfos) } }
+    private var index: [String: Int]
+
+    public init(title: String?, fieldInfos: [PopupFieldInfo]) {
+        self.title = title
+        self.fieldInfos = fieldInfos
+        index = PopupInfo.makeIndex(fieldInfos)
     }
+
+    static func makeIndex(_ infos: [PopupFieldInfo]) -> [String: Int] {
+        var d: [String: Int] = [:]
+        for (i, f) in infos.enumerated() where d[f.fieldName.lowercased()] == nil { d[f.fieldName.lowercased()] = i }
+        return d
+    }
+
+    public func fieldInfo(_ name: String) -> PopupFieldInfo? { index[name.lowercased()].map { fieldInfos[$0] } }
 }
 
+/// A layer or table. Field lookups are case-insensitive (as ArcGIS's are) and go through an index built
+/// once, so the hot paths (validation, projections) never scan or fold strings per call.
 public struct LayerSchema: Sendable, Hashable {
     public var id: Int
     public var name: String
     public var isTable: Bool
     public var geometryType: String?
-    public var objectIdField: String?
-    public var globalIdField: String?
+    public var objectIdField: String? { didSet { reindex() } }
+    public var globalIdField: String? { didSet { reindex() } }
     public var displayField: String?
     public var hasAttachments: Bool
     public var capabilities: Capabilities
-    public var editFieldsInfo: EditFieldsInfo?
-    public var fields: [FieldSchema]
+    public var editFieldsInfo: EditFieldsInfo? { didSet { reindex() } }
+    public var fields: [FieldSchema] { didSet { reindex() } }
     public var relationships: [RelationshipSchema]
     /// The web map's pop-up; nil when the layer has none (then it cannot be edited).
     public var popup: PopupInfo?
 
+    /// Fields kept in projection columns: everything but the ObjectID, the GlobalID and geometry.
+    public private(set) var attributeFields: [FieldSchema] = []
+    private var exact: [String: Int] = [:]
+    private var folded: [String: Int] = [:]
+    private var editorTracking: Set<String> = []
+
+    public init(id: Int, name: String, isTable: Bool, geometryType: String?, objectIdField: String?, globalIdField: String?,
+                displayField: String?, hasAttachments: Bool, capabilities: Capabilities, editFieldsInfo: EditFieldsInfo?,
+                fields: [FieldSchema], relationships: [RelationshipSchema], popup: PopupInfo?) {
+        self.id = id; self.name = name; self.isTable = isTable; self.geometryType = geometryType
+        self.objectIdField = objectIdField; self.globalIdField = globalIdField; self.displayField = displayField
+        self.hasAttachments = hasAttachments; self.capabilities = capabilities; self.editFieldsInfo = editFieldsInfo
+        self.fields = fields; self.relationships = relationships; self.popup = popup
+        reindex()
+    }
+
+    private mutating func reindex() {
+        exact = [:]; folded = [:]
+        for (i, f) in fields.enumerated() {
+            if exact[f.name] == nil { exact[f.name] = i }
+            if folded[f.name.lowercased()] == nil { folded[f.name.lowercased()] = i }
+        }
+        let oid = objectIdField?.lowercased(), gid = globalIdField?.lowercased()
+        attributeFields = fields.filter { f in
+            f.type != .oid && f.type != .globalID && f.type != .geometry && f.name.lowercased() != oid && f.name.lowercased() != gid
+        }
+        editorTracking = Set((editFieldsInfo?.all ?? []).map { $0.lowercased() })
+    }
+
     public func field(_ name: String) -> FieldSchema? {
-        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        if let i = exact[name] ?? folded[name.lowercased()] { return fields[i] }
+        return nil
     }
 
     public func relationship(_ ref: String) -> RelationshipSchema? {
         if let id = Int(ref), let r = relationships.first(where: { $0.id == id }) { return r }
-        return relationships.first { !$0.name.isEmpty && $0.name.caseInsensitiveCompare(ref) == .orderedSame }
-    }
-
-    /// Fields kept in projection columns: everything but the ObjectID, the GlobalID and geometry.
-    public var attributeFields: [FieldSchema] {
-        fields.filter { f in
-            f.type != .oid && f.type != .globalID && f.type != .geometry
-                && f.name.caseInsensitiveCompare(objectIdField ?? "") != .orderedSame
-                && f.name.caseInsensitiveCompare(globalIdField ?? "") != .orderedSame
-        }
+        let key = ref.lowercased()
+        return relationships.first { !$0.name.isEmpty && $0.name.lowercased() == key }
     }
 
     public func isEditorTrackingField(_ name: String) -> Bool {
-        editFieldsInfo?.all.contains { $0.caseInsensitiveCompare(name) == .orderedSame } ?? false
+        !editorTracking.isEmpty && editorTracking.contains(name.lowercased())
     }
 }

@@ -1,18 +1,25 @@
 /// The schema of a log: the service's layers and tables, their pop-ups and the dataset rules.
 public struct ServiceSchema: Sendable, Hashable {
-    public var layers: [LayerSchema]
+    public let layers: [LayerSchema]
     public var rules: [Rule]
+
+    private var byId: [Int: Int] = [:]
+    private var byName: [String: Int] = [:]
 
     public init(layers: [LayerSchema], rules: [Rule] = []) {
         self.layers = layers.sorted { $0.id < $1.id }
         self.rules = rules
+        for (i, l) in self.layers.enumerated() {
+            if byId[l.id] == nil { byId[l.id] = i }
+            if byName[l.name.lowercased()] == nil { byName[l.name.lowercased()] = i }
+        }
     }
 
-    public func layer(id: Int) -> LayerSchema? { layers.first { $0.id == id } }
+    public func layer(id: Int) -> LayerSchema? { byId[id].map { layers[$0] } }
 
     /// A layer by name (case-insensitive) or by numeric id.
     public func layer(_ ref: String) -> LayerSchema? {
-        if let l = layers.first(where: { $0.name.caseInsensitiveCompare(ref) == .orderedSame }) { return l }
+        if let i = byName[ref.lowercased()] { return layers[i] }
         if let id = Int(ref) { return layer(id: id) }
         return nil
     }

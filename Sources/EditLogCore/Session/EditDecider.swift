@@ -82,7 +82,7 @@ public struct EditDecider {
 
     /// The key value a child stores to point at `parent`: the origin's key field, or its GlobalID.
     func keyValue(of parent: FeatureSnapshot, originSide: RelationshipSchema, origin: LayerSchema) -> JSONValue {
-        if let k = originSide.keyField, k.caseInsensitiveCompare(origin.globalIdField ?? "") != .orderedSame, let f = origin.field(k) {
+        if let k = originSide.keyField, k.lowercased() != origin.globalIdField?.lowercased(), let f = origin.field(k) {
             return parent.attributes[f.name] ?? .null
         }
         return .string(parent.globalId)
@@ -95,7 +95,7 @@ public struct EditDecider {
             guard let key = rel.keyField.flatMap(layer.field), let value = attributes[key.name], !value.isNull,
                   let (origin, originSide) = schema.counterpart(of: rel, in: layer) else { continue }
             let found: [FeatureSnapshot]
-            if let k = originSide.keyField, k.caseInsensitiveCompare(origin.globalIdField ?? "") != .orderedSame {
+            if let k = originSide.keyField, k.lowercased() != origin.globalIdField?.lowercased() {
                 found = try w { try world.features(layer: origin.id, where: k, equals: value) }
             } else if let g = value.stringValue.flatMap(GlobalID.normalize), let f = try w({ try world.feature(layer: origin.id, globalId: g) }), !f.deleted {
                 found = [f]
