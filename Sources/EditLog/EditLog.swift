@@ -105,7 +105,9 @@ public final class EditLog {
         do {
             return try store.write { db, appender in
                 if try db.tableExists("p_sessions") { projector.prime(schema) }
-                return try body(db, &appender, projector)
+                let result = try body(db, &appender, projector)
+                try projector.flush(db)
+                return result
             }
         } catch let e as EditLogError {
             throw e

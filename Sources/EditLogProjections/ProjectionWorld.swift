@@ -39,8 +39,11 @@ public struct ProjectionWorld: EditWorld {
     }
 
     public func feature(layer: Int, globalId: String) throws -> FeatureSnapshot? {
+        if let f = projector?.featureCache[globalId], f.layerId == layer { return f }
         guard let l = schema.layer(id: layer), let r = try row(layer: layer, globalId: globalId) else { return nil }
-        return snapshot(l, r)
+        let f = snapshot(l, r)
+        projector?.featureCache[globalId] = f
+        return f
     }
 
     /// The layer that holds a GlobalID, if any.
@@ -55,23 +58,26 @@ public struct ProjectionWorld: EditWorld {
 
     public func featureExists(globalId: String) throws -> Bool { try locate(globalId: globalId) != nil }
 
-    static func session(_ row: Row?) throws -> SessionState? {
-        guard let row, let text: String = row["state"] else { return nil }
+    /// A session from its row, or from the projector's memory when the row's staged state is not yet flushed.
+    func session(_ row: Row?) throws -> SessionState? {
+        guard let row, let id: String = row["id"] else { return nil }
+        if let s = projector?.openSessions[id] { return s }
+        guard let text: String = row["state"] else { return nil }
         return SessionState(json: try JSONParser.parse(text))
     }
 
     public func session(id: String) throws -> SessionState? {
         if let s = projector?.openSessions[id] { return s }
-        return try Self.session(Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE id = ?"), arguments: [id]))
+        return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT id, state FROM p_sessions WHERE id = ?"), arguments: [id]))
     }
 
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {
-        try Self.session(Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
+        try session(Row.fetchOne(db.cachedStatement(sql: "SELECT id, state FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
     }
 
     public func openSessions(actor: String) throws -> [SessionState] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE actor = ? AND status = 'open' ORDER BY started_position"), arguments: [actor])
-            .compactMap { try Self.session($0) }
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT id, state FROM p_sessions WHERE actor = ? AND status = 'open' ORDER BY started_position"), arguments: [actor])
+            .compactMap { try session($0) }
     }
 
     public func features(layer: Int, where field: String, equals value: JSONValue) throws -> [FeatureSnapshot] {

@@ -9,6 +9,12 @@ public final class Projector {
     /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
     /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
     public internal(set) var openSessions: [String: SessionState] = [:]
+    /// Open sessions whose staged steps are not yet in their `p_sessions` row. Status and actor changes are
+    /// written at once (they answer the open-session queries); staged state is written when the session
+    /// ends or when `flush` runs before the transaction commits, the same way for incremental and rebuild.
+    private var dirtySessions: Set<String> = []
+    /// Features read in this transaction, by GlobalID; a write to a feature row drops its entry.
+    public internal(set) var featureCache: [String: FeatureSnapshot] = [:]
     /// Per layer: each attribute field's quoted column name, and the INSERT statement's SQL.
     private var quoted: [Int: [String: String]] = [:]
     private var insertSQL: [Int: String] = [:]
@@ -66,6 +72,7 @@ public final class Projector {
             try commit(e, db)
         case .featureDeleted:
             guard let l = e.payload["layer"]?.intValue, let g = e.payload["globalId"]?.stringValue else { return }
+            featureCache[g] = nil
             try db.cachedStatement(sql: "UPDATE \(ProjectionTables.featureTable(Int(l))) SET _deleted = 1, _editor = ?, _edited = ?, _version = _version + 1, _position = ? WHERE _globalid = ?")
                 .execute(arguments: [e.actor, e.recordedTime, e.position, g])
             try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0").execute(arguments: [e.position, g])
@@ -91,12 +98,28 @@ public final class Projector {
         st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device)
         let ended = st.status != .open
         openSessions[session] = ended ? nil : st
+        switch type {
+        case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged:
+            dirtySessions.insert(session)
+            return
+        default:
+            dirtySessions.remove(session)
+        }
         try db.cachedStatement(sql: """
             UPDATE p_sessions SET status = ?, actor = ?, device = ?, state = ?,
                 ended_position = CASE WHEN ? THEN ? ELSE ended_position END,
                 ended_time = CASE WHEN ? THEN ? ELSE ended_time END
             WHERE id = ?
             """).execute(arguments: [st.status.rawValue, st.actor, st.device, st.json.serialized(), ended, e.position, ended, e.clientTime ?? e.recordedTime, session])
+    }
+
+    /// Writes the staged state of sessions still open; call before the transaction commits.
+    public func flush(_ db: Database) throws {
+        for id in dirtySessions.sorted() {
+            guard let st = openSessions[id] else { continue }
+            try db.cachedStatement(sql: "UPDATE p_sessions SET state = ? WHERE id = ?").execute(arguments: [st.json.serialized(), id])
+        }
+        dirtySessions.removeAll()
     }
 
     static func databaseValue(_ v: JSONValue) -> DatabaseValueConvertible? {
@@ -125,6 +148,7 @@ public final class Projector {
 
     func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: Bool = false) throws {
         guard let l = e.payload["layer"]?.intValue, let layer = schema?.layer(id: Int(l)), let g = e.payload["globalId"]?.stringValue else { return }
+        featureCache[g] = nil
         var attrs = attributes
         if tracking { for (k, v) in editorTracking(layer, e, create: true) { attrs[k] = v } }
         let fields = layer.attributeFields
@@ -145,6 +169,7 @@ public final class Projector {
     }
 
     func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database) throws {
+        featureCache[globalId] = nil
         var sets: [String] = []
         var args: [DatabaseValueConvertible?] = []
         var values: [String: JSONValue] = [:]

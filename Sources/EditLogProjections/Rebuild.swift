@@ -20,6 +20,7 @@ public enum Projections {
             try projector.apply(e, target)
             if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
         }
+        try projector.flush(target)
         return projector
     }
 

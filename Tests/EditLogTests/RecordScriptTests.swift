@@ -69,6 +69,8 @@ import Testing
         #expect(try log.attributes(tree)["DBH"] != .double(33.5))
         let r1 = try log.record(try ScriptParser.parse(good), name: "good", sha256: InputFiles.sha256(good))
         #expect(r1.events.map(\.type) == ["SessionStarted", "AttributeStaged", "SessionCommitted", "ScriptRecorded"])
+        // The steps found their session by actor, inside one transaction, and the commit carried the staged value.
+        #expect(try log.attributes(tree)["DBH"] == .double(33.5))
         let r2 = try log.record(try ScriptParser.parse(good), name: "good", sha256: InputFiles.sha256(good))
         #expect(r2.alreadyRecordedAt == r1.events.last?.position && r2.events.isEmpty)
         #expect(try log.eventCount() == count + Int64(r1.events.count))

@@ -24,6 +24,7 @@ public struct RuleEngine {
                 let (layer, before, after, session): (Int, [String: JSONValue], [String: JSONValue], String?)
                 switch trigger {
                 case .committed(let l, let g, _, let b, let s):
+                    guard l == childLayer else { continue }  // only a child's commit can change its parent's rollup
                     layer = l; before = b; session = s
                     after = try world.feature(layer: l, globalId: g)?.attributes ?? [:]
                 case .deleted(let l, _, let attrs, let s):
