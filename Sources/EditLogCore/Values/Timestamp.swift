@@ -71,11 +71,21 @@ public enum Timestamp {
         var rem = secs % 86400
         if rem < 0 { rem += 86400; days -= 1 }
         let (y, m, d) = civilFromDays(Int(days))
-        func p(_ v: Int, _ w: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, w - s.count)) + s
+        // YYYY-MM-DDTHH:MM:SS.fffZ written digit by digit: this runs for every recorded event.
+        return String(unsafeUninitializedCapacity: 24) { buf in
+            func put(_ v: Int, _ width: Int, at i: Int) {
+                var v = v
+                for k in stride(from: width - 1, through: 0, by: -1) { buf[i + k] = UInt8(48 + v % 10); v /= 10 }
+            }
+            put(max(0, min(y, 9999)), 4, at: 0); buf[4] = 45
+            put(m, 2, at: 5); buf[7] = 45
+            put(d, 2, at: 8); buf[10] = 84
+            put(Int(rem / 3600), 2, at: 11); buf[13] = 58
+            put(Int(rem % 3600 / 60), 2, at: 14); buf[16] = 58
+            put(Int(rem % 60), 2, at: 17); buf[19] = 46
+            put(msPart, 3, at: 20); buf[23] = 90
+            return 24
         }
-        return "\(p(y, 4))-\(p(m, 2))-\(p(d, 2))T\(p(Int(rem / 3600), 2)):\(p(Int(rem % 3600 / 60), 2)):\(p(Int(rem % 60), 2)).\(p(msPart, 3))Z"
     }
 
     public static func format(_ date: Date) -> String {
