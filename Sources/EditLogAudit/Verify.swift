@@ -14,6 +14,8 @@ public struct VerifyReport: Sendable {
     public var firstBadPosition: Int64?
     public var problems: [String] = []
     public var projectionsChecked = false
+    /// (position, sha256) of every staged attachment the chain scan saw.
+    var stagedAttachments: [(Int64, String)] = []
     public var ok: Bool { problems.isEmpty }
     public init() {}
 
@@ -57,6 +59,8 @@ public enum Verifier {
         var expected: Int64 = 1
         var versions: [String: Int64] = [:]
         var enc = EventHash.Encoder()
+        let localLog = Array(logId.utf8)
+        let attachmentStaged = Array(EventType.attachmentStaged.rawValue.utf8)
         // Straight from SQLite's column buffers: no Row, no String for hashed fields, no payload parsing.
         let statement = try db.makeStatement(sql: "SELECT \(EventReading.columns) FROM events ORDER BY position")
         let stmt = statement.sqliteStatement
@@ -77,7 +81,7 @@ public enum Verifier {
             }
             let stream = text(2)
             let version = sqlite3_column_int64(stmt, 3)
-            let originLog = text(12)
+            let originLogBytes = column(12)
             let originPosition = sqlite3_column_int64(stmt, 13)
             guard let id = column(1), id.count == 16 else { bad(position, "event id is not 16 bytes"); break }
             guard let storedHash = column(15), storedHash.count == 32 else { bad(position, "hash is missing"); break }
@@ -98,7 +102,8 @@ public enum Verifier {
             if let t = column(10) { enc.present(); enc.raw(t) } else { enc.absent() }
             guard let recorded = column(11) else { bad(position, "recorded_time is NULL"); break }
             enc.raw(recorded)
-            enc.text(originLog)
+            guard let originLogBytes else { bad(position, "origin_log is NULL"); break }
+            enc.raw(originLogBytes)
             enc.int(originPosition)
             if let o = originHash { enc.present(); enc.raw(o) } else { enc.absent() }
             let computed = enc.digest()
@@ -106,13 +111,18 @@ public enum Verifier {
                 bad(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(computed).prefix(16))…)")
                 break
             }
-            if originHash == nil && (originLog != logId || originPosition != position) {
+            if originHash == nil && (!originLogBytes.elementsEqual(localLog) || originPosition != position) {
                 bad(position, "origin of a local event does not match this log")
                 break
             }
             let v = (versions[stream] ?? 0) + 1
             if version != v { bad(position, "stream \(stream) version \(version), expected \(v)"); break }
             versions[stream] = v
+            // Staged attachments: their bytes must be in `blobs` (checked after the scan).
+            if let type = column(4), type.elementsEqual(attachmentStaged), let payload = column(5) {
+                let sha = (try? JSONParser.parse(buffer: payload.bindMemory(to: UInt8.self)))?["sha256"]?.stringValue
+                r.stagedAttachments.append((position, sha ?? ""))
+            }
             prev = computed
             r.events = position
             expected += 1
@@ -137,12 +147,11 @@ public enum Verifier {
                 bad(nil, "blob \(Hex.encode(key)) does not match its content")
             }
         }
-        // Every staged attachment's bytes are present.
-        let staged = try Row.fetchCursor(db, sql: "SELECT position, json_extract(payload, '$.sha256') FROM events WHERE type = 'AttachmentStaged'")
-        while let row = try staged.next() {
-            let pos: Int64 = row[0]
-            guard let sha: String = row[1], let key = Hex.decode(sha) else { bad(pos, "attachment event has no sha256"); continue }
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM blobs WHERE sha256 = ?", arguments: [Data(key)]) != true {
+        // Every staged attachment's bytes are present (the chain scan collected them).
+        let present = try db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
+        for (pos, sha) in r.stagedAttachments {
+            guard let key = Hex.decode(sha), key.count == 32 else { bad(pos, "attachment event has no sha256"); continue }
+            if try Bool.fetchOne(present, arguments: [Data(key)]) != true {
                 bad(pos, "attachment bytes \(sha.prefix(16))… are missing")
             }
         }

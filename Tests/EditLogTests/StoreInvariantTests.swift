@@ -131,11 +131,23 @@ import Testing
         #expect(r.firstBadPosition == 1)
     }
 
+    @Test func aMissingAttachmentIsNamedByItsEvent() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path, baseline: false)
+        let events = try log.run(#"{"op":"create","layer":"Trees","globalId":"\#(newGID(1))","geometry":{"x":-122.6,"y":45.5}}"#,
+                                 #"{"op":"attach","attachmentId":"\#(newGID(2))","name":"a.jpg","contentType":"image/jpeg","dataBase64":"AAEC"}"#, #"{"op":"finish"}"#)
+        let staged = try #require(events.first { $0.type == "AttachmentStaged" })
+        try log.store.dbQueue.writeWithoutTransaction { db in try db.execute(sql: "DROP TRIGGER blobs_append_only_delete; DELETE FROM blobs") }
+        log.close()
+        let r = try EditLog.verify(at: tmp.path)
+        #expect(r.firstBadPosition == staged.position && r.problems.contains { $0.contains("are missing") })
+    }
+
     @Test func initRemovesPartialsOfDeadProcesses() throws {
         let tmp = TempPath()
         let stale = tmp.path + ".partial-999999-1"
         let live = tmp.path + ".partial-\(getpid())-7"
-        for p in [stale, live] { FileManager.default.createFile(atPath: p, contents: Data("x".utf8)) }
+        for p in [stale, live] { _ = FileManager.default.createFile(atPath: p, contents: Data("x".utf8)) }
         defer { try? FileManager.default.removeItem(atPath: live) }
         _ = try Fixture.treesLog(at: tmp.path, baseline: false)
         #expect(!FileManager.default.fileExists(atPath: stale))
