@@ -92,10 +92,10 @@ public enum Verifier {
             enc.raw(id)
             enc.text(stream)
             enc.int(version)
-            for i: Int32 in [4, 5, 6, 7] {
-                guard let c = column(i) else { bad(position, "a required column is NULL"); break rows }
-                enc.raw(c)
+            guard let type = column(4), let payload = column(5), let actor = column(6), let device = column(7) else {
+                bad(position, "a required column is NULL"); break
             }
+            enc.raw(type); enc.raw(payload); enc.raw(actor); enc.raw(device)
             if let s = column(8) { enc.present(); enc.raw(s) } else { enc.absent() }
             guard let cause = column(9) else { bad(position, "cause is NULL"); break }
             enc.raw(cause)
@@ -106,9 +106,8 @@ public enum Verifier {
             enc.raw(originLogBytes)
             enc.int(originPosition)
             if let o = originHash { enc.present(); enc.raw(o) } else { enc.absent() }
-            let computed = enc.digest()
-            if !computed.elementsEqual(storedHash) {
-                bad(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(computed).prefix(16))…)")
+            if !enc.digestEquals(storedHash) {
+                bad(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(enc.digest()).prefix(16))…)")
                 break
             }
             if originHash == nil && (!originLogBytes.elementsEqual(localLog) || originPosition != position) {
@@ -119,11 +118,11 @@ public enum Verifier {
             if version != v { bad(position, "stream \(stream) version \(version), expected \(v)"); break }
             versions[stream] = v
             // Staged attachments: their bytes must be in `blobs` (checked after the scan).
-            if let type = column(4), type.elementsEqual(attachmentStaged), let payload = column(5) {
+            if type.elementsEqual(attachmentStaged) {
                 let sha = (try? JSONParser.parse(buffer: payload.bindMemory(to: UInt8.self)))?["sha256"]?.stringValue
                 r.stagedAttachments.append((position, sha ?? ""))
             }
-            prev = computed
+            prev.withUnsafeMutableBytes { $0.copyMemory(from: storedHash) }  // equal to what was computed
             r.events = position
             expected += 1
             if let progress, position % 20_000 == 0 { progress(position, total) }

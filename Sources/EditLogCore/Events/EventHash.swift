@@ -68,5 +68,9 @@ public enum EventHash {
         public mutating func absent() { buffer.append(0) }
         public mutating func optionalText(_ s: String?) { if let s { present(); text(s) } else { absent() } }
         public func digest() -> [UInt8] { Array(SHA256.hash(data: buffer)) }
+        /// Whether the digest of what was encoded equals `stored`, without allocating.
+        public func digestEquals(_ stored: UnsafeRawBufferPointer) -> Bool {
+            SHA256.hash(data: buffer).withUnsafeBytes { $0.elementsEqual(stored) }
+        }
     }
 }
