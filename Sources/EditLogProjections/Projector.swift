@@ -63,9 +63,8 @@ public final class Projector {
                 VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)
                 """).execute(arguments: [session, st.layerId, st.globalId, st.kind.rawValue, e.actor, e.actor, e.device, e.position,
                                          e.clientTime ?? e.recordedTime, st.json.serialized()])
-        case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed:
-            try updateSession(e, db)
-        case .sessionCanceled, .sessionAbandoned:
+        case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
+             .sessionCanceled, .sessionAbandoned:
             try updateSession(e, db)
         case .sessionCommitted:
             try updateSession(e, db)
