@@ -17,6 +17,12 @@ public struct VerifyReport: Sendable {
     /// (position, sha256) of every staged attachment the chain scan saw.
     var stagedAttachments: [(Int64, String)] = []
     public var ok: Bool { problems.isEmpty }
+
+    /// Records a problem; the first one with a position names the first bad position.
+    mutating func fail(_ position: Int64?, _ message: String) {
+        if firstBadPosition == nil, let position { firstBadPosition = position }
+        problems.append(position.map { "position \($0): \(message)" } ?? message)
+    }
     public init() {}
 
     public var json: JSONValue {
@@ -50,10 +56,6 @@ public enum Verifier {
     /// Recomputes the hash chain from the stored bytes and checks gap-free positions, stream versions and
     /// origins. Streams rows; never decodes payload JSON.
     public static func verifyChain(_ db: Database, logId: String, into r: inout VerifyReport, progress: ((Int64, Int64) -> Void)? = nil) throws {
-        func bad(_ position: Int64?, _ msg: String) {
-            if r.firstBadPosition == nil, let position { r.firstBadPosition = position }
-            r.problems.append(position.map { "position \($0): \(msg)" } ?? msg)
-        }
         let total = try EventReading.count(db)
         var prev = EventHash.genesis
         var expected: Int64 = 1
@@ -76,15 +78,15 @@ public enum Verifier {
             guard rc == SQLITE_ROW else { throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection))) }
             let position = sqlite3_column_int64(stmt, 0)
             if position != expected {
-                bad(expected, "position \(expected) is missing (next stored is \(position))")
+                r.fail(expected, "position \(expected) is missing (next stored is \(position))")
                 break
             }
             let stream = text(2)
             let version = sqlite3_column_int64(stmt, 3)
             let originLogBytes = column(12)
             let originPosition = sqlite3_column_int64(stmt, 13)
-            guard let id = column(1), id.count == 16 else { bad(position, "event id is not 16 bytes"); break }
-            guard let storedHash = column(15), storedHash.count == 32 else { bad(position, "hash is missing"); break }
+            guard let id = column(1), id.count == 16 else { r.fail(position, "event id is not 16 bytes"); break }
+            guard let storedHash = column(15), storedHash.count == 32 else { r.fail(position, "hash is missing"); break }
             let originHash = column(14)
             enc.reset()
             enc.bytes(prev)
@@ -93,29 +95,29 @@ public enum Verifier {
             enc.text(stream)
             enc.int(version)
             guard let type = column(4), let payload = column(5), let actor = column(6), let device = column(7) else {
-                bad(position, "a required column is NULL"); break
+                r.fail(position, "a required column is NULL"); break
             }
             enc.raw(type); enc.raw(payload); enc.raw(actor); enc.raw(device)
             if let s = column(8) { enc.present(); enc.raw(s) } else { enc.absent() }
-            guard let cause = column(9) else { bad(position, "cause is NULL"); break }
+            guard let cause = column(9) else { r.fail(position, "cause is NULL"); break }
             enc.raw(cause)
             if let t = column(10) { enc.present(); enc.raw(t) } else { enc.absent() }
-            guard let recorded = column(11) else { bad(position, "recorded_time is NULL"); break }
+            guard let recorded = column(11) else { r.fail(position, "recorded_time is NULL"); break }
             enc.raw(recorded)
-            guard let originLogBytes else { bad(position, "origin_log is NULL"); break }
+            guard let originLogBytes else { r.fail(position, "origin_log is NULL"); break }
             enc.raw(originLogBytes)
             enc.int(originPosition)
             if let o = originHash { enc.present(); enc.raw(o) } else { enc.absent() }
             if !enc.digestEquals(storedHash) {
-                bad(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(enc.digest()).prefix(16))…)")
+                r.fail(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(enc.digest()).prefix(16))…)")
                 break
             }
             if originHash == nil && (!originLogBytes.elementsEqual(localLog) || originPosition != position) {
-                bad(position, "origin of a local event does not match this log")
+                r.fail(position, "origin of a local event does not match this log")
                 break
             }
             let v = (versions[stream] ?? 0) + 1
-            if version != v { bad(position, "stream \(stream) version \(version), expected \(v)"); break }
+            if version != v { r.fail(position, "stream \(stream) version \(version), expected \(v)"); break }
             versions[stream] = v
             // Staged attachments: their bytes must be in `blobs` (checked after the scan).
             if type.elementsEqual(attachmentStaged) {
@@ -132,10 +134,6 @@ public enum Verifier {
 
     /// Every blob is stored under the SHA-256 of its bytes, and every staged attachment's bytes are present.
     public static func verifyBlobs(_ db: Database, into r: inout VerifyReport) throws {
-        func bad(_ position: Int64?, _ msg: String) {
-            if r.firstBadPosition == nil, let position { r.firstBadPosition = position }
-            r.problems.append(position.map { "position \($0): \(msg)" } ?? msg)
-        }
         // Blobs: each is stored under the SHA-256 of its bytes.
         let blobs = try Row.fetchCursor(db, sql: "SELECT sha256, size, data FROM blobs")
         while let row = try blobs.next() {
@@ -143,15 +141,15 @@ public enum Verifier {
             let data = row[2] as Data
             r.blobs += 1
             if EventHash.sha256(data) != key || (row[1] as Int64) != Int64(data.count) {
-                bad(nil, "blob \(Hex.encode(key)) does not match its content")
+                r.fail(nil, "blob \(Hex.encode(key)) does not match its content")
             }
         }
         // Every staged attachment's bytes are present (the chain scan collected them).
         let present = try db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
         for (pos, sha) in r.stagedAttachments {
-            guard let key = Hex.decode(sha), key.count == 32 else { bad(pos, "attachment event has no sha256"); continue }
+            guard let key = Hex.decode(sha), key.count == 32 else { r.fail(pos, "attachment event has no sha256"); continue }
             if try Bool.fetchOne(present, arguments: [Data(key)]) != true {
-                bad(pos, "attachment bytes \(sha.prefix(16))… are missing")
+                r.fail(pos, "attachment bytes \(sha.prefix(16))… are missing")
             }
         }
     }

@@ -48,7 +48,8 @@ public struct ProjectionWorld: EditWorld {
 
     /// The layer that holds a GlobalID, if any.
     public func locate(globalId: String) throws -> LayerSchema? {
-        for l in schema.layers where try db.tableExists(ProjectionTables.featureTable(l.id)) {
+        // The schema event creates a table for every layer, so each lookup is one indexed query per layer.
+        for l in schema.layers {
             if try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(ProjectionTables.featureTable(l.id)) WHERE _globalid = ?"), arguments: [globalId]) == true {
                 return l
             }

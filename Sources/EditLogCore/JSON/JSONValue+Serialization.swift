@@ -15,13 +15,6 @@ extension JSONValue {
         return out
     }
 
-    /// Indented JSON for people (same key order as the canonical form).
-    public func prettyPrinted(indent: Int = 2) -> String {
-        var out: [UInt8] = []
-        writePretty(to: &out, level: 0, indent: indent)
-        return String(decoding: out, as: UTF8.self)
-    }
-
     public func write(to out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
@@ -47,37 +40,6 @@ extension JSONValue {
                 value.write(to: &out)
             }
             out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    private func writePretty(to out: inout [UInt8], level: Int, indent: Int) {
-        func newline(_ l: Int) {
-            out.append(0x0A)
-            out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: l * indent))
-        }
-        switch self {
-        case .array(let a) where !a.isEmpty:
-            out.append(UInt8(ascii: "["))
-            for (k, v) in a.enumerated() {
-                if k > 0 { out.append(UInt8(ascii: ",")) }
-                newline(level + 1)
-                v.writePretty(to: &out, level: level + 1, indent: indent)
-            }
-            newline(level)
-            out.append(UInt8(ascii: "]"))
-        case .object(let o) where !o.isEmpty:
-            out.append(UInt8(ascii: "{"))
-            for (k, key) in o.keys.sorted(by: JSONValue.keyOrder).enumerated() {
-                if k > 0 { out.append(UInt8(ascii: ",")) }
-                newline(level + 1)
-                JSONValue.writeString(key, to: &out)
-                out.append(contentsOf: ": ".utf8)
-                o[key]!.writePretty(to: &out, level: level + 1, indent: indent)
-            }
-            newline(level)
-            out.append(UInt8(ascii: "}"))
-        default:
-            write(to: &out)
         }
     }
 

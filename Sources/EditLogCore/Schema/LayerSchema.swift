@@ -40,7 +40,6 @@ public struct Capabilities: Sendable, Hashable {
         canUpdate = set.contains("update") || (set.contains("editing") && !granular)
         canDelete = set.contains("delete") || (set.contains("editing") && !granular)
     }
-    public func has(_ n: String) -> Bool { names.contains { $0.lowercased() == n.lowercased() } }
 }
 
 public struct EditFieldsInfo: Sendable, Hashable {

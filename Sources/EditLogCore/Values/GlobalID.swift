@@ -9,6 +9,4 @@ public enum GlobalID {
         guard t.utf8.count == 36, let u = UUID(uuidString: String(t)) else { return nil }
         return "{\(u.uuidString)}"
     }
-
-    public static func string(_ u: UUID) -> String { "{\(u.uuidString)}" }
 }

@@ -88,10 +88,6 @@ public enum Timestamp {
         }
     }
 
-    public static func format(_ date: Date) -> String {
-        format(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
-    }
-
     /// Normalizes an ISO-8601 string to the stored form.
     public static func normalize(_ s: String) -> String? { parse(s).map { format(milliseconds: $0) } }
 
