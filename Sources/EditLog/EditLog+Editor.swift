@@ -9,9 +9,9 @@ public struct Editor {
     public var actor: String
     public var device: String
     /// The client's clock, for the `at` of each step (injected, so apps and tests are deterministic).
-    public var clientClock: any EditLogCore.Clock
+    public var clientClock: any LogClock
 
-    public init(log: EditLog, actor: String, device: String, clientClock: any EditLogCore.Clock = SystemClock()) {
+    public init(log: EditLog, actor: String, device: String, clientClock: any LogClock = SystemClock()) {
         self.log = log; self.actor = actor; self.device = device; self.clientClock = clientClock
     }
 

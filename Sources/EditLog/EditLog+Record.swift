@@ -51,7 +51,7 @@ extension EditLog {
 
     static func execute(_ c: ScriptCommand, db: Database, appender: inout Appender, projector: Projector, schema: ServiceSchema,
                         geocoder: (any ReverseGeocoder)?) throws {
-        let world = ProjectionWorld(db: db, schema: schema, projector: projector)
+        let world = ProjectedState(db: db, schema: schema, projector: projector)
         let decider = EditDecider(world: world)
         let ctx = EventContext(actor: c.actor, device: c.device, clientTime: c.at)
         func emit(_ pending: [PendingEvent]) throws {

@@ -38,7 +38,7 @@ public final class EditLog {
     /// On any error the file is removed: nothing is written.
     public static func create(at path: String, service: [(name: String, json: JSONValue)], webmap: JSONValue? = nil, rules: JSONValue? = nil,
                               baseline: [BaselineSet] = [], actor: String = "editlog", device: String = "editlog",
-                              clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil, logId: String? = nil,
+                              clock: any LogClock = SystemClock(), ids: (any IDGenerator)? = nil, logId: String? = nil,
                               progress: ((Int, Int) -> Void)? = nil) throws(EditLogError) -> EditLog {
         let schema = try ArcGISSchemaDecoder.decode(service: service, webmap: webmap, rules: rules)
         let payload = schemaPayload(service: service, webmap: webmap, rules: rules)
@@ -82,7 +82,7 @@ public final class EditLog {
         return try open(at: path, clock: clock, ids: ids)
     }
 
-    public static func open(at path: String, readonly: Bool = false, clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EditLog {
+    public static func open(at path: String, readonly: Bool = false, clock: any LogClock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EditLog {
         let store = try EventStore.open(at: path, readonly: readonly, clock: clock, ids: ids)
         if !readonly { EventStore.removeStalePartials(of: path) }
         let payload: JSONValue
@@ -128,9 +128,9 @@ public final class EditLog {
     }
 
     /// The current state for readers.
-    public func withWorld<T>(_ body: (ProjectionWorld) throws -> T) throws(EditLogError) -> T {
+    public func withWorld<T>(_ body: (ProjectedState) throws -> T) throws(EditLogError) -> T {
         let schema = self.schema
-        return try read { db in try body(ProjectionWorld(db: db, schema: schema)) }
+        return try read { db in try body(ProjectedState(db: db, schema: schema)) }
     }
 }
 

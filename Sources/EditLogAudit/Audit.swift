@@ -58,7 +58,7 @@ public struct HistoryEntry: Sendable, Hashable {
 public enum Audit {
     public static func events(_ db: Database, schema: ServiceSchema, filter: LogFilter, _ body: (RecordedEvent) throws -> Void) throws {
         var filter = filter
-        if let g = filter.globalId { filter.featureLayer = try ProjectionWorld(db: db, schema: schema).locate(globalId: g)?.id }
+        if let g = filter.globalId { filter.featureLayer = try ProjectedState(db: db, schema: schema).locate(globalId: g)?.id }
         let (clause, args) = filter.sql
         try EventReading.forEach(db, where: clause, arguments: args, body)
     }
@@ -66,7 +66,7 @@ public enum Audit {
     /// The field-level timeline of one feature: baseline values, committed session changes, rule-derived
     /// changes, attachments, deletion, and sessions that ended without a commit.
     public static func history(_ db: Database, schema: ServiceSchema, globalId: String) throws -> (layer: LayerSchema, entries: [HistoryEntry])? {
-        let world = ProjectionWorld(db: db, schema: schema)
+        let world = ProjectedState(db: db, schema: schema)
         guard let layer = try world.locate(globalId: globalId) else { return nil }
         var out: [HistoryEntry] = []
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
@@ -122,7 +122,7 @@ public enum Audit {
 
     /// `show`: one feature with its attachments, also after deletion.
     public static func show(_ db: Database, schema: ServiceSchema, globalId: String) throws -> JSONValue? {
-        let world = ProjectionWorld(db: db, schema: schema)
+        let world = ProjectedState(db: db, schema: schema)
         guard let layer = try world.locate(globalId: globalId), let row = try world.row(layer: layer.id, globalId: globalId) else { return nil }
         let f = world.esriFeature(layer, row)
         let atts = try world.attachments(of: globalId).map { a -> JSONValue in
@@ -136,7 +136,7 @@ public enum Audit {
 
     /// `query`: an Esri JSON feature set of a layer's live features.
     public static func query(_ db: Database, schema: ServiceSchema, layer: LayerSchema) throws -> JSONValue {
-        let world = ProjectionWorld(db: db, schema: schema)
+        let world = ProjectedState(db: db, schema: schema)
         var features: [JSONValue] = []
         let cursor = try world.rows(layer: layer.id)
         while let row = try cursor.next() { features.append(world.esriFeature(layer, row)) }

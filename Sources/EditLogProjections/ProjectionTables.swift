@@ -15,7 +15,7 @@ public enum ProjectionTables {
         }
     }
 
-    public static func q(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    public static func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 
     public static func createCommon(_ db: Database) throws {
         try db.execute(sql: """
@@ -62,7 +62,7 @@ public enum ProjectionTables {
     public static func createLayer(_ db: Database, _ layer: LayerSchema) throws {
         let table = featureTable(layer.id)
         var cols = ["_oid INTEGER PRIMARY KEY", "_globalid TEXT NOT NULL UNIQUE"]
-        for f in layer.attributeFields { cols.append("\(q(f.name)) \(affinity(f.type))") }
+        for f in layer.attributeFields { cols.append("\(quoted(f.name)) \(affinity(f.type))") }
         cols += ["_geometry TEXT", "_wkb BLOB", "_xmin REAL", "_ymin REAL", "_xmax REAL", "_ymax REAL",
                  "_creator TEXT", "_created TEXT", "_editor TEXT", "_edited TEXT",
                  "_deleted INTEGER NOT NULL DEFAULT 0", "_version INTEGER NOT NULL", "_position INTEGER NOT NULL"]
@@ -72,7 +72,7 @@ public enum ProjectionTables {
         for r in layer.relationships {
             guard let k = r.keyField.flatMap(layer.field), layer.attributeFields.contains(where: { $0.name == k.name }),
                   indexed.insert(k.name).inserted else { continue }
-            try db.execute(sql: "CREATE INDEX \(table)_\(indexed.count) ON \(table)(\(q(k.name)))")
+            try db.execute(sql: "CREATE INDEX \(table)_\(indexed.count) ON \(table)(\(quoted(k.name)))")
         }
     }
 

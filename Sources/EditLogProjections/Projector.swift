@@ -22,7 +22,7 @@ public final class Projector {
     func quotedColumns(_ layer: LayerSchema) -> [String: String] {
         if let q = quoted[layer.id] { return q }
         var q: [String: String] = [:]
-        for f in layer.attributeFields { q[f.name] = ProjectionTables.q(f.name) }
+        for f in layer.attributeFields { q[f.name] = ProjectionTables.quoted(f.name) }
         quoted[layer.id] = q
         return q
     }

@@ -7,7 +7,7 @@ import GRDB
 public struct Appender {
     let db: Database
     let logId: String
-    let clock: any EditLogCore.Clock
+    let clock: any LogClock
     public let ids: any IDGenerator
     public private(set) var headPosition: Int64
     public private(set) var headHash: [UInt8]

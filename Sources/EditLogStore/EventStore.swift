@@ -9,7 +9,7 @@ public final class EventStore: Sendable {
     public let path: String
     public let dbQueue: DatabaseQueue
     public let logId: String
-    public let clock: any EditLogCore.Clock
+    public let clock: any LogClock
     public let ids: any IDGenerator
 
     public static let formatVersion = 1
@@ -30,12 +30,12 @@ public final class EventStore: Sendable {
         return config
     }
 
-    private init(path: String, dbQueue: DatabaseQueue, logId: String, clock: any EditLogCore.Clock, ids: any IDGenerator) {
+    private init(path: String, dbQueue: DatabaseQueue, logId: String, clock: any LogClock, ids: any IDGenerator) {
         self.path = path; self.dbQueue = dbQueue; self.logId = logId; self.clock = clock; self.ids = ids
     }
 
     /// Creates a new log file. Fails if the file exists.
-    public static func create(at path: String, logId: String? = nil, clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EventStore {
+    public static func create(at path: String, logId: String? = nil, clock: any LogClock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EventStore {
         if FileManager.default.fileExists(atPath: path) {
             throw EditLogError(.conflict, "\(path) already exists; EditLog never overwrites a log")
         }
@@ -63,7 +63,7 @@ public final class EventStore: Sendable {
     }
 
     /// Opens an existing log, refusing files that are not EditLog logs or were written by a newer version.
-    public static func open(at path: String, readonly: Bool = false, clock: any EditLogCore.Clock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EventStore {
+    public static func open(at path: String, readonly: Bool = false, clock: any LogClock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EventStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw EditLogError(.notFound, "no log at \(path); create one with `editlog init`")
         }

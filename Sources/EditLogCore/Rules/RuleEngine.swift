@@ -1,10 +1,10 @@
 /// Runs the dataset rules after a commit or a delete, returning derived events whose cause names
 /// the rule and whose session is the triggering session.
 public struct RuleEngine {
-    public let world: any EditWorld
+    public let world: any CurrentState
     public var geocoderOverride: (any ReverseGeocoder)?
 
-    public init(world: any EditWorld, geocoderOverride: (any ReverseGeocoder)? = nil) {
+    public init(world: any CurrentState, geocoderOverride: (any ReverseGeocoder)? = nil) {
         self.world = world
         self.geocoderOverride = geocoderOverride
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The edit-session state machine: given the current state (an `EditWorld`) and one step, either the
+/// The edit-session state machine: given the current state (an `CurrentState`) and one step, either the
 /// events that record it or an error that says why not. Pure: it reads the world, never writes.
 ///
 /// Rules (each has a test): Create/Update/Delete capabilities; a pop-up is needed to edit; one open
@@ -9,10 +9,10 @@ import Foundation
 /// `hasAttachments`; GUID, ObjectID, GlobalID and editor-tracking fields are read-only; geometry, blob,
 /// raster and XML fields are unsupported.
 public struct EditDecider {
-    public let world: any EditWorld
+    public let world: any CurrentState
     public var schema: ServiceSchema { world.schema }
 
-    public init(world: any EditWorld) { self.world = world }
+    public init(world: any CurrentState) { self.world = world }
 
     // MARK: Lookups
 
@@ -28,7 +28,7 @@ public struct EditDecider {
         return g
     }
 
-    func w<T>(_ body: () throws -> T) throws(EditLogError) -> T {
+    func reading<T>(_ body: () throws -> T) throws(EditLogError) -> T {
         do { return try body() } catch let e as EditLogError { throw e } catch { throw EditLogError(.io, "reading the log: \(error)") }
     }
 
@@ -51,11 +51,11 @@ public struct EditDecider {
     /// The session a step applies to: the named one, or the actor's only open session.
     public func resolveSession(_ id: String?, actor: String) throws(EditLogError) -> SessionState {
         if let id {
-            guard let s = try w({ try world.session(id: id) }) else { throw EditLogError(.notFound, "no session \"\(id)\"") }
+            guard let s = try reading({ try world.session(id: id) }) else { throw EditLogError(.notFound, "no session \"\(id)\"") }
             guard s.status == .open else { throw EditLogError(.conflict, "session \"\(id)\" is \(s.status.rawValue), not open") }
             return s
         }
-        let open = try w { try world.openSessions(actor: actor) }
+        let open = try reading { try world.openSessions(actor: actor) }
         guard let s = open.first else { throw EditLogError(.conflict, "\(actor) has no open session; start one with create or edit") }
         guard open.count == 1 else {
             throw EditLogError(.conflict, "\(actor) has \(open.count) open sessions (\(open.map(\.id).joined(separator: ", "))); name one with \"session\"")
@@ -96,8 +96,8 @@ public struct EditDecider {
                   let (origin, originSide) = schema.counterpart(of: rel, in: layer) else { continue }
             let found: [FeatureSnapshot]
             if let k = originSide.keyField, k.lowercased() != origin.globalIdField?.lowercased() {
-                found = try w { try world.features(layer: origin.id, where: k, equals: value) }
-            } else if let g = value.stringValue.flatMap(GlobalID.normalize), let f = try w({ try world.feature(layer: origin.id, globalId: g) }), !f.deleted {
+                found = try reading { try world.features(layer: origin.id, where: k, equals: value) }
+            } else if let g = value.stringValue.flatMap(GlobalID.normalize), let f = try reading({ try world.feature(layer: origin.id, globalId: g) }), !f.deleted {
                 found = [f]
             } else { found = [] }
             for f in found { out.append((origin, f)) }
@@ -108,7 +108,7 @@ public struct EditDecider {
     /// The seed's view-mode rule: a parent's one-to-many children change only while the parent has no open session.
     func requireParentsIdle(_ parents: [(LayerSchema, FeatureSnapshot)], child: String) throws(EditLogError) {
         for (pl, p) in parents {
-            if let s = try w({ try world.openSession(layer: pl.id, globalId: p.globalId) }) {
+            if let s = try reading({ try world.openSession(layer: pl.id, globalId: p.globalId) }) {
                 throw EditLogError(.conflict, "\(child): its parent \(pl.name) \(p.globalId) has an open session \(s.id) (\(s.actor)); related records change only while the parent has no open session")
             }
         }
@@ -158,9 +158,9 @@ public struct EditDecider {
         try requirePopup(l)
         try requireGlobalIds(l)
         let g = try gid(rawGid)
-        if try w({ try world.featureExists(globalId: g) }) { throw EditLogError(.conflict, "a feature with GlobalID \(g) already exists") }
-        if let s = try w({ try world.session(id: sessionId) }) { throw EditLogError(.conflict, "session id \"\(sessionId)\" is already used (\(s.status.rawValue))") }
-        if let s = try w({ try world.openSession(layer: l.id, globalId: g) }) {
+        if try reading({ try world.featureExists(globalId: g) }) { throw EditLogError(.conflict, "a feature with GlobalID \(g) already exists") }
+        if let s = try reading({ try world.session(id: sessionId) }) { throw EditLogError(.conflict, "session id \"\(sessionId)\" is already used (\(s.status.rawValue))") }
+        if let s = try reading({ try world.openSession(layer: l.id, globalId: g) }) {
             throw EditLogError(.conflict, "\(l.name) \(g) already has an open session \(s.id) (\(s.actor))")
         }
         var payload: [String: JSONValue] = ["layer": .int(Int64(l.id)), "globalId": .string(g), "kind": "create"]
@@ -175,7 +175,7 @@ public struct EditDecider {
             let (rel, origin, _) = try manyToOne(l, parent.relationship)
             guard rel.cardinality != .manyToMany else { throw EditLogError(.validation, "relationship \"\(parent.relationship)\" is many-to-many") }
             let pg = try gid(parent.globalId, "parent globalId")
-            guard let p = try w({ try world.feature(layer: origin.id, globalId: pg) }), !p.deleted else {
+            guard let p = try reading({ try world.feature(layer: origin.id, globalId: pg) }), !p.deleted else {
                 throw EditLogError(.notFound, "parent \(origin.name) \(pg) does not exist")
             }
             try requireParentsIdle([(origin, p)], child: "cannot add a \(l.name) record")
@@ -197,11 +197,11 @@ public struct EditDecider {
         try requirePopup(l)
         try requireGlobalIds(l)
         let g = try gid(rawGid)
-        guard let f = try w({ try world.feature(layer: l.id, globalId: g) }), !f.deleted else {
+        guard let f = try reading({ try world.feature(layer: l.id, globalId: g) }), !f.deleted else {
             throw EditLogError(.notFound, "\(l.name) \(g) does not exist")
         }
-        if let s = try w({ try world.session(id: sessionId) }) { throw EditLogError(.conflict, "session id \"\(sessionId)\" is already used (\(s.status.rawValue))") }
-        if let s = try w({ try world.openSession(layer: l.id, globalId: g) }) {
+        if let s = try reading({ try world.session(id: sessionId) }) { throw EditLogError(.conflict, "session id \"\(sessionId)\" is already used (\(s.status.rawValue))") }
+        if let s = try reading({ try world.openSession(layer: l.id, globalId: g) }) {
             throw EditLogError(.conflict, "\(l.name) \(g) already has an open session \(s.id) (\(s.actor)); one open session per feature")
         }
         try requireParentsIdle(try parents(of: l, attributes: f.attributes), child: "cannot edit \(l.name) \(g)")
@@ -221,7 +221,7 @@ public struct EditDecider {
         let l = schema.layer(id: s.layerId)!
         let (rel, origin, _) = try manyToOne(l, relationship)
         let g = try gid(rawGid)
-        guard let p = try w({ try world.feature(layer: origin.id, globalId: g) }), !p.deleted else {
+        guard let p = try reading({ try world.feature(layer: origin.id, globalId: g) }), !p.deleted else {
             throw EditLogError(.notFound, "related record \(origin.name) \(g) does not exist")
         }
         return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), type: .relationStaged,
@@ -236,7 +236,7 @@ public struct EditDecider {
         guard !contentType.isEmpty, contentType.count <= 255, contentType.contains("/") else {
             throw EditLogError(.validation, "contentType \"\(contentType.prefix(60))\" is not a MIME type")
         }
-        if try w({ try world.attachment(globalId: a) }) != nil || s.attachmentsAdded.contains(where: { $0.attachmentId == a }) {
+        if try reading({ try world.attachment(globalId: a) }) != nil || s.attachmentsAdded.contains(where: { $0.attachmentId == a }) {
             throw EditLogError(.conflict, "attachment \(a) already exists")
         }
         let sha = Hex.encode(EventHash.sha256(data))
@@ -248,7 +248,7 @@ public struct EditDecider {
     func existingAttachment(_ s: SessionState, _ rawId: String) throws(EditLogError) -> (id: String, staged: Bool) {
         let a = try gid(rawId, "attachmentId")
         if s.attachmentsAdded.contains(where: { $0.attachmentId == a }) { return (a, true) }
-        guard let att = try w({ try world.attachment(globalId: a) }), !att.deleted, !s.detaches.contains(a) else {
+        guard let att = try reading({ try world.attachment(globalId: a) }), !att.deleted, !s.detaches.contains(a) else {
             throw EditLogError(.notFound, "attachment \(a) does not exist on this feature")
         }
         guard att.parentGlobalId == s.globalId else {
@@ -293,7 +293,7 @@ public struct EditDecider {
         var errors: [EditLogError] = []
         let current: FeatureSnapshot?
         if s.kind == .edit {
-            guard let f = try w({ try world.feature(layer: l.id, globalId: s.globalId) }), !f.deleted else {
+            guard let f = try reading({ try world.feature(layer: l.id, globalId: s.globalId) }), !f.deleted else {
                 throw EditLogError(.notFound, "\(l.name) \(s.globalId) was deleted while the session was open")
             }
             current = f
@@ -307,7 +307,7 @@ public struct EditDecider {
         for (relRef, g) in links {
             do throws(EditLogError) {
                 let (rel, origin, originSide) = try manyToOne(l, relRef)
-                guard let p = try w({ try world.feature(layer: origin.id, globalId: g) }), !p.deleted else {
+                guard let p = try reading({ try world.feature(layer: origin.id, globalId: g) }), !p.deleted else {
                     throw EditLogError(.notFound, "related record \(origin.name) \(g) no longer exists")
                 }
                 new[l.field(rel.keyField!)!.name] = keyValue(of: p, originSide: originSide, origin: origin)
@@ -332,7 +332,7 @@ public struct EditDecider {
             try requireParentsIdle(try parents(of: l, attributes: new), child: "cannot save \(l.name) \(s.globalId)")
         } catch { errors.append(error) }
         for a in s.detaches {
-            if let att = try w({ try world.attachment(globalId: a) }), att.deleted { errors.append(EditLogError(.notFound, "attachment \(a) was already deleted")) }
+            if let att = try reading({ try world.attachment(globalId: a) }), att.deleted { errors.append(EditLogError(.notFound, "attachment \(a) was already deleted")) }
         }
         if !errors.isEmpty {
             throw EditLogError.aggregate(errors, context: "cannot finish session \(s.id) on \(l.name) \(s.globalId)")
@@ -369,7 +369,7 @@ public struct EditDecider {
         try requirePopup(l)
         try requireGlobalIds(l)
         let g = try gid(rawGid)
-        guard let f = try w({ try world.feature(layer: l.id, globalId: g) }), !f.deleted else {
+        guard let f = try reading({ try world.feature(layer: l.id, globalId: g) }), !f.deleted else {
             throw EditLogError(.notFound, "\(l.name) \(g) does not exist")
         }
         try requireParentsIdle(try parents(of: l, attributes: f.attributes), child: "cannot delete \(l.name) \(g)")
@@ -381,7 +381,7 @@ public struct EditDecider {
 
     func cascadeDelete(_ l: LayerSchema, _ f: FeatureSnapshot, cause: String, session: String?, into out: inout [PendingEvent], visited: inout Set<String>) throws(EditLogError) {
         guard visited.insert(f.globalId).inserted else { return }
-        if let s = try w({ try world.openSession(layer: l.id, globalId: f.globalId) }) {
+        if let s = try reading({ try world.openSession(layer: l.id, globalId: f.globalId) }) {
             throw EditLogError(.conflict, "\(l.name) \(f.globalId) has an open session \(s.id) (\(s.actor)); finish, cancel or abandon it before deleting")
         }
         out.append(PendingEvent(stream: StreamName.feature(layer: l.id, globalId: f.globalId), type: .featureDeleted,
@@ -390,7 +390,7 @@ public struct EditDecider {
         for rel in l.relationships where rel.role == .origin && rel.composite {
             guard let (child, childSide) = schema.counterpart(of: rel, in: l), let fk = childSide.keyField else { continue }
             let key = keyValue(of: f, originSide: rel, origin: l)
-            for c in try w({ try world.features(layer: child.id, where: fk, equals: key) }) {
+            for c in try reading({ try world.features(layer: child.id, where: fk, equals: key) }) {
                 try cascadeDelete(child, c, cause: Cause.cascade(from: f.globalId), session: session, into: &out, visited: &visited)
             }
         }

@@ -1,17 +1,17 @@
 import Foundation
 
 /// Injected time: every recorded time comes from here.
-public protocol Clock: Sendable {
+public protocol LogClock: Sendable {
     func now() -> Int64  // epoch milliseconds
 }
 
-public struct SystemClock: Clock {
+public struct SystemClock: LogClock {
     public init() {}
     public func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }
 
 /// A clock for tests: starts at `start` and advances `step` ms on every reading.
-public final class StepClock: Clock, @unchecked Sendable {
+public final class StepClock: LogClock, @unchecked Sendable {
     private let lock = NSLock()
     private var t: Int64
     private let step: Int64
@@ -28,12 +28,12 @@ public protocol IDGenerator: Sendable {
 /// index on event ids appends at its right edge. A counter in `rand_a` keeps ids monotonic within a millisecond.
 public final class UUIDv7Generator: IDGenerator, @unchecked Sendable {
     private let lock = NSLock()
-    private let clock: any Clock
+    private let clock: any LogClock
     private var rng: any RandomNumberGenerator
     private var lastMs: Int64 = 0
     private var counter: UInt16 = 0
 
-    public init(clock: any Clock = SystemClock(), seed: UInt64? = nil) {
+    public init(clock: any LogClock = SystemClock(), seed: UInt64? = nil) {
         self.clock = clock
         if let seed { rng = SplitMix64(seed: seed) } else { rng = SystemRandomNumberGenerator() }
     }

@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 
 /// The current state as the projections hold it, for the state machine and for readers.
-public struct ProjectionWorld: EditWorld {
+public struct ProjectedState: CurrentState {
     public let db: Database
     public let schema: ServiceSchema
     /// The projector maintaining these tables in this transaction, if any: its open sessions answer
@@ -27,7 +27,7 @@ public struct ProjectionWorld: EditWorld {
     func snapshot(_ layer: LayerSchema, _ row: Row) -> FeatureSnapshot {
         let fields = layer.attributeFields
         var attrs: [String: JSONValue] = Dictionary(minimumCapacity: fields.count)
-        for (i, f) in fields.enumerated() { attrs[f.name] = ProjectionWorld.jsonValue(row[2 + i] as DatabaseValue) }
+        for (i, f) in fields.enumerated() { attrs[f.name] = ProjectedState.jsonValue(row[2 + i] as DatabaseValue) }
         let geomText: String? = row[2 + fields.count]
         let deleted: Int64 = row[2 + fields.count + 10]
         return FeatureSnapshot(layerId: layer.id, globalId: row[1], objectId: row[0], attributes: attrs,
@@ -83,7 +83,7 @@ public struct ProjectionWorld: EditWorld {
 
     public func features(layer: Int, where field: String, equals value: JSONValue) throws -> [FeatureSnapshot] {
         guard let l = schema.layer(id: layer), let f = l.field(field) else { return [] }
-        let column = f.name.lowercased() == l.globalIdField?.lowercased() ? "_globalid" : ProjectionTables.q(f.name)
+        let column = f.name.lowercased() == l.globalIdField?.lowercased() ? "_globalid" : ProjectionTables.quoted(f.name)
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 0 ORDER BY _oid"),
                                     arguments: [Projector.databaseValue(value)])
         return rows.map { snapshot(l, $0) }

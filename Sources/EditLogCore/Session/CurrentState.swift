@@ -32,7 +32,7 @@ public struct AttachmentSnapshot: Sendable, Hashable {
 
 /// What the edit-session state machine may ask about the current state. The store's projections
 /// implement it; the core never does I/O itself.
-public protocol EditWorld {
+public protocol CurrentState {
     var schema: ServiceSchema { get }
     func feature(layer: Int, globalId: String) throws -> FeatureSnapshot?
     /// Any layer: GlobalIDs are unique across the service.
