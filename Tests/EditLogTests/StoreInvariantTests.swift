@@ -33,8 +33,12 @@ import Testing
         try append(.exact(1))
         #expect(throws: EditLogError.self) { try append(.exact(1)) }
         #expect(throws: EditLogError.self) { try append(.noStream) }
-        do { try append(.exact(5)) } catch let e as EditLogError {
-            #expect(e.kind == .conflict && e.message.contains("is at version 2; expected 5"))
+        // The append must throw, and throw the conflict naming both versions: a success is a failure here.
+        #expect {
+            try append(.exact(5))
+        } throws: { error in
+            guard let e = error as? EditLogError else { return false }
+            return e.kind == .conflict && e.message.contains("is at version 2; expected 5")
         }
         // A failed append wrote nothing.
         #expect(try store.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") } == 2)
