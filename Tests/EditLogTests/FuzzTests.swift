@@ -41,26 +41,27 @@ import Testing
 
     static func corpus(_ paths: [String]) throws -> [[UInt8]] { try paths.map { try InputFiles.bytes($0) } }
 
-    func fuzz(_ corpus: [[UInt8]], seed: UInt64, _ body: ([UInt8]) -> Void) -> Int {
+    func fuzz(_ corpus: [[UInt8]], seed: UInt64, _ body: ([UInt8]) -> Void) {
         var m = Mutator(rng: SplitMix64(seed: seed))
         for i in 0..<Self.iterations {
             let a = corpus[i % corpus.count], b = corpus[m.int(corpus.count)]
             body(m.mutate(a, with: b))
         }
-        return Self.iterations
     }
 
     @Test func jsonParserRoundTripsWhatItAccepts() throws {
         let corpus = try Self.corpus([Paths.trees + "/rules.json", Paths.arcgisRest + "/rest-js_layer_definition_minimal.json"]) + [Array("[1,-2.5e3,\"\\u00e9\\n\",{\"a\":[true,false,null]}]".utf8)]
-        var accepted = 0
-        let n = fuzz(corpus, seed: 11) { input in
-            guard let v = try? JSONParser.parse(input) else { return }
+        var accepted = 0, rejected = 0
+        fuzz(corpus, seed: 11) { input in
+            guard let v = try? JSONParser.parse(input) else { rejected += 1; return }
             accepted += 1
             // What parses re-serializes canonically and parses back to the same value.
             let again = try? JSONParser.parse(v.serialized())
             #expect(again == v)
         }
-        #expect(n == Self.iterations && accepted > 0)
+        // The mutator must exercise both paths, and every input took exactly one of them.
+        #expect(accepted > 0 && rejected > 0)
+        #expect(accepted + rejected == Self.iterations)
     }
 
     @Test func scriptParserNeverCrashes() throws {
@@ -69,7 +70,7 @@ import Testing
         var lines: [[UInt8]] = []
         for f in try Self.corpus(files) { lines += f.split(separator: 0x0A).prefix(12).map(Array.init) }
         var errors = 0
-        _ = fuzz(lines, seed: 12) { input in
+        fuzz(lines, seed: 12) { input in
             do throws(EditLogError) { _ = try ScriptParser.parse(input) } catch { errors += 1; #expect(!error.description.isEmpty) }
         }
         #expect(errors > 0)
@@ -81,16 +82,16 @@ import Testing
         let webmap = try InputFiles.bytes(Paths.trees + "/webmap.json")
         let rules = try InputFiles.rules(Paths.trees + "/rules.json").serializedBytes()
         var decoded = 0
-        _ = fuzz(corpus, seed: 13) { input in
+        fuzz(corpus, seed: 13) { input in
             guard let json = try? JSONParser.parse(input) else { return }
             if (try? ArcGISSchemaDecoder.decode(service: [(name: "fuzz", json: json)], webmap: nil, rules: nil)) != nil { decoded += 1 }
         }
         let service = try Fixture.json("service.json")
-        _ = fuzz([webmap], seed: 14) { input in
+        fuzz([webmap], seed: 14) { input in
             guard let json = try? JSONParser.parse(input) else { return }
             _ = try? ArcGISSchemaDecoder.decode(service: [(name: "service.json", json: service)], webmap: json, rules: nil)
         }
-        _ = fuzz([rules], seed: 15) { input in
+        fuzz([rules], seed: 15) { input in
             guard let json = try? JSONParser.parse(input) else { return }
             _ = try? ArcGISSchemaDecoder.decode(service: [(name: "service.json", json: service)], webmap: nil, rules: json)
         }
@@ -112,13 +113,28 @@ import Testing
             _ = try? EditLog.create(at: t.path, service: [("service.json", service)], baseline: [BaselineSet(name: "Species.json", layer: nil, json: json)])
         }
         let script = try InputFiles.bytes(Paths.trees + "/scripts/01-new-plantings.ndjson")
-        var applied = 0
+        let scriptsBefore = try RawLog.count(tmp.path, type: "ScriptRecorded")
+        var applied = 0, refused = 0, written: Int64 = 0
         for _ in 0..<max(20, Self.iterations / 50) {
             let input = m.mutate(script, with: script)
             guard let cmds = try? ScriptParser.parse(input) else { continue }
-            if (try? log.record(cmds, name: "fuzz", sha256: InputFiles.sha256(input), allowRepeat: true)) != nil { applied += 1 }
+            let count = try log.eventCount()
+            do {
+                let result = try log.record(cmds, name: "fuzz", sha256: InputFiles.sha256(input), allowRepeat: true)
+                applied += 1
+                written += Int64(result.events.count)
+                // A recorded script ends with exactly one ScriptRecorded event, and wrote exactly what it returned.
+                #expect(result.events.filter { $0.type == "ScriptRecorded" }.count == 1)
+                #expect(result.events.last?.type == "ScriptRecorded")
+                #expect(try log.eventCount() == count + Int64(result.events.count))
+            } catch {
+                refused += 1
+                #expect(try log.eventCount() == count, "a refused script wrote nothing: \(error)")
+            }
         }
+        #expect(applied > 0 && refused > 0, "the mutated scripts exercise both paths (applied \(applied), refused \(refused))")
         #expect(try log.verify().ok)
-        #expect(try log.eventCount() >= before)
+        #expect(try log.eventCount() == before + written)
+        #expect(try RawLog.count(tmp.path, type: "ScriptRecorded") == scriptsBefore + applied)
     }
 }

@@ -1,5 +1,6 @@
 import EditLog
 import Foundation
+import GRDB
 import Testing
 
 enum Paths {
@@ -105,4 +106,25 @@ extension EditLog {
 
 func newGID(_ n: Int) -> String {
     String(format: "{00000000-0000-4000-8000-%012X}", n)
+}
+
+/// Reads a log's SQLite file directly, with its own read-only connection: tests that check what is
+/// on disk do not go through the facade they are checking.
+enum RawLog {
+    static func read<T>(_ path: String, _ body: (Database) throws -> T) throws -> T {
+        var config = Configuration()
+        config.readonly = true
+        let q = try DatabaseQueue(path: path, configuration: config)
+        defer { try? q.close() }
+        return try q.read(body)
+    }
+
+    static func count(_ path: String, type: String) throws -> Int {
+        try read(path) { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE type = ?", arguments: [type]) ?? 0 }
+    }
+
+    /// Event ids in position order, as their 16 stored bytes.
+    static func ids(_ path: String) throws -> [[UInt8]] {
+        try read(path) { db in try Data.fetchAll(db, sql: "SELECT id FROM events ORDER BY position").map { Array($0) } }
+    }
 }
