@@ -4,7 +4,8 @@ import Foundation
 /// Parsing and formatting are hand-written (no formatter objects, no locale), so they are fast and
 /// identical on every platform.
 public enum Timestamp {
-    /// Milliseconds since the epoch from ISO-8601 (`YYYY-MM-DD`, `...THH:MM[:SS[.fff]]` with `Z` or `±HH:MM`).
+    /// Milliseconds since the epoch from ISO-8601 (`YYYY-MM-DD`, `...THH:MM[:SS[.fff]]` with `Z` or `±HH:MM`);
+    /// nil for anything else, and for instants outside `minMilliseconds...maxMilliseconds`.
     public static func parse(_ s: String) -> Int64? {
         let b = Array(s.utf8)
         var i = 0
@@ -61,7 +62,11 @@ public enum Timestamp {
         }
         guard i == b.count else { return nil }
         let days = daysFromCivil(y, mo, d)
-        return ((Int64(days) * 86400 + Int64(h * 3600 + mi * 60 + sec) - Int64(offset * 60)) * 1000) + Int64(ms)
+        let t = ((Int64(days) * 86400 + Int64(h * 3600 + mi * 60 + sec) - Int64(offset * 60)) * 1000) + Int64(ms)
+        // Year 0000, or an offset that carries the instant past 0001-01-01 or 9999-12-31 UTC, has no stored
+        // form: `format` would clamp the year and `normalize` return a different, well-formed time.
+        guard t >= minMilliseconds && t <= maxMilliseconds else { return nil }
+        return t
     }
 
     public static func format(milliseconds: Int64) -> String {
