@@ -163,7 +163,15 @@ private struct Parser {
             if i == digits { throw fail("expected digits in exponent") }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
-        if isInteger, let v = Int64(text) { return .int(v) }
+        if isInteger {
+            // An integer literal is kept exact or refused: silently widening it to a Double would
+            // round it (9007199254740993 and up lose digits) and change its type on the way.
+            guard let v = Int64(text) else {
+                let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
+                throw JSONParseError(offset: start, reason: "integer \(shown) does not fit in 64 bits; write it as a string or a decimal")
+            }
+            return .int(v)
+        }
         guard let d = Double(text), d.isFinite else {
             throw JSONParseError(offset: start, reason: "number \(text.prefix(40)) is out of range")
         }
