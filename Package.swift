@@ -26,7 +26,8 @@ let package = Package(
         // The facade apps use: open a log, record sessions.
         .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "editlog", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
+        // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads.
+        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]

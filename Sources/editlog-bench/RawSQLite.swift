@@ -131,9 +131,9 @@ struct RowBuffer {
         cells.removeAll(keepingCapacity: true)
     }
 
-    /// Appends the current row of `stmt`.
-    mutating func append(from stmt: OpaquePointer) {
-        for i in 0..<Int32(columns) {
+    /// Appends the current row of `stmt` (its columns from `firstColumn` on).
+    mutating func append(from stmt: OpaquePointer, firstColumn: Int32 = 0) {
+        for i in firstColumn..<(firstColumn + Int32(columns)) {
             switch sqlite3_column_type(stmt, i) {
             case SQLITE_INTEGER: cells.append(.int(sqlite3_column_int64(stmt, i)))
             case SQLITE_FLOAT: cells.append(.double(sqlite3_column_double(stmt, i)))

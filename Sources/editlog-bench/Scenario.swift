@@ -90,6 +90,9 @@ final class BenchContext {
     /// Runs scenarios in this process (`--in-process`): base logs are then made here too.
     var inProcess = false
 
+    /// `--peers`: the peer event store the append scenarios are compared with.
+    var peers: PeerConfig?
+
     /// A base log: the fixture schema, rules and baseline plus `trees` generated trees (one `create`
     /// transaction). Made once per work directory by a separate process (`--make-base`), so building
     /// its baseline in memory never counts toward a scenario's peak RSS.

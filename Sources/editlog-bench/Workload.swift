@@ -1,6 +1,5 @@
 import EditLog
 import Foundation
-import GRDB
 
 /// The Trees of Portland fixture: schema documents, baseline feature sets, and the ids and domains
 /// a workload draws from.
@@ -188,10 +187,10 @@ final class Workload {
         guard let treesLayer = log.schema.layer("Trees"), let inspLayer = log.schema.layer("Inspections") else {
             throw RawError(description: "the log has no Trees or Inspections layer")
         }
-        try log.read { db in
-            trees = try String.fetchAll(db, sql: "SELECT _globalid FROM p_layer_\(treesLayer.id) WHERE _deleted = 0 ORDER BY _oid")
-            inspections = try String.fetchAll(db, sql: "SELECT _globalid FROM p_layer_\(inspLayer.id) WHERE _deleted = 0 ORDER BY _oid")
-        }
+        // The log file itself, read-only through the C API (the facade keeps its store to itself).
+        let db = try RawDB(log.path, readonly: true)
+        trees = try db.strings("SELECT _globalid FROM p_layer_\(treesLayer.id) WHERE _deleted = 0 ORDER BY _oid")
+        inspections = try db.strings("SELECT _globalid FROM p_layer_\(inspLayer.id) WHERE _deleted = 0 ORDER BY _oid")
     }
 
     // MARK: Sessions
