@@ -18,9 +18,9 @@ let package = Package(
         // Pure core: schema, values, events, validation, the edit-session state machine. No I/O.
         .target(name: "EditLogCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The append-only event store on SQLite.
-        .target(name: "EditLogStore", dependencies: ["EditLogCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "EditLogStore", dependencies: ["EditLogCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Feature tables rebuilt from events.
-        .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Replay and audit: log, history, sessions, verify.
         .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // The facade apps use: open a log, record sessions.

@@ -7,6 +7,7 @@ import GRDB
 
 @_exported import struct EditLogAudit.HistoryEntry
 @_exported import struct EditLogAudit.LogFilter
+@_exported import struct EditLogAudit.SessionSummary
 @_exported import struct EditLogAudit.VerifyReport
 
 extension EditLog {
@@ -14,12 +15,7 @@ extension EditLog {
         try read { db in try EventReading.count(db) }
     }
 
-    public func layer(_ ref: String) throws(EditLogError) -> LayerSchema {
-        guard let l = schema.layer(ref) else {
-            throw EditLogError(.notFound, "unknown layer \"\(ref)\"; the service has \(schema.layers.map(\.name).joined(separator: ", "))")
-        }
-        return l
-    }
+    public func layer(_ ref: String) throws(EditLogError) -> LayerSchema { try schema.requireLayer(ref) }
 
     public func normalizeGlobalId(_ s: String) throws(EditLogError) -> String {
         guard let g = GlobalID.normalize(s) else { throw EditLogError(.invalidInput, "\"\(s.prefix(60))\" is not a GlobalID (a GUID)") }
@@ -30,13 +26,13 @@ extension EditLog {
     public func query(layer ref: String) throws(EditLogError) -> JSONValue {
         let l = try layer(ref)
         let schema = self.schema
-        return try read { db in try Audit.query(db, schema: schema, layer: l) }
+        return try read { db in try ProjectedState(db: db, schema: schema).featureSet(layer: l) }
     }
 
     public func show(globalId: String) throws(EditLogError) -> JSONValue {
         let g = try normalizeGlobalId(globalId)
         let schema = self.schema
-        guard let v = try read({ db in try Audit.show(db, schema: schema, globalId: g) }) else {
+        guard let v = try read({ db in try ProjectedState(db: db, schema: schema).featureDocument(globalId: g) }) else {
             throw EditLogError(.notFound, "no feature \(g) in this log")
         }
         return v
@@ -62,7 +58,7 @@ extension EditLog {
         return h
     }
 
-    public func sessions(status: String? = nil, actor: String? = nil, globalId: String? = nil) throws(EditLogError) -> [JSONValue] {
+    public func sessions(status: String? = nil, actor: String? = nil, globalId: String? = nil) throws(EditLogError) -> [SessionSummary] {
         let g = try globalId.map { s throws(EditLogError) in try normalizeGlobalId(s) }
         return try read { db in try Audit.sessions(db, status: status, actor: actor, globalId: g) }
     }
@@ -86,23 +82,13 @@ extension EditLog {
 
     static func verify(store: EventStore, projections: Bool, structure: Bool, progress: ((Int64, Int64) -> Void)?) throws(EditLogError) -> VerifyReport {
         let logId = store.logId
-        do {
-            return try store.read { db in
-                var r = VerifyReport()
-                if structure { try Verifier.verifyStructure(db, logId: logId, into: &r) }
-                try Verifier.verifyChain(db, logId: logId, into: &r, progress: progress)
-                try Verifier.verifyBlobs(db, into: &r)
-                if projections && r.ok {
-                    do { try Verifier.verifyProjections(db, into: &r) } catch let e as EditLogError {
-                        r.problems.append("projections cannot be rebuilt: \(e.description)")
-                    }
-                }
-                return r
-            }
-        } catch let e as EditLogError { throw e } catch let e as DatabaseError where e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB {
-            throw EditLogError(.corrupt, "SQLite cannot read the log: \(e.message ?? "\(e.resultCode)")", at: store.path)
-        } catch {
-            throw EditLogError(.io, "\(error)", at: store.path)
+        return try store.read { db in
+            var r = VerifyReport()
+            if structure { try Verifier.verifyStructure(db, logId: logId, into: &r) }
+            try Verifier.verifyChain(db, logId: logId, into: &r, progress: progress)
+            try Verifier.verifyBlobs(db, into: &r)
+            if projections && r.ok { try Verifier.verifyProjections(db, into: &r) }
+            return r
         }
     }
 
@@ -139,12 +125,6 @@ extension EditLog {
 
     /// Digest of projections rebuilt from scratch in memory (the log is not touched).
     public func digestOfRebuild() throws(EditLogError) -> String {
-        try read { db in
-            let memory = try DatabaseQueue()
-            return try memory.write { target in
-                _ = try Projections.replay(from: db, into: target)
-                return try Projections.digest(target).digest
-            }
-        }
+        try read { db in try Projections.rebuiltInMemory(from: db).digest }
     }
 }

@@ -33,7 +33,7 @@ extension EditLog {
             let e = NewEvent(id: appender.ids.next(), stream: StreamName.scripts, type: .scriptRecorded,
                              payload: ["sha256": .string(sha256), "name": .string(name), "lines": .int(Int64(commands.count))],
                              context: ctx, session: nil, cause: Cause.system)
-            try projector.apply(try appender.append(e)!, db)
+            try projector.apply(try appender.append(e), db)
             return RecordResult(events: appender.appended, alreadyRecordedAt: nil)
         }
     }
@@ -57,8 +57,7 @@ extension EditLog {
         func emit(_ pending: [PendingEvent]) throws {
             for p in pending {
                 let e = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: p.payload, context: ctx, session: p.session, cause: p.cause)
-                guard let recorded = try appender.append(e, expected: .any, blob: p.blob) else { continue }
-                try projector.apply(recorded, db)
+                try projector.apply(try appender.append(e, expected: .any, blob: p.blob), db)
             }
         }
         let rules = RuleEngine(world: world, geocoderOverride: geocoder)

@@ -9,7 +9,7 @@ import GRDB
 /// An EditLog log: the facade apps and the CLI use. Every step that succeeds becomes events at once;
 /// a step that fails records nothing.
 public final class EditLog {
-    public let store: EventStore
+    let store: EventStore
     public private(set) var schema: ServiceSchema
     /// Replaces the rules' offline geocoder (the reverse-geocode rule is pluggable).
     public var geocoder: (any ReverseGeocoder)?
@@ -57,20 +57,19 @@ public final class EditLog {
             let ctx = EventContext(actor: actor, device: device, clientTime: nil)
             try log.writeMapped { db, appender, projector in
                 let e = NewEvent(id: appender.ids.next(), stream: StreamName.schema, type: .schemaDefined, payload: payload, context: ctx, session: nil, cause: Cause.system)
-                try projector.apply(try appender.append(e, expected: .noStream)!, db)
+                try projector.apply(try appender.append(e, expected: .noStream), db)
                 for (k, f) in prepared.enumerated() {
                     let e = NewEvent(id: appender.ids.next(), stream: StreamName.feature(layer: f.layer, globalId: f.globalId), type: .featureBaselined,
                                      payload: f.payload, context: ctx, session: nil, cause: Cause.baseline)
-                    try projector.apply(try appender.append(e, expected: .noStream)!, db)
+                    try projector.apply(try appender.append(e, expected: .noStream), db)
                     if k % 1000 == 0 { progress?(k, prepared.count) }
                 }
             }
-            try store.dbQueue.close()
+            try store.close()
         } catch {
             log.close()
             removePartial()
-            if let e = error as? EditLogError { throw e }
-            throw EditLogError(.io, "\(error)", at: path)
+            throw EditLogError.wrapping(error, at: path)
         }
         // link(2) fails if `path` appeared meanwhile: never overwrite a log.
         guard link(partial, path) == 0 else {
@@ -85,55 +84,35 @@ public final class EditLog {
     public static func open(at path: String, readonly: Bool = false, clock: any LogClock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EditLog {
         let store = try EventStore.open(at: path, readonly: readonly, clock: clock, ids: ids)
         if !readonly { EventStore.removeStalePartials(of: path) }
-        let payload: JSONValue
-        do {
-            guard let text = try store.read({ db in
-                try String.fetchOne(db, sql: "SELECT payload FROM events WHERE stream = ? ORDER BY stream_version DESC LIMIT 1", arguments: [StreamName.schema])
-            }) else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
-            payload = try JSONParser.parse(text)
-        } catch let e as EditLogError { throw e } catch { throw EditLogError(.corrupt, "cannot read the schema: \(error)", at: path) }
-        return EditLog(store: store, schema: try Projector.decodeSchema(payload))
+        let event = try store.read { db in
+            try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema], newest: true)
+        }
+        guard let event else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
+        do { return EditLog(store: store, schema: try Projector.decodeSchema(event.payload)) } catch {
+            throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(path): position \(event.position)")
+        }
     }
 
+    /// Closes the log's connection. A close that fails (a statement still running) leaves SQLite to close it
+    /// at exit; nothing is lost, every write is already committed.
     public func close() {
-        try? store.dbQueue.close()
+        do { try store.close() } catch {}
     }
 
-    /// Runs `body` in one IMMEDIATE write transaction with a projector primed with the schema, mapping errors.
+    /// Runs `body` in one IMMEDIATE write transaction with a projector for the current schema. Every error
+    /// comes out as an `EditLogError` (the store maps SQLite's).
     func writeMapped<T>(_ body: (Database, inout Appender, Projector) throws -> T) throws(EditLogError) -> T {
-        let projector = Projector(schema: nil)
-        do {
-            return try store.write { db, appender in
-                if try db.tableExists("p_sessions") { projector.prime(schema) }
-                let result = try body(db, &appender, projector)
-                try projector.flush(db)
-                return result
-            }
-        } catch let e as EditLogError {
-            throw e
-        } catch let e as DatabaseError {
-            let kind: EditLogError.Kind = e.resultCode == .SQLITE_BUSY ? .conflict : (e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB) ? .corrupt : .io
-            throw EditLogError(kind, "SQLite: \(e.message ?? e.description)", at: path)
-        } catch {
-            throw EditLogError(.io, "\(error)", at: path)
-        }
-    }
-
-    public func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
-        do { return try store.read(body) } catch let e as EditLogError { throw e } catch let e as DatabaseError where e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB {
-            throw EditLogError(.corrupt, "SQLite cannot read the log: \(e.message ?? "\(e.resultCode)")", at: path)
-        } catch {
-            throw EditLogError(.io, "\(error)", at: path)
-        }
-    }
-
-    /// The current state for readers.
-    public func withWorld<T>(_ body: (ProjectedState) throws -> T) throws(EditLogError) -> T {
         let schema = self.schema
-        return try read { db in try body(ProjectedState(db: db, schema: schema)) }
+        return try store.write { db, appender in
+            let projector = Projector(schema: try db.tableExists("p_sessions") ? schema : nil)
+            let result = try body(db, &appender, projector)
+            try projector.flush(db)
+            return result
+        }
     }
-}
 
-extension Projector {
-    func prime(_ schema: ServiceSchema) { setSchema(schema) }
+    /// A read transaction. Internal: GRDB stays behind the facade.
+    func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
+        try store.read(body)
+    }
 }

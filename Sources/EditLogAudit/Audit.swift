@@ -55,6 +55,32 @@ public struct HistoryEntry: Sendable, Hashable {
     }
 }
 
+/// One session as `sessions` lists it: its folded state and where it started and ended.
+public struct SessionSummary: Sendable, Hashable {
+    public var state: SessionState
+    public var openedBy: String
+    public var endedPosition: Int64?
+    public var startedTime: String
+    public var endedTime: String?
+
+    public var id: String { state.id }
+    public var status: SessionState.Status { state.status }
+    public var startedPosition: Int64 { state.startedPosition }
+
+    public var json: JSONValue {
+        let st = state.json
+        return .object([
+            "id": .string(state.id), "layer": .int(Int64(state.layerId)), "globalId": .string(state.globalId), "kind": .string(state.kind.rawValue),
+            "openedBy": .string(openedBy), "actor": .string(state.actor), "device": .string(state.device), "status": .string(state.status.rawValue),
+            "startedPosition": .int(state.startedPosition), "endedPosition": endedPosition.map { .int($0) } ?? .null,
+            "startedTime": .string(startedTime), "endedTime": JSONValue(endedTime),
+            "staged": st["staged"] ?? .array([]), "relations": st["relations"] ?? .object([:]),
+            "attachmentsAdded": st["attachmentsAdded"] ?? .array([]), "renames": st["renames"] ?? .object([:]),
+            "detaches": st["detaches"] ?? .array([]),
+        ])
+    }
+}
+
 public enum Audit {
     public static func events(_ db: Database, schema: ServiceSchema, filter: LogFilter, _ body: (RecordedEvent) throws -> Void) throws {
         var filter = filter
@@ -74,17 +100,17 @@ public enum Audit {
                 out.append(HistoryEntry(position: e.position, time: e.clientTime ?? e.recordedTime, recordedTime: e.recordedTime, actor: e.actor,
                                         device: e.device, session: e.session, field: field, old: old, new: new, cause: e.cause))
             }
+            let p = e.fields
             switch e.eventType {
             case .featureBaselined?:
-                let attrs = e.payload["attributes"]?.objectValue ?? [:]
-                for k in attrs.keys.sorted() where !(attrs[k]!.isNull) { add(k, .null, attrs[k]!) }
+                for (k, v) in try p.object("attributes").sorted(by: { $0.key < $1.key }) where !v.isNull { add(k, .null, v) }
             case .sessionCommitted?, .featureDerived?:
-                let changes = e.payload["changes"]?.objectValue ?? [:]
-                for k in changes.keys.sorted() { add(k, changes[k]!["old"] ?? .null, changes[k]!["new"] ?? .null) }
-                if let atts = e.payload["attachments"] {
-                    for a in atts["added"]?.arrayValue ?? [] { add("@attachment", .null, a["name"] ?? .null) }
-                    for a in atts["renamed"]?.arrayValue ?? [] { add("@attachment", a["old"] ?? .null, a["new"] ?? .null) }
-                    for a in atts["removed"]?.arrayValue ?? [] { add("@attachment", a["name"] ?? .null, .null) }
+                for (k, c) in try p.object("changes").sorted(by: { $0.key < $1.key }) { add(k, c["old"] ?? .null, c["new"] ?? .null) }
+                if e.eventType == .sessionCommitted {
+                    let atts = try p.object("attachments")
+                    for a in try p.array("added", in: atts, parentKey: "attachments") { add("@attachment", .null, a["name"] ?? .null) }
+                    for a in try p.array("renamed", in: atts, parentKey: "attachments") { add("@attachment", a["old"] ?? .null, a["new"] ?? .null) }
+                    for a in try p.array("removed", in: atts, parentKey: "attachments") { add("@attachment", a["name"] ?? .null, .null) }
                 }
             case .featureDeleted?:
                 add("@deleted", false, true)
@@ -99,60 +125,19 @@ public enum Audit {
     }
 
     /// Sessions with their state and staged changes, in the order they were opened.
-    public static func sessions(_ db: Database, status: String? = nil, actor: String? = nil, globalId: String? = nil) throws -> [JSONValue] {
+    public static func sessions(_ db: Database, status: String? = nil, actor: String? = nil, globalId: String? = nil) throws -> [SessionSummary] {
         var parts: [String] = []
         var args: StatementArguments = []
         if let status { parts.append("status = ?"); args += [status] }
         if let actor { parts.append("(actor = ? OR opened_by = ?)"); args += [actor, actor] }
         if let globalId { parts.append("global_id = ?"); args += [globalId] }
-        let sql = "SELECT * FROM p_sessions\(parts.isEmpty ? "" : " WHERE " + parts.joined(separator: " AND ")) ORDER BY started_position"
+        let sql = """
+            SELECT id, state, started_position, opened_by, ended_position, started_time, ended_time FROM p_sessions
+            \(parts.isEmpty ? "" : "WHERE " + parts.joined(separator: " AND ")) ORDER BY started_position
+            """
         return try Row.fetchAll(db, sql: sql, arguments: args).map { r in
-            let state = (try? JSONParser.parse(r["state"] as String)) ?? .null
-            return .object([
-                "id": .string(r["id"]), "layer": .int(r["layer"]), "globalId": .string(r["global_id"]), "kind": .string(r["kind"]),
-                "openedBy": .string(r["opened_by"]), "actor": .string(r["actor"]), "device": .string(r["device"]), "status": .string(r["status"]),
-                "startedPosition": .int(r["started_position"]), "endedPosition": (r["ended_position"] as Int64?).map { .int($0) } ?? .null,
-                "startedTime": .string(r["started_time"]), "endedTime": JSONValue(r["ended_time"] as String?),
-                "staged": state["staged"] ?? .array([]), "relations": state["relations"] ?? .object([:]),
-                "attachmentsAdded": state["attachmentsAdded"] ?? .array([]), "renames": state["renames"] ?? .object([:]),
-                "detaches": state["detaches"] ?? .array([]),
-            ])
+            SessionSummary(state: try ProjectedState.decodeSession(state: r[1], startedPosition: r[2], id: r[0]), openedBy: r[3],
+                           endedPosition: r[4], startedTime: r[5], endedTime: r[6])
         }
-    }
-
-    /// `show`: one feature with its attachments, also after deletion.
-    public static func show(_ db: Database, schema: ServiceSchema, globalId: String) throws -> JSONValue? {
-        let world = ProjectedState(db: db, schema: schema)
-        guard let layer = try world.locate(globalId: globalId), let row = try world.row(layer: layer.id, globalId: globalId) else { return nil }
-        let f = world.esriFeature(layer, row)
-        let atts = try world.attachments(of: globalId).map { a -> JSONValue in
-            ["globalId": .string(a.globalId), "name": .string(a.name), "contentType": .string(a.contentType), "size": .int(a.size), "sha256": .string(a.sha256)]
-        }
-        return .object([
-            "layer": .string(layer.name), "globalId": .string(globalId), "attributes": f["attributes"] ?? .null,
-            "geometry": f["geometry"] ?? .null, "attachments": .array(atts), "deleted": .bool((row["_deleted"] as Int64) != 0),
-        ])
-    }
-
-    /// `query`: an Esri JSON feature set of a layer's live features.
-    public static func query(_ db: Database, schema: ServiceSchema, layer: LayerSchema) throws -> JSONValue {
-        let world = ProjectedState(db: db, schema: schema)
-        var features: [JSONValue] = []
-        let cursor = try world.rows(layer: layer.id)
-        while let row = try cursor.next() { features.append(world.esriFeature(layer, row)) }
-        var fields: [JSONValue] = []
-        for f in layer.fields {
-            var o: [String: JSONValue] = ["name": .string(f.name), "type": .string(f.type.esriName), "alias": .string(f.alias ?? f.name)]
-            if let l = f.length { o["length"] = .int(Int64(l)) }
-            fields.append(.object(o))
-        }
-        var fs: [String: JSONValue] = ["fields": .array(fields), "features": .array(features)]
-        if let oid = layer.objectIdField { fs["objectIdFieldName"] = .string(oid) }
-        if let gid = layer.globalIdField { fs["globalIdFieldName"] = .string(gid) }
-        if !layer.isTable, let gt = layer.geometryType {
-            fs["geometryType"] = .string(gt)
-            if let sr = features.lazy.compactMap({ $0["geometry"]?["spatialReference"] }).first { fs["spatialReference"] = sr }
-        }
-        return .object(fs)
     }
 }

@@ -63,66 +63,45 @@ public enum Verifier {
         var enc = EventHash.Encoder()
         let localLog = Array(logId.utf8)
         let attachmentStaged = Array(EventType.attachmentStaged.rawValue.utf8)
-        // Straight from SQLite's column buffers: no Row, no String for hashed fields, no payload parsing.
         let statement = try db.makeStatement(sql: "SELECT \(EventReading.columns) FROM events ORDER BY position")
         let stmt = statement.sqliteStatement
-        func column(_ i: Int32) -> UnsafeRawBufferPointer? {
-            guard sqlite3_column_type(stmt, i) != SQLITE_NULL else { return nil }
-            let p = sqlite3_column_blob(stmt, i)  // text columns come back as their UTF-8 bytes
-            return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, i)))
-        }
-        func text(_ i: Int32) -> String { column(i).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+        let row = StatementEventColumns(stmt)
         rows: while true {
             let rc = sqlite3_step(stmt)
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection))) }
-            let position = sqlite3_column_int64(stmt, 0)
+            let position = row.integer(.position)
             if position != expected {
                 r.fail(expected, "position \(expected) is missing (next stored is \(position))")
                 break
             }
-            let stream = text(2)
-            let version = sqlite3_column_int64(stmt, 3)
-            let originLogBytes = column(12)
-            let originPosition = sqlite3_column_int64(stmt, 13)
-            guard let id = column(1), id.count == 16 else { r.fail(position, "event id is not 16 bytes"); break }
-            guard let storedHash = column(15), storedHash.count == 32 else { r.fail(position, "hash is missing"); break }
-            let originHash = column(14)
-            enc.reset()
-            enc.bytes(prev)
-            enc.int(position)
-            enc.raw(id)
-            enc.text(stream)
-            enc.int(version)
-            guard let type = column(4), let payload = column(5), let actor = column(6), let device = column(7) else {
-                r.fail(position, "a required column is NULL"); break
+            guard let id = row.bytes(.id), id.count == 16 else { r.fail(position, "event id is not 16 bytes"); break }
+            guard let storedHash = row.bytes(.hash), storedHash.count == 32 else { r.fail(position, "hash is missing"); break }
+            let missing = prev.withUnsafeBytes { previous -> EventHash.Column? in
+                do throws(EventHash.MissingColumn) { try EventHash.encode(row, previous: previous, into: &enc); return nil } catch { return error.column }
             }
-            enc.raw(type); enc.raw(payload); enc.raw(actor); enc.raw(device)
-            if let s = column(8) { enc.present(); enc.raw(s) } else { enc.absent() }
-            guard let cause = column(9) else { r.fail(position, "cause is NULL"); break }
-            enc.raw(cause)
-            if let t = column(10) { enc.present(); enc.raw(t) } else { enc.absent() }
-            guard let recorded = column(11) else { r.fail(position, "recorded_time is NULL"); break }
-            enc.raw(recorded)
-            guard let originLogBytes else { r.fail(position, "origin_log is NULL"); break }
-            enc.raw(originLogBytes)
-            enc.int(originPosition)
-            if let o = originHash { enc.present(); enc.raw(o) } else { enc.absent() }
+            if let missing { r.fail(position, "\(missing.name) is NULL"); break }
             if !enc.digestEquals(storedHash) {
                 r.fail(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(enc.digest()).prefix(16))…)")
                 break
             }
-            if originHash == nil && (!originLogBytes.elementsEqual(localLog) || originPosition != position) {
+            let originLog = row.bytes(.originLog)!  // encode checked every required column
+            if row.bytes(.originHash) == nil && (!originLog.elementsEqual(localLog) || row.integer(.originPosition) != position) {
                 r.fail(position, "origin of a local event does not match this log")
                 break
             }
+            let stream = String(decoding: row.bytes(.stream)!, as: UTF8.self)
+            let version = row.integer(.streamVersion)
             let v = (versions[stream] ?? 0) + 1
             if version != v { r.fail(position, "stream \(stream) version \(version), expected \(v)"); break }
             versions[stream] = v
             // Staged attachments: their bytes must be in `blobs` (checked after the scan).
-            if type.elementsEqual(attachmentStaged) {
-                let sha = (try? JSONParser.parse(buffer: payload.bindMemory(to: UInt8.self)))?["sha256"]?.stringValue
-                r.stagedAttachments.append((position, sha ?? ""))
+            if row.bytes(.type)!.elementsEqual(attachmentStaged) {
+                let payload = row.bytes(.payload)!
+                guard let sha = (try? JSONParser.parse(buffer: payload.bindMemory(to: UInt8.self)))?["sha256"]?.stringValue else {
+                    r.fail(position, "\(EventType.attachmentStaged.rawValue) payload has no sha256"); break
+                }
+                r.stagedAttachments.append((position, sha))
             }
             prev.withUnsafeMutableBytes { $0.copyMemory(from: storedHash) }  // equal to what was computed
             r.events = position
@@ -157,14 +136,15 @@ public enum Verifier {
     /// Rebuilds the projections in memory and compares them with the stored ones, table by table.
     public static func verifyProjections(_ db: Database, into r: inout VerifyReport) throws {
         let stored = try Projections.digest(db)
-        let memory = try DatabaseQueue()
-        let (rebuilt, rebuiltDefinitions) = try memory.write { target in
-            _ = try Projections.replay(from: db, into: target)
-            return (try Projections.digest(target), try Projections.definitions(target))
+        let rebuilt: (digest: String, tables: [String: String], definitions: [String: String])
+        do { rebuilt = try Projections.rebuiltInMemory(from: db) } catch let e as EditLogError where e.kind == .corrupt {
+            // A stored event the projector cannot apply (a malformed payload): named by its position.
+            r.fail(e.position, "projections cannot be rebuilt: \(e.message)")
+            return
         }
         r.projectionsChecked = true
         let storedDefinitions = try Projections.definitions(db)
-        for key in Set(storedDefinitions.keys).union(rebuiltDefinitions.keys).sorted() where storedDefinitions[key] != rebuiltDefinitions[key] {
+        for key in Set(storedDefinitions.keys).union(rebuilt.definitions.keys).sorted() where storedDefinitions[key] != rebuilt.definitions[key] {
             r.problems.append("projection \(key) differs from a rebuild's definition; run `editlog rebuild`")
         }
         if stored.digest != rebuilt.digest {

@@ -24,14 +24,22 @@ public struct ProjectedState: CurrentState {
 
     /// Reads a `SELECT *` row of a feature table by column position (see `ProjectionTables.createLayer`):
     /// _oid, _globalid, the attribute fields in schema order, _geometry, _wkb, the bounds, editor tracking, _deleted, …
-    func snapshot(_ layer: LayerSchema, _ row: Row) -> FeatureSnapshot {
+    func snapshot(_ layer: LayerSchema, _ row: Row) throws -> FeatureSnapshot {
         let fields = layer.attributeFields
         var attrs: [String: JSONValue] = Dictionary(minimumCapacity: fields.count)
         for (i, f) in fields.enumerated() { attrs[f.name] = ProjectedState.jsonValue(row[2 + i] as DatabaseValue) }
         let geomText: String? = row[2 + fields.count]
         let deleted: Int64 = row[2 + fields.count + 10]
-        return FeatureSnapshot(layerId: layer.id, globalId: row[1], objectId: row[0], attributes: attrs,
-                               geometry: geomText.flatMap { try? JSONParser.parse($0) }, deleted: deleted != 0)
+        let globalId: String = row[1]
+        var geometry: JSONValue?
+        if let geomText {
+            do { geometry = try JSONParser.parse(geomText) } catch {
+                let position: Int64 = row[2 + fields.count + 12]
+                throw EditLogError(.corrupt, "the projected geometry of \(layer.name) \(globalId) is not JSON (\(error.description)); the projection was altered: run `editlog rebuild`",
+                                   at: "position \(position)")
+            }
+        }
+        return FeatureSnapshot(layerId: layer.id, globalId: globalId, objectId: row[0], attributes: attrs, geometry: geometry, deleted: deleted != 0)
     }
 
     public func row(layer: Int, globalId: String) throws -> Row? {
@@ -41,7 +49,7 @@ public struct ProjectedState: CurrentState {
     public func feature(layer: Int, globalId: String) throws -> FeatureSnapshot? {
         if let f = projector?.featureCache[globalId], f.layerId == layer { return f }
         guard let l = schema.layer(id: layer), let r = try row(layer: layer, globalId: globalId) else { return nil }
-        let f = snapshot(l, r)
+        let f = try snapshot(l, r)
         projector?.featureCache[globalId] = f
         return f
     }
@@ -59,25 +67,42 @@ public struct ProjectedState: CurrentState {
 
     public func featureExists(globalId: String) throws -> Bool { try locate(globalId: globalId) != nil }
 
+    /// A `p_sessions` row's state. The projection is not covered by the hash chain: an unreadable state is
+    /// `.corrupt`, pointing at the session's first event.
+    public static func decodeSession(state text: String, startedPosition: Int64, id: String) throws -> SessionState {
+        let problem: String
+        do {
+            if var s = SessionState(json: try JSONParser.parse(text)), s.id == id {
+                s.startedPosition = startedPosition
+                return s
+            }
+            problem = "is not a session state"
+        } catch let e as JSONParseError { problem = "is not JSON (\(e.description))" }
+        throw EditLogError(.corrupt, "the projected state of session \(id) \(problem); the projection was altered: run `editlog rebuild`",
+                           at: "position \(startedPosition)")
+    }
+
+    static let sessionColumns = "id, state, started_position"
+
     /// A session from its row, or from the projector's memory when the row's staged state is not yet flushed.
     func session(_ row: Row?) throws -> SessionState? {
-        guard let row, let id: String = row["id"] else { return nil }
+        guard let row else { return nil }
+        let id: String = row[0]
         if let s = projector?.openSessions[id] { return s }
-        guard let text: String = row["state"] else { return nil }
-        return SessionState(json: try JSONParser.parse(text))
+        return try Self.decodeSession(state: row[1], startedPosition: row[2], id: id)
     }
 
     public func session(id: String) throws -> SessionState? {
         if let s = projector?.openSessions[id] { return s }
-        return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT id, state FROM p_sessions WHERE id = ?"), arguments: [id]))
+        return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), arguments: [id]))
     }
 
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {
-        try session(Row.fetchOne(db.cachedStatement(sql: "SELECT id, state FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
+        try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
     }
 
     public func openSessions(actor: String) throws -> [SessionState] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT id, state FROM p_sessions WHERE actor = ? AND status = 'open' ORDER BY started_position"), arguments: [actor])
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE actor = ? AND status = 'open' ORDER BY started_position"), arguments: [actor])
             .compactMap { try session($0) }
     }
 
@@ -86,14 +111,14 @@ public struct ProjectedState: CurrentState {
         let column = f.name.lowercased() == l.globalIdField?.lowercased() ? "_globalid" : ProjectionTables.quoted(f.name)
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 0 ORDER BY _oid"),
                                     arguments: [Projector.databaseValue(value)])
-        return rows.map { snapshot(l, $0) }
+        return try rows.map { try snapshot(l, $0) }
     }
 
     public func features(layer: Int, containing x: Double, _ y: Double) throws -> [FeatureSnapshot] {
         guard let l = schema.layer(id: layer), try db.tableExists(ProjectionTables.featureTable(layer)) else { return [] }
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _xmin <= ? AND _xmax >= ? AND _ymin <= ? AND _ymax >= ? AND _deleted = 0 ORDER BY _oid"),
                                     arguments: [x, x, y, y])
-        return rows.map { snapshot(l, $0) }
+        return try rows.map { try snapshot(l, $0) }
     }
 
     public func attachment(globalId: String) throws -> AttachmentSnapshot? {
@@ -112,8 +137,8 @@ public struct ProjectedState: CurrentState {
     }
 
     /// The feature as Esri JSON (`{"attributes":{...},"geometry":{...}}`).
-    public func esriFeature(_ layer: LayerSchema, _ row: Row) -> JSONValue {
-        let snap = snapshot(layer, row)
+    public func esriFeature(_ layer: LayerSchema, _ row: Row) throws -> JSONValue {
+        let snap = try snapshot(layer, row)
         var attrs = snap.attributes
         if let oid = layer.objectIdField { attrs[oid] = .int(snap.objectId) }
         if let gid = layer.globalIdField { attrs[gid] = .string(snap.globalId) }

@@ -43,20 +43,31 @@ public final class Projector {
         return try ArcGISSchemaDecoder.decode(service: docs, webmap: webmap, rules: rules)
     }
 
+    /// Applies one event. A payload that lacks what its type needs, a layer the schema does not have, or a
+    /// session step without its session is `.corrupt` naming the position: never skipped, so rebuild,
+    /// incremental and `verify` all see it.
     public func apply(_ e: RecordedEvent, _ db: Database) throws {
-        guard let type = e.eventType else { return }  // unknown types from a newer peer change no projection
+        // Types from a newer EditLog change no projection here (an older build can still read the log).
+        guard let type = e.eventType else { return }
+        let p = e.fields
         switch type {
         case .schemaDefined:
-            let s = try Projector.decodeSchema(e.payload)
+            let s: ServiceSchema
+            do { s = try Projector.decodeSchema(e.payload) } catch { throw p.corrupt("the schema cannot be decoded: \(error.message)") }
             if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
             for l in s.layers where try !db.tableExists(ProjectionTables.featureTable(l.id)) {
                 try ProjectionTables.createLayer(db, l)
             }
             schema = s
         case .featureBaselined:
-            try insertFeature(e, attributes: e.payload["attributes"]?.objectValue ?? [:], geometry: e.payload["geometry"], db)
+            try insertFeature(e, attributes: try p.object("attributes"), geometry: p.optional("geometry"), db)
         case .sessionStarted:
-            guard let session = e.session, let st = SessionState(started: e.payload, session: session, actor: e.actor, device: e.device) else { return }
+            let session = try e.requireSession()
+            let st: SessionState
+            do { st = try SessionState(started: e.payload, session: session, actor: e.actor, device: e.device, position: e.position) } catch {
+                throw error.at("position \(e.position)")
+            }
+            _ = try p.layer(in: schema)
             openSessions[session] = st
             try db.cachedStatement(sql: """
                 INSERT INTO p_sessions (id, layer, global_id, kind, opened_by, actor, device, status, started_position, started_time, state)
@@ -65,36 +76,36 @@ public final class Projector {
                                          e.clientTime ?? e.recordedTime, st.json.serialized()])
         case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
              .sessionCanceled, .sessionAbandoned:
-            try updateSession(e, db)
+            try updateSession(e, type, db)
         case .sessionCommitted:
-            try updateSession(e, db)
+            try updateSession(e, type, db)
             try commit(e, db)
         case .featureDeleted:
-            guard let l = e.payload["layer"]?.intValue, let g = e.payload["globalId"]?.stringValue else { return }
+            let l = try p.layer(in: schema), g = try p.string("globalId")
             featureCache[g] = nil
-            try db.cachedStatement(sql: "UPDATE \(ProjectionTables.featureTable(Int(l))) SET _deleted = 1, _editor = ?, _edited = ?, _version = _version + 1, _position = ? WHERE _globalid = ?")
+            try db.cachedStatement(sql: "UPDATE \(ProjectionTables.featureTable(l.id)) SET _deleted = 1, _editor = ?, _edited = ?, _version = _version + 1, _position = ? WHERE _globalid = ?")
                 .execute(arguments: [e.actor, e.recordedTime, e.position, g])
             try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0").execute(arguments: [e.position, g])
         case .featureDerived:
-            guard let l = e.payload["layer"]?.intValue, let layer = schema?.layer(id: Int(l)), let g = e.payload["globalId"]?.stringValue else { return }
-            try updateFeature(layer, globalId: g, changes: e.payload["changes"]?.objectValue ?? [:], geometry: nil, e, db)
+            try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: try p.object("changes"), geometry: nil, e, db)
         case .scriptRecorded:
             try db.cachedStatement(sql: "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [e.payload["sha256"]?.stringValue ?? "", e.payload["name"]?.stringValue ?? "", e.payload["lines"]?.intValue ?? 0, e.position])
+                .execute(arguments: [try p.string("sha256"), try p.string("name"), try p.int("lines"), e.position])
         }
     }
 
-    func updateSession(_ e: RecordedEvent, _ db: Database) throws {
-        guard let session = e.session, let type = e.eventType else { return }
+    func updateSession(_ e: RecordedEvent, _ type: EventType, _ db: Database) throws {
+        let session = try e.requireSession()
         var st: SessionState
         if let cached = openSessions[session] {
             st = cached
         } else {
-            guard let text = try String.fetchOne(db.cachedStatement(sql: "SELECT state FROM p_sessions WHERE id = ?"), arguments: [session]),
-                  let parsed = SessionState(json: try JSONParser.parse(text)) else { return }
-            st = parsed
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT state, started_position FROM p_sessions WHERE id = ?"), arguments: [session]) else {
+                throw e.fields.corrupt("names session \(session), which no SessionStarted event opened")
+            }
+            st = try ProjectedState.decodeSession(state: row[0], startedPosition: row[1], id: session)
         }
-        st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device)
+        do { try st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device) } catch { throw error.at("position \(e.position)") }
         let ended = st.status != .open
         openSessions[session] = ended ? nil : st
         switch type {
@@ -146,7 +157,7 @@ public final class Projector {
     }
 
     func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: Bool = false) throws {
-        guard let l = e.payload["layer"]?.intValue, let layer = schema?.layer(id: Int(l)), let g = e.payload["globalId"]?.stringValue else { return }
+        let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
         featureCache[g] = nil
         var attrs = attributes
         if tracking { for (k, v) in editorTracking(layer, e, create: true) { attrs[k] = v } }
@@ -172,13 +183,18 @@ public final class Projector {
         var sets: [String] = []
         var args: [DatabaseValueConvertible?] = []
         var values: [String: JSONValue] = [:]
-        for (k, c) in changes { values[k] = c["new"] ?? .null }
-        for (k, v) in editorTracking(layer, e, create: false) { values[k] = v }
         let q = quotedColumns(layer)
-        for k in values.keys.sorted() {
-            guard let f = layer.field(k), let column = q[f.name] else { continue }
+        for (k, c) in changes {
+            guard let f = layer.field(k), q[f.name] != nil else {
+                throw e.fields.corrupt("changes field \"\(k)\", which layer \(layer.name) does not have as an attribute")
+            }
+            values[f.name] = c["new"] ?? .null
+        }
+        for (k, v) in editorTracking(layer, e, create: false) { values[k] = v }
+        for (k, v) in values.sorted(by: { $0.key < $1.key }) {
+            guard let column = q[k] else { continue }  // an editor-tracking field the layer does not store
             sets.append("\(column) = ?")
-            args.append(Projector.databaseValue(values[k]!))
+            args.append(Projector.databaseValue(v))
         }
         if let g = geometry, !g.isNull {
             let b = Geometry.bounds(g)
@@ -192,27 +208,31 @@ public final class Projector {
     }
 
     func commit(_ e: RecordedEvent, _ db: Database) throws {
-        guard let l = e.payload["layer"]?.intValue, let layer = schema?.layer(id: Int(l)), let g = e.payload["globalId"]?.stringValue else { return }
-        let changes = e.payload["changes"]?.objectValue ?? [:]
-        if e.payload["kind"]?.stringValue == "create" {
-            try insertFeature(e, attributes: changes.mapValues { $0["new"] ?? .null }, geometry: e.payload["geometry"], db, tracking: true)
+        let p = e.fields
+        let layer = try p.layer(in: schema), g = try p.string("globalId")
+        let changes = try p.object("changes")
+        if try p.string("kind") == "create" {
+            try insertFeature(e, attributes: changes.mapValues { $0["new"] ?? .null }, geometry: p.optional("geometry"), db, tracking: true)
         } else {
             try updateFeature(layer, globalId: g, changes: changes, geometry: nil, e, db)
         }
-        let atts = e.payload["attachments"]
-        for a in atts?["added"]?.arrayValue ?? [] {
-            guard let s = SessionState.StagedAttachment(json: a) else { continue }
+        let atts = try p.object("attachments")
+        for a in try p.array("added", in: atts, parentKey: "attachments") {
+            guard let s = SessionState.StagedAttachment(json: a) else { throw p.corrupt("payload \"attachments.added\" holds an entry that is not an attachment") }
             try db.cachedStatement(sql: """
                 INSERT INTO p_attachments (global_id, parent_layer, parent_global_id, name, content_type, size, sha256, keywords, preferred_size, position)
                 VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
                 """).execute(arguments: [s.attachmentId, layer.id, g, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
         }
-        for r in atts?["renamed"]?.arrayValue ?? [] {
-            try db.cachedStatement(sql: "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?")
-                .execute(arguments: [r["new"]?.stringValue, e.position, r["attachmentId"]?.stringValue])
+        for r in try p.array("renamed", in: atts, parentKey: "attachments") {
+            guard let id = r["attachmentId"]?.stringValue, let name = r["new"]?.stringValue else {
+                throw p.corrupt("payload \"attachments.renamed\" needs attachmentId and new")
+            }
+            try db.cachedStatement(sql: "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?").execute(arguments: [name, e.position, id])
         }
-        for r in atts?["removed"]?.arrayValue ?? [] {
-            try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?").execute(arguments: [e.position, r["attachmentId"]?.stringValue])
+        for r in try p.array("removed", in: atts, parentKey: "attachments") {
+            guard let id = r["attachmentId"]?.stringValue else { throw p.corrupt("payload \"attachments.removed\" needs attachmentId") }
+            try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?").execute(arguments: [e.position, id])
         }
     }
 }

@@ -1,4 +1,3 @@
-import Crypto
 import EditLogCore
 import EditLogStore
 import Foundation
@@ -26,38 +25,45 @@ public enum Projections {
 
     /// `sqlite_master` definitions of the projection tables and indexes.
     public static func definitions(_ db: Database) throws -> [String: String] {
-        var out: [String: String] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master WHERE tbl_name LIKE 'p\\_%' ESCAPE '\\'") {
-            out["\(row[0] as String) \(row[1] as String)"] = (row[2] as String?) ?? ""
+        try EventStore.definitions(db, .projections)
+    }
+
+    /// What a rebuild from scratch gives: the projections replayed from `source`'s events into an in-memory
+    /// database, as a digest and definitions. The log is not touched.
+    public static func rebuiltInMemory(from source: Database) throws -> (digest: String, tables: [String: String], definitions: [String: String]) {
+        let memory = try DatabaseQueue()
+        return try memory.write { target in
+            _ = try replay(from: source, into: target)
+            let d = try digest(target)
+            return (d.digest, d.tables, try definitions(target))
         }
-        return out
     }
 
     /// SHA-256 over every projection table's rows in primary-key order, column values typed:
     /// two databases with equal digests hold byte-identical projections.
     public static func digest(_ db: Database) throws -> (digest: String, tables: [String: String]) {
-        var all = SHA256()
+        var all = ContentDigest()
         var perTable: [String: String] = [:]
         for table in try ProjectionTables.all(db) {
-            var h = SHA256()
-            h.update(data: Array(table.utf8))
+            var h = ContentDigest()
+            h.update(Array(table.utf8))
             let cols = try db.columns(in: table).map(\.name)
             let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM \(table) ORDER BY 1")
             while let row = try cursor.next() {
                 for (i, _) in cols.enumerated() {
                     let v: DatabaseValue = row[i]
                     switch v.storage {
-                    case .null: h.update(data: [0])
-                    case .int64(let x): h.update(data: [1]); withUnsafeBytes(of: x.bigEndian) { h.update(bufferPointer: $0) }
-                    case .double(let x): h.update(data: [2]); withUnsafeBytes(of: x.bitPattern.bigEndian) { h.update(bufferPointer: $0) }
-                    case .string(let s): h.update(data: [3]); let b = Array(s.utf8); withUnsafeBytes(of: UInt64(b.count).bigEndian) { h.update(bufferPointer: $0) }; h.update(data: b)
-                    case .blob(let d): h.update(data: [4]); withUnsafeBytes(of: UInt64(d.count).bigEndian) { h.update(bufferPointer: $0) }; h.update(data: d)
+                    case .null: h.update([0])
+                    case .int64(let x): h.update([1]); withUnsafeBytes(of: x.bigEndian) { h.update($0) }
+                    case .double(let x): h.update([2]); withUnsafeBytes(of: x.bitPattern.bigEndian) { h.update($0) }
+                    case .string(let s): h.update([3]); let b = Array(s.utf8); withUnsafeBytes(of: UInt64(b.count).bigEndian) { h.update($0) }; h.update(b)
+                    case .blob(let d): h.update([4]); withUnsafeBytes(of: UInt64(d.count).bigEndian) { h.update($0) }; h.update(d)
                     }
                 }
             }
             let d = Hex.encode(h.finalize())
             perTable[table] = d
-            all.update(data: Array("\(table)=\(d);".utf8))
+            all.update(Array("\(table)=\(d);".utf8))
         }
         return (Hex.encode(all.finalize()), perTable)
     }

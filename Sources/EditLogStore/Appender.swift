@@ -2,6 +2,13 @@ import EditLogCore
 import Foundation
 import GRDB
 
+/// What appending an imported event did.
+public enum AppendOutcome: Sendable, Hashable {
+    case appended(RecordedEvent)
+    /// An event with the same id is stored at this position: nothing was written.
+    case alreadyStored(position: Int64)
+}
+
 /// Appends events inside one write transaction: gap-free positions, per-stream versions with
 /// optimistic concurrency, idempotency by event id, and the hash chain.
 public struct Appender {
@@ -37,15 +44,28 @@ public struct Appender {
 
     public func nowString() -> String { Timestamp.format(milliseconds: clock.now()) }
 
-    /// Appends a new event of this log. Returns nil when an event with the same id is already stored (a no-op).
+    /// Appends a new event of this log. An id that is already stored is a `.conflict` naming the id and
+    /// the position that holds it: this log just generated the id, so a collision is a bug or a reused
+    /// seeded generator, never something to skip.
     @discardableResult
-    public mutating func append(_ e: NewEvent, expected: ExpectedVersion = .any, blob: [UInt8]? = nil, recordedTime: String? = nil) throws -> RecordedEvent? {
-        try append(e, expected: expected, blob: blob, recordedTime: recordedTime, origin: nil)
+    public mutating func append(_ e: NewEvent, expected: ExpectedVersion = .any, blob: [UInt8]? = nil) throws -> RecordedEvent {
+        switch try insert(e, expected: expected, blob: blob, recordedTime: nil, origin: nil) {
+        case .appended(let recorded):
+            return recorded
+        case .alreadyStored(let position):
+            throw EditLogError(.conflict, "event id \(e.id.uuidString.lowercased()) is already stored at position \(position); "
+                               + "an id generator was reused or seeded twice", at: "stream \(e.stream)")
+        }
     }
 
-    /// Appends an event, keeping a foreign origin when it was first recorded elsewhere.
-    @discardableResult
-    public mutating func append(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?) throws -> RecordedEvent? {
+    /// Appends an event first recorded in another log (a bundle import, a sync pull), keeping its origin.
+    /// An event whose id is already stored is not appended again: the outcome says so, for the caller to count.
+    public mutating func appendImported(_ e: NewEvent, expected: ExpectedVersion = .any, blob: [UInt8]? = nil, recordedTime: String?,
+                                        origin: EventOrigin) throws -> AppendOutcome {
+        try insert(e, expected: expected, blob: blob, recordedTime: recordedTime, origin: origin)
+    }
+
+    mutating func insert(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?) throws -> AppendOutcome {
         let idBytes = withUnsafeBytes(of: e.id.uuid) { Data($0) }
         let version = try currentVersion(of: e.stream)
         switch expected {
@@ -56,17 +76,14 @@ public struct Appender {
             throw EditLogError(.conflict, "stream \(e.stream) is at version \(version); expected \(v) (someone else wrote to it first: reload and retry)")
         default: break
         }
-        if let blob { try storeBlob(blob) }
         let position = headPosition + 1
         let payload = e.payload.serializedBytes()
         let recorded = recordedTime ?? nowString()
-        let originLog = origin?.logId ?? logId
-        let originPosition = origin?.position ?? position
-        let hash = EventHash.compute(
-            using: &encoder, previous: headHash, position: position, id: e.id, stream: e.stream, streamVersion: version + 1,
-            type: e.type.rawValue, payload: payload, actor: e.context.actor, device: e.context.device, session: e.session,
-            cause: e.cause, clientTime: e.context.clientTime, recordedTime: recorded,
-            originLog: originLog, originPosition: originPosition, originHash: origin?.hash)
+        let values = EventHash.Values(
+            position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type.rawValue, payload: payload,
+            actor: e.context.actor, device: e.context.device, session: e.session, cause: e.cause, clientTime: e.context.clientTime,
+            recordedTime: recorded, originLog: origin?.logId ?? logId, originPosition: origin?.position ?? position, originHash: origin?.hash)
+        let hash = EventHash.compute(using: &encoder, previous: headHash, values)
         let insert = try db.cachedStatement(sql: """
             INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause,
                                 client_time, recorded_time, origin_log, origin_position, origin_hash, hash)
@@ -76,13 +93,17 @@ public struct Appender {
         do {
             try insert.execute(arguments: [
                 position, idBytes, e.stream, version + 1, e.type.rawValue, payloadString, e.context.actor, e.context.device,
-                e.session, e.cause, e.context.clientTime, recorded, originLog, originPosition, origin.map { Data($0.hash) }, Data(hash),
+                e.session, e.cause, e.context.clientTime, recorded, values.originLog, values.originPosition, origin.map { Data($0.hash) }, Data(hash),
             ])
-        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE && (error.message ?? "").contains("events.id") {
-            // The id is already stored: appending it again is a no-op (idempotent import). The unique
-            // index answers this, so the common path pays no extra lookup.
-            return nil
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            // A unique index fired. Which one is answered by looking the id up (never by the message's wording):
+            // only then does the common path pay for a lookup.
+            if let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT position FROM events WHERE id = ?"), arguments: [idBytes]) {
+                return .alreadyStored(position: stored)
+            }
+            throw error
         }
+        if let blob { try storeBlob(blob) }
         headPosition = position
         headHash = hash
         versions[e.stream] = version + 1
@@ -92,7 +113,7 @@ public struct Appender {
             clientTime: e.context.clientTime, recordedTime: recorded,
             origin: origin ?? EventOrigin(logId: logId, position: position, hash: hash), hash: hash)
         appended.append(recordedEvent)
-        return recordedEvent
+        return .appended(recordedEvent)
     }
 
     /// Stores attachment bytes under their SHA-256 (content-addressed: the same bytes are stored once).

@@ -1,6 +1,7 @@
 import EditLogCore
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Reading events back. Rows decode without Codable (the replay hot path).
 public enum EventReading {
@@ -37,6 +38,12 @@ public enum EventReading {
         while let row = try cursor.next() { try body(try decode(row)) }
     }
 
+    /// The first (or, with `newest`, the last) event matching `clause`.
+    public static func first(_ db: Database, where clause: String, arguments: StatementArguments = [], newest: Bool = false) throws -> RecordedEvent? {
+        let sql = "SELECT \(columns) FROM events WHERE \(clause) ORDER BY position\(newest ? " DESC" : "") LIMIT 1"
+        return try Row.fetchOne(db, sql: sql, arguments: arguments).map(decode)
+    }
+
     public static func count(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events") ?? 0
     }
@@ -44,5 +51,30 @@ public enum EventReading {
     public static func blob(_ db: Database, sha256: String) throws -> [UInt8]? {
         guard let key = Hex.decode(sha256) else { return nil }
         return try Data.fetchOne(db, sql: "SELECT data FROM blobs WHERE sha256 = ?", arguments: [Data(key)]).map { [UInt8]($0) }
+    }
+}
+
+/// The current row of a `SELECT \(EventReading.columns)` statement as the hash encoding's source: SQLite's
+/// own column buffers, no `Row`, no `String`, no payload parsing (verify's hot path).
+public struct StatementEventColumns: EventHash.Source {
+    public let statement: OpaquePointer
+
+    public init(_ statement: OpaquePointer) { self.statement = statement }
+
+    @inline(__always)
+    public func integer(_ column: EventHash.Column) -> Int64 { sqlite3_column_int64(statement, column.rawValue) }
+
+    @inline(__always)
+    public func withBytes<R>(_ column: EventHash.Column, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        body(bytes(column))
+    }
+
+    /// The column's bytes (text as UTF-8), nil for NULL. Valid until the statement steps again.
+    @inline(__always)
+    public func bytes(_ column: EventHash.Column) -> UnsafeRawBufferPointer? {
+        let i = column.rawValue
+        guard sqlite3_column_type(statement, i) != SQLITE_NULL else { return nil }
+        let p = sqlite3_column_blob(statement, i)  // text columns come back as their UTF-8 bytes
+        return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(statement, i)))
     }
 }

@@ -7,7 +7,7 @@ import GRDB
 /// command either lands whole or not at all, also under `kill -9`.
 public final class EventStore: Sendable {
     public let path: String
-    public let dbQueue: DatabaseQueue
+    let dbQueue: DatabaseQueue
     public let logId: String
     public let clock: any LogClock
     public let ids: any IDGenerator
@@ -58,7 +58,9 @@ public final class EventStore: Sendable {
             try? FileManager.default.removeItem(atPath: path)
             try? FileManager.default.removeItem(atPath: path + "-wal")
             try? FileManager.default.removeItem(atPath: path + "-shm")
-            throw EditLogError(.io, "cannot create the log: \(error)", at: path)
+            var e = EditLogError.wrapping(error, at: path)
+            e.message = "cannot create the log: " + e.message
+            throw e
         }
     }
 
@@ -87,13 +89,15 @@ public final class EventStore: Sendable {
                 if readonly { throw EditLogError(.unsupported, "this log needs a migration; open it once read-write", at: path) }
                 try StoreMigrations.migrator.migrate(q)
             }
-            return EventStore(path: path, dbQueue: q, logId: logId, clock: clock, ids: ids ?? UUIDv7Generator(clock: clock))
-        } catch let e as EditLogError {
-            throw e
-        } catch let e as DatabaseError where e.resultCode == .SQLITE_NOTADB || e.resultCode == .SQLITE_CORRUPT {
-            throw EditLogError(.corrupt, "not a readable EditLog log: SQLite says \(e.resultCode == .SQLITE_NOTADB ? "the file is not a database" : "the database is malformed (\(e.message ?? ""))")", at: path)
+            let generator = ids ?? UUIDv7Generator(clock: clock)
+            if let v7 = generator as? UUIDv7Generator, let newest = try q.read({ db in
+                try Data.fetchOne(db, sql: "SELECT id FROM events ORDER BY id DESC LIMIT 1")  // the unique index: one seek
+            }), newest.count == 16 {
+                v7.advance(past: newest.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
+            }
+            return EventStore(path: path, dbQueue: q, logId: logId, clock: clock, ids: generator)
         } catch {
-            throw EditLogError(.io, "cannot open the log: \(error)", at: path)
+            throw EditLogError.wrapping(error, at: path)
         }
     }
 
@@ -105,10 +109,15 @@ public final class EventStore: Sendable {
         return try q.read { db in try definitions(db) }
     }
 
-    /// `sqlite_master` entries that are not projections, keyed by type and name.
-    public static func definitions(_ db: Database) throws -> [String: String] {
+    /// `sqlite_master` definitions (type and name to SQL) of the store's own objects (`.store`) or of the
+    /// projections (`.projections`, every object on a `p_` table).
+    public enum DefinitionSet: Sendable { case store, projections }
+
+    public static func definitions(_ db: Database, _ set: DefinitionSet = .store) throws -> [String: String] {
+        let filter = set == .store ? "tbl_name NOT LIKE 'p\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_stat%' ESCAPE '\\'"
+                                   : "tbl_name LIKE 'p\\_%' ESCAPE '\\'"
         var out: [String: String] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master WHERE tbl_name NOT LIKE 'p\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_stat%' ESCAPE '\\'") {
+        for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master WHERE \(filter)") {
             out["\(row[0] as String) \(row[1] as String)"] = (row[2] as String?) ?? ""
         }
         return out
@@ -126,19 +135,30 @@ public final class EventStore: Sendable {
     }
 
     /// One atomic write: an IMMEDIATE transaction, so concurrent writers queue (busy timeout) instead of failing.
-    public func write<T>(_ body: (Database, inout Appender) throws -> T) throws -> T {
-        try dbQueue.writeWithoutTransaction { db in
-            var result: T?
-            try db.inTransaction(.immediate) {
-                var appender = try Appender(db: db, store: self)
-                result = try body(db, &appender)
-                return .commit
+    /// Every error comes out as an `EditLogError` (`wrapping`).
+    public func write<T>(_ body: (Database, inout Appender) throws -> T) throws(EditLogError) -> T {
+        do {
+            return try dbQueue.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    var appender = try Appender(db: db, store: self)
+                    result = try body(db, &appender)
+                    return .commit
+                }
+                return result!
             }
-            return result!
+        } catch {
+            throw EditLogError.wrapping(error, at: path)
         }
     }
 
-    public func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try dbQueue.read(body)
+    /// A read transaction (a consistent snapshot). Every error comes out as an `EditLogError`.
+    public func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
+        do { return try dbQueue.read(body) } catch { throw EditLogError.wrapping(error, at: path) }
+    }
+
+    /// Closes the connection; the store cannot be used afterwards.
+    public func close() throws(EditLogError) {
+        do { try dbQueue.close() } catch { throw EditLogError.wrapping(error, at: path) }
     }
 }

@@ -88,9 +88,10 @@ struct Demo: ParsableCommand {
             if !canceled.isEmpty {
                 say("\nSessions that did not commit (kept for auditors):")
                 for s in canceled {
-                    let staged = (s["staged"]?.arrayValue ?? []).map { "\(short($0["field"] ?? .null))=\(short($0["value"] ?? .null, 16))" }
-                    let atts = (s["attachmentsAdded"]?.arrayValue ?? []).map { "photo \(short($0["name"] ?? .null))" }
-                    say("  \(short(s["status"] ?? .null)) \(short(s["id"] ?? .null)) by \(short(s["actor"] ?? .null)) on \(short(s["globalId"] ?? .null, 40)): \((staged + atts).joined(separator: ", "))")
+                    let st = s.state
+                    let staged = st.staged.map { "\(short(.string($0.field)))=\(short($0.value, 16))" }
+                    let atts = st.attachmentsAdded.map { "photo \(short(.string($0.name)))" }
+                    say("  \(st.status.rawValue) \(short(.string(st.id))) by \(st.actor) on \(short(.string(st.globalId), 40)): \((staged + atts).joined(separator: ", "))")
                 }
             }
             let stats = try log.stats()

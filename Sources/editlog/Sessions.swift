@@ -41,15 +41,15 @@ struct Sessions: ParsableCommand {
             }
             let editLog = try EditLog.open(at: log.db, readonly: true)
             let list = try editLog.sessions(status: status, actor: actor, globalId: feature)
-            if output.json { out(JSONValue.array(list).serialized()); return }
+            if output.json { out(JSONValue.array(list.map(\.json)).serialized()); return }
             out(table(["session", "status", "kind", "layer", "feature", "actor", "device", "started", "staged"], list.map { s in
-                let staged = (s["staged"]?.arrayValue ?? []).map { "\(short($0["field"] ?? .null))=\(short($0["value"] ?? .null, 16))" }
-                let rel = (s["relations"]?.objectValue ?? [:]).map { "rel\($0.key)→\(short($0.value, 12))" }
-                let att = (s["attachmentsAdded"]?.arrayValue ?? []).map { "+\(short($0["name"] ?? .null))" }
-                let layer = (s["layer"]?.intValue).flatMap { editLog.schema.layer(id: Int($0))?.name } ?? "?"
-                return [short(s["id"] ?? .null), short(s["status"] ?? .null), short(s["kind"] ?? .null), layer, short(s["globalId"] ?? .null, 38),
-                        short(s["actor"] ?? .null), short(s["device"] ?? .null), String(short(s["startedTime"] ?? .null).prefix(19)),
-                        (staged + rel + att).joined(separator: ", ")]
+                let st = s.state
+                let staged = st.staged.map { "\(short(.string($0.field)))=\(short($0.value, 16))" }
+                let rel = st.relations.sorted { $0.key < $1.key }.map { "rel\($0.key)→\(short(.string($0.value), 12))" }
+                let att = st.attachmentsAdded.map { "+\(short(.string($0.name)))" }
+                let layer = editLog.schema.layer(id: st.layerId)?.name ?? "layer \(st.layerId)"
+                return [st.id, st.status.rawValue, st.kind.rawValue, layer, short(.string(st.globalId), 38), st.actor, st.device,
+                        String(s.startedTime.prefix(19)), (staged + rel + att).joined(separator: ", ")]
             }))
             out("\(list.count) sessions")
         }

@@ -60,7 +60,7 @@ import Testing
         record("script: invalid JSON", ["{\"op\":"], exit: 65, "line 1: invalid JSON"),
         record("script: wrong JSON type", [#"{"op":"set","field":5,"value":1}"#], exit: 65, "\"field\" must be a string"),
         record("script: unknown layer", [#"{"op":"edit","layer":"Bushes","globalId":"\#(tree)"}"#], exit: 65, "unknown layer \"Bushes\""),
-        edit("script: unknown field", field: "Height", value: "1", "unknown field \"Height\""),
+        edit("script: unknown field", field: "Height", value: "1", exit: 65, "unknown field \"Height\""),
         record("script: unknown relationship", [#"{"op":"edit","layer":"Trees","globalId":"\#(tree)"}"#, #"{"op":"relate","relationship":"Tree_Owners","globalId":"\#(tree)"}"#], exit: 65, "no relationship \"Tree_Owners\""),
         record("script: unknown attachment", [#"{"op":"edit","layer":"Trees","globalId":"\#(tree)"}"#, #"{"op":"detach","attachmentId":"{00000000-0000-4000-8000-0000000000AA}"}"#], exit: 68, "does not exist on this feature"),
         record("script: unknown session", [#"{"op":"finish","session":"ghost"}"#], exit: 68, "no session \"ghost\""),
@@ -110,7 +110,7 @@ import Testing
     @Test func everyBadInputIsRejectedCleanlyAndWritesNothing() throws {
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path)
-        try log.store.dbQueue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try RawLog.writeWithoutTransaction(log.path) { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         log.close()
         let before = try fileDigest(tmp.path)
         var checked = 0

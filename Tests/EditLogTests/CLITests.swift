@@ -65,7 +65,7 @@ import Testing
         #expect(r2.status == 65 && r2.stderr.contains("line 1: unknown op"))
         #expect(try CLI.run("show", tmp.path, "not-a-guid").status == 65)
         #expect(try CLI.run("show", tmp.path, "{00000000-0000-4000-8000-000000000001}").status == 68)
-        #expect(try CLI.run("query", tmp.path, "--layer", "Nope").status == 68)
+        #expect(try CLI.run("query", tmp.path, "--layer", "Nope").status == 65)
         #expect(try CLI.run("log", tmp.path, "--since", "yesterday").status == 64)
         #expect(try CLI.run("init", tmp.path, "--service", "\(dir)/service.json").status == 67)  // never overwrites
         #expect(try CLI.run("verify", script.path).status == 69)  // not a log

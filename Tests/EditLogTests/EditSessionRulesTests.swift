@@ -176,9 +176,9 @@ import Testing
                     #"{"op":"attach","attachmentId":"\#(newGID(20))","name":"x.jpg","contentType":"image/jpeg","dataBase64":"AAEC"}"#, #"{"op":"cancel"}"#)
         #expect(try log.attributes(tree) == before)
         #expect(try log.show(globalId: tree)["attachments"]?.arrayValue?.isEmpty == true)
-        let s = try log.sessions(globalId: tree).first { $0["id"] == "c" }
-        #expect(s?["status"] == "canceled")
-        #expect(s?["staged"]?.arrayValue?.first?["value"] == "Dead")
+        let s = try log.sessions(globalId: tree).first { $0.id == "c" }
+        #expect(s?.status == .canceled)
+        #expect(s?.state.staged.first?.value == "Dead")
         var types: [String] = []
         try log.events(LogFilter(session: "c")) { types.append($0.type) }
         #expect(types == ["SessionStarted", "AttributeStaged", "AttachmentStaged", "SessionCanceled"])
@@ -213,7 +213,7 @@ import Testing
         try reopened.run(#"{"op":"resume","session":"crash1"}"#, #"{"op":"set","field":"DBH","value":13}"#, #"{"op":"finish"}"#, actor: "carol")
         #expect(try reopened.attributes(trees[3])["DBH"] == .double(13))
         try reopened.run(#"{"op":"abandon","session":"crash2"}"#, actor: "carol")
-        let statuses = try reopened.sessions().reduce(into: [String: String]()) { $0[$1["id"]!.stringValue!] = $1["status"]!.stringValue! }
+        let statuses = try reopened.sessions().reduce(into: [String: String]()) { $0[$1.id] = $1.status.rawValue }
         #expect(statuses["crash1"] == "committed" && statuses["crash2"] == "abandoned")
         var resumedBy: String?
         try reopened.events(LogFilter(session: "crash1", type: "SessionResumed")) { resumedBy = $0.actor }

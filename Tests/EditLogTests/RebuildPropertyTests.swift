@@ -95,7 +95,7 @@ import Testing
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path)
         let d = try log.digestOfProjections()
-        try log.store.dbQueue.write { db in try db.execute(sql: "UPDATE p_layer_0 SET DBH = DBH + 0.5 WHERE _oid = 7") }
+        try RawLog.write(log.path) { db in try db.execute(sql: "UPDATE p_layer_0 SET DBH = DBH + 0.5 WHERE _oid = 7") }
         #expect(try log.digestOfProjections() != d)
         #expect(try log.digestOfRebuild() == d)
         let r = try log.verify()

@@ -7,19 +7,61 @@ import Testing
 @Suite struct StoreInvariantTests {
     func ctx() -> EventContext { EventContext(actor: "a", device: "d", clientTime: nil) }
 
-    @Test func appendingAStoredIdIsANoOpAndPositionsAreGapFree() throws {
+    @Test func aLocalIdCollisionIsAConflictNamingTheIdAndWritesNothing() throws {
         let tmp = TempPath()
         let store = try EventStore.create(at: tmp.path, clock: StepClock(), ids: UUIDv7Generator(clock: StepClock(), seed: 3))
         let id = store.ids.next()
         let e = NewEvent(id: id, stream: "0:{X}", type: .featureDerived, payload: ["k": 1], context: ctx(), session: nil, cause: "test")
         let first = try store.write { _, a in try a.append(e) }
-        let again = try store.write { _, a in try a.append(e) }
-        #expect(first?.position == 1 && again == nil)
+        #expect(first.position == 1)
+        // A second local append of the same id, after another event in the same transaction: the whole transaction fails.
+        let other = NewEvent(id: store.ids.next(), stream: "0:{Y}", type: .featureDerived, payload: 2, context: ctx(), session: nil, cause: "t")
+        #expect {
+            try store.write { _, a in try a.append(other); try a.append(e) }
+        } throws: { error in
+            let e = error as? EditLogError
+            return e?.kind == .conflict && e?.message.contains(id.uuidString.lowercased()) == true && e?.message.contains("position 1") == true
+        }
         try store.write { _, a in
             for i in 0..<10 { try a.append(NewEvent(id: store.ids.next(), stream: "0:{Y\(i % 3)}", type: .featureDerived, payload: .int(Int64(i)), context: ctx(), session: nil, cause: "t")) }
         }
         let positions = try store.read { db in try Int64.fetchAll(db, sql: "SELECT position FROM events ORDER BY position") }
         #expect(positions == Array(1...11))
+    }
+
+    @Test func anImportedEventAlreadyStoredIsReportedNotWritten() throws {
+        let tmp = TempPath()
+        let store = try EventStore.create(at: tmp.path, clock: StepClock(), ids: UUIDv7Generator(clock: StepClock(), seed: 5))
+        let e = NewEvent(id: store.ids.next(), stream: "0:{X}", type: .featureDerived, payload: ["k": 1], context: ctx(), session: nil, cause: "test")
+        let origin = EventOrigin(logId: "other-log", position: 42, hash: Array(repeating: 7, count: 32))
+        let first = try store.write { _, a in try a.appendImported(e, recordedTime: nil, origin: origin) }
+        let again = try store.write { _, a in try a.appendImported(e, recordedTime: nil, origin: origin) }
+        guard case .appended(let recorded) = first else { Issue.record("first import: \(first)"); return }
+        #expect(recorded.position == 1 && recorded.origin == origin)
+        #expect(again == .alreadyStored(position: 1))
+        #expect(try store.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") } == 1)
+    }
+
+    /// An id generator that hands out one fixed id: a reused or badly seeded generator.
+    final class FixedIDs: IDGenerator, @unchecked Sendable {
+        let id: UUID
+        init(_ id: UUID) { self.id = id }
+        func next() -> UUID { id }
+    }
+
+    @Test func recordingWithAReusedGeneratorIsAConflictNotASilentDrop() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path)
+        let tree = try Fixture.globalIds("Trees")[0]
+        log.close()
+        let stored = try RawLog.ids(tmp.path)[4]
+        let reused = stored.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+        let again = try EditLog.open(at: tmp.path, ids: FixedIDs(reused))
+        let before = try again.eventCount()
+        let e = try again.reject(#"{"op":"edit","layer":"Trees","globalId":"\#(tree)","session":"s1"}"#, #"{"op":"set","field":"DBH","value":3}"#, #"{"op":"finish"}"#)
+        #expect(e.kind == .conflict)
+        #expect(e.message.contains(reused.uuidString.lowercased()) && e.message.contains("position 5"))
+        #expect(try again.eventCount() == before)
     }
 
     @Test func expectedVersionConflictsAreClearErrors() throws {
@@ -47,7 +89,7 @@ import Testing
     @Test func triggersRejectUpdateAndDelete() throws {
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path, baseline: false)
-        try log.store.dbQueue.write { db in
+        try RawLog.write(log.path) { db in
             #expect(throws: DatabaseError.self) { try db.execute(sql: "UPDATE events SET actor = 'mallory' WHERE position = 1") }
             #expect(throws: DatabaseError.self) { try db.execute(sql: "DELETE FROM events") }
         }
@@ -72,7 +114,7 @@ import Testing
     @Test func aLogFromANewerVersionIsRefused() throws {
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path, baseline: false)
-        try log.store.dbQueue.write { db in
+        try RawLog.write(log.path) { db in
             try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v9-from-the-future')")
         }
         log.close()
@@ -107,7 +149,7 @@ import Testing
     func tampered(_ sql: String) throws -> VerifyReport {
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path, baseline: false)
-        try log.store.dbQueue.writeWithoutTransaction { db in try db.execute(sql: sql) }
+        try RawLog.writeWithoutTransaction(log.path) { db in try db.execute(sql: sql) }
         log.close()
         return try EditLog.verify(at: tmp.path)
     }
@@ -141,7 +183,7 @@ import Testing
         let events = try log.run(#"{"op":"create","layer":"Trees","globalId":"\#(newGID(1))","geometry":{"x":-122.6,"y":45.5}}"#,
                                  #"{"op":"attach","attachmentId":"\#(newGID(2))","name":"a.jpg","contentType":"image/jpeg","dataBase64":"AAEC"}"#, #"{"op":"finish"}"#)
         let staged = try #require(events.first { $0.type == "AttachmentStaged" })
-        try log.store.dbQueue.writeWithoutTransaction { db in try db.execute(sql: "DROP TRIGGER blobs_append_only_delete; DELETE FROM blobs") }
+        try RawLog.writeWithoutTransaction(log.path) { db in try db.execute(sql: "DROP TRIGGER blobs_append_only_delete; DELETE FROM blobs") }
         log.close()
         let r = try EditLog.verify(at: tmp.path)
         #expect(r.firstBadPosition == staged.position && r.problems.contains { $0.contains("are missing") })

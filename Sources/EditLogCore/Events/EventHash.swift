@@ -5,72 +5,176 @@ import Foundation
 /// (length-prefixed) encoding of every stored column, so changing any byte of any event, reordering,
 /// inserting or removing one breaks the chain from that position on.
 ///
-/// Field order: previous hash, position, id (16 bytes), stream, stream version, type, payload, actor,
-/// device, session?, cause, client time?, recorded time, origin log, origin position, origin hash?.
+/// `encode(_:previous:into:)` is the only place that knows the encoding: the appender feeds it the values it
+/// is about to insert, `verify` feeds it SQLite's column buffers, bundles feed it decoded events.
 public enum EventHash {
     public static let genesis = [UInt8](repeating: 0, count: 32)
 
-    public static func compute(previous: [UInt8], position: Int64, id: UUID, stream: String, streamVersion: Int64,
-                               type: String, payload: [UInt8], actor: String, device: String, session: String?,
-                               cause: String, clientTime: String?, recordedTime: String,
-                               originLog: String, originPosition: Int64, originHash: [UInt8]?) -> [UInt8] {
-        var e = Encoder()
-        return compute(using: &e, previous: previous, position: position, id: id, stream: stream, streamVersion: streamVersion, type: type,
-                       payload: payload, actor: actor, device: device, session: session, cause: cause, clientTime: clientTime,
-                       recordedTime: recordedTime, originLog: originLog, originPosition: originPosition, originHash: originHash)
+    /// The stored columns of an event, in the order of `EventReading.columns` (the raw value is the
+    /// column's index in that SELECT) and of the hash encoding.
+    public enum Column: Int32, Sendable, CaseIterable {
+        case position, id, stream, streamVersion, type, payload, actor, device, session, cause,
+             clientTime, recordedTime, originLog, originPosition, originHash, hash
+
+        public var name: String {
+            switch self {
+            case .position: "position"
+            case .id: "id"
+            case .stream: "stream"
+            case .streamVersion: "stream_version"
+            case .type: "type"
+            case .payload: "payload"
+            case .actor: "actor"
+            case .device: "device"
+            case .session: "session"
+            case .cause: "cause"
+            case .clientTime: "client_time"
+            case .recordedTime: "recorded_time"
+            case .originLog: "origin_log"
+            case .originPosition: "origin_position"
+            case .originHash: "origin_hash"
+            case .hash: "hash"
+            }
+        }
+        /// Columns that may be NULL.
+        @inlinable public var isOptional: Bool { self == .session || self == .clientTime || self == .originHash }
     }
 
-    /// The same, reusing an encoder's buffer (the appender's hot path).
-    public static func compute(using e: inout Encoder, previous: [UInt8], position: Int64, id: UUID, stream: String, streamVersion: Int64,
-                               type: String, payload: [UInt8], actor: String, device: String, session: String?,
-                               cause: String, clientTime: String?, recordedTime: String,
-                               originLog: String, originPosition: Int64, originHash: [UInt8]?) -> [UInt8] {
+    /// Where the encoding reads an event's columns from. Integers by value, everything else as bytes
+    /// (text as its UTF-8), nil for NULL.
+    public protocol Source {
+        func integer(_ column: Column) -> Int64
+        func withBytes<R>(_ column: Column, _ body: (UnsafeRawBufferPointer?) -> R) -> R
+    }
+
+    /// A required column was NULL (only a tampered row can have one).
+    public struct MissingColumn: Error, Sendable {
+        public let column: Column
+        @inlinable public init(column: Column) { self.column = column }
+    }
+
+    /// Encodes `source` for hashing after `previous` (the previous event's hash). Every column but `hash` is
+    /// covered. Throws when a required column is NULL.
+    @inlinable
+    public static func encode<S: Source>(_ source: S, previous: UnsafeRawBufferPointer, into e: inout Encoder) throws(MissingColumn) {
         e.reset()
-        e.bytes(previous)
-        e.int(position)
-        withUnsafeBytes(of: id.uuid) { e.raw($0) }
-        e.text(stream)
-        e.int(streamVersion)
-        e.text(type)
-        e.bytes(payload)
-        e.text(actor)
-        e.text(device)
-        e.optionalText(session)
-        e.text(cause)
-        e.optionalText(clientTime)
-        e.text(recordedTime)
-        e.text(originLog)
-        e.int(originPosition)
-        if let originHash { e.present(); e.bytes(originHash) } else { e.absent() }
+        e.raw(previous)
+        for column in Column.allCases where column != .hash {
+            switch column {
+            case .position, .streamVersion, .originPosition:
+                e.int(source.integer(column))
+            default:
+                let present = source.withBytes(column) { bytes -> Bool in
+                    guard let bytes else { return false }
+                    if column.isOptional { e.present() }
+                    e.raw(bytes)
+                    return true
+                }
+                if !present {
+                    guard column.isOptional else { throw MissingColumn(column: column) }
+                    e.absent()
+                }
+            }
+        }
+    }
+
+    /// The hash of an event given as Swift values (the appender's path).
+    public static func compute(using e: inout Encoder, previous: [UInt8], _ values: Values) -> [UInt8] {
+        previous.withUnsafeBytes { prev in
+            do { try encode(values, previous: prev, into: &e) } catch { preconditionFailure("Values has every required column") }
+        }
         return e.digest()
+    }
+
+    /// An event's columns as Swift values.
+    public struct Values: Source {
+        public var position: Int64
+        public var id: UUID
+        public var stream: String
+        public var streamVersion: Int64
+        public var type: String
+        public var payload: [UInt8]
+        public var actor: String
+        public var device: String
+        public var session: String?
+        public var cause: String
+        public var clientTime: String?
+        public var recordedTime: String
+        public var originLog: String
+        public var originPosition: Int64
+        public var originHash: [UInt8]?
+
+        public init(position: Int64, id: UUID, stream: String, streamVersion: Int64, type: String, payload: [UInt8],
+                    actor: String, device: String, session: String?, cause: String, clientTime: String?, recordedTime: String,
+                    originLog: String, originPosition: Int64, originHash: [UInt8]?) {
+            self.position = position; self.id = id; self.stream = stream; self.streamVersion = streamVersion; self.type = type
+            self.payload = payload; self.actor = actor; self.device = device; self.session = session; self.cause = cause
+            self.clientTime = clientTime; self.recordedTime = recordedTime; self.originLog = originLog
+            self.originPosition = originPosition; self.originHash = originHash
+        }
+
+        public func integer(_ column: Column) -> Int64 {
+            switch column {
+            case .position: position
+            case .streamVersion: streamVersion
+            case .originPosition: originPosition
+            default: 0
+            }
+        }
+
+        public func withBytes<R>(_ column: Column, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+            func text(_ s: String?) -> R {
+                guard var s else { return body(nil) }
+                return s.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+            }
+            switch column {
+            case .id: return withUnsafeBytes(of: id.uuid) { body($0) }
+            case .stream: return text(stream)
+            case .type: return text(type)
+            case .payload: return payload.withUnsafeBytes { body($0) }
+            case .actor: return text(actor)
+            case .device: return text(device)
+            case .session: return text(session)
+            case .cause: return text(cause)
+            case .clientTime: return text(clientTime)
+            case .recordedTime: return text(recordedTime)
+            case .originLog: return text(originLog)
+            case .originHash: return originHash.map { $0.withUnsafeBytes { body($0) } } ?? body(nil)
+            case .position, .streamVersion, .originPosition, .hash: return body(nil)
+            }
+        }
     }
 
     public static func sha256(_ bytes: some DataProtocol) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
 
-    /// The encoding itself, reusable across events (the verifier feeds it SQLite's column buffers directly).
+    /// The encoding's buffer, reused across events (no allocation per event once warm).
     public struct Encoder {
-        public private(set) var buffer: [UInt8] = []
+        public var buffer: [UInt8] = []
         public init() { buffer.reserveCapacity(512) }
-        public mutating func reset() { buffer.removeAll(keepingCapacity: true) }
+        @inlinable public mutating func reset() { buffer.removeAll(keepingCapacity: true) }
 
-        @inline(__always) mutating func length(_ n: Int) {
+        @inlinable mutating func length(_ n: Int) {
             let v = UInt32(truncatingIfNeeded: n)
             buffer.append(UInt8(v >> 24)); buffer.append(UInt8(v >> 16 & 0xFF)); buffer.append(UInt8(v >> 8 & 0xFF)); buffer.append(UInt8(v & 0xFF))
         }
-        public mutating func raw(_ p: UnsafeRawBufferPointer) { length(p.count); buffer.append(contentsOf: p) }
-        public mutating func bytes(_ b: [UInt8]) { length(b.count); buffer.append(contentsOf: b) }
-        public mutating func text(_ s: String) {
-            var s = s
-            s.withUTF8 { u in length(u.count); buffer.append(contentsOf: u) }
-        }
-        public mutating func int(_ v: Int64) { length(8); withUnsafeBytes(of: v.bigEndian) { buffer.append(contentsOf: $0) } }
-        public mutating func present() { buffer.append(1) }
-        public mutating func absent() { buffer.append(0) }
-        public mutating func optionalText(_ s: String?) { if let s { present(); text(s) } else { absent() } }
+        @inlinable public mutating func raw(_ p: UnsafeRawBufferPointer) { length(p.count); buffer.append(contentsOf: p) }
+        @inlinable public mutating func int(_ v: Int64) { length(8); withUnsafeBytes(of: v.bigEndian) { buffer.append(contentsOf: $0) } }
+        @inlinable public mutating func present() { buffer.append(1) }
+        @inlinable public mutating func absent() { buffer.append(0) }
         public func digest() -> [UInt8] { Array(SHA256.hash(data: buffer)) }
         /// Whether the digest of what was encoded equals `stored`, without allocating.
         public func digestEquals(_ stored: UnsafeRawBufferPointer) -> Bool {
             SHA256.hash(data: buffer).withUnsafeBytes { $0.elementsEqual(stored) }
         }
     }
+}
+
+/// A streaming SHA-256 for content digests (projection digests, bundle checksums), so modules other than the
+/// core never reach for Crypto themselves.
+public struct ContentDigest {
+    var hasher = SHA256()
+    public init() {}
+    public mutating func update(_ bytes: some DataProtocol) { hasher.update(data: bytes) }
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) { hasher.update(bufferPointer: bytes) }
+    public consuming func finalize() -> [UInt8] { Array(hasher.finalize()) }
 }

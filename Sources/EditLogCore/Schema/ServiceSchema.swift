@@ -17,6 +17,14 @@ public struct ServiceSchema: Sendable, Hashable {
 
     public func layer(id: Int) -> LayerSchema? { byId[id].map { layers[$0] } }
 
+    /// A layer by name or id, or `.invalidInput` listing the layers there are (the one error for an unknown layer).
+    public func requireLayer(_ ref: String) throws(EditLogError) -> LayerSchema {
+        guard let l = layer(ref) else {
+            throw EditLogError(.invalidInput, "unknown layer \"\(ref)\"; the service has \(layers.map(\.name).joined(separator: ", "))")
+        }
+        return l
+    }
+
     /// A layer by name (case-insensitive) or by numeric id.
     public func layer(_ ref: String) -> LayerSchema? {
         if let i = byName[ref.lowercased()] { return layers[i] }

@@ -16,12 +16,7 @@ public struct EditDecider {
 
     // MARK: Lookups
 
-    func layer(_ ref: String) throws(EditLogError) -> LayerSchema {
-        guard let l = schema.layer(ref) else {
-            throw EditLogError(.invalidInput, "unknown layer \"\(ref)\"; the service has \(schema.layers.map(\.name).joined(separator: ", "))")
-        }
-        return l
-    }
+    func layer(_ ref: String) throws(EditLogError) -> LayerSchema { try schema.requireLayer(ref) }
 
     func gid(_ s: String, _ what: String = "globalId") throws(EditLogError) -> String {
         guard let g = GlobalID.normalize(s) else { throw EditLogError(.invalidInput, "\(what) \"\(s.prefix(60))\" is not a GUID") }
@@ -30,6 +25,16 @@ public struct EditDecider {
 
     func reading<T>(_ body: () throws -> T) throws(EditLogError) -> T {
         do { return try body() } catch let e as EditLogError { throw e } catch { throw EditLogError(.io, "reading the log: \(error)") }
+    }
+
+    /// The layer of a session read back from the log. The session projection is not covered by the hash chain,
+    /// so a layer the schema does not have is `.corrupt`, pointing at the session's first event.
+    func layer(of s: SessionState) throws(EditLogError) -> LayerSchema {
+        guard let l = schema.layer(id: s.layerId) else {
+            throw EditLogError(.corrupt, "session \(s.id) names layer \(s.layerId), which the schema does not have; the session projection was altered: run `editlog verify`, then `editlog rebuild`",
+                               at: "position \(s.startedPosition)")
+        }
+        return l
     }
 
     func requirePopup(_ l: LayerSchema) throws(EditLogError) {
@@ -64,7 +69,7 @@ public struct EditDecider {
     }
 
     /// The many-to-one side (this layer is the destination) of a relationship, with its origin.
-    func manyToOne(_ l: LayerSchema, _ ref: String) throws(EditLogError) -> (rel: RelationshipSchema, origin: LayerSchema, originSide: RelationshipSchema) {
+    func manyToOne(_ l: LayerSchema, _ ref: String) throws(EditLogError) -> (rel: RelationshipSchema, origin: LayerSchema, originSide: RelationshipSchema, key: FieldSchema) {
         guard let rel = l.relationship(ref) else {
             throw EditLogError(.invalidInput, "layer \(l.name) has no relationship \"\(ref)\"")
         }
@@ -74,10 +79,10 @@ public struct EditDecider {
         guard rel.role == .destination else {
             throw EditLogError(.validation, "relationship \"\(ref)\" is one-to-many from \(l.name): add \(origin.name) records in their own sessions")
         }
-        guard rel.keyField.flatMap(l.field) != nil else {
+        guard let key = rel.keyField.flatMap(l.field) else {
             throw EditLogError(.invalidInput, "relationship \"\(ref)\" has no key field on \(l.name)")
         }
-        return (rel, origin, originSide)
+        return (rel, origin, originSide, key)
     }
 
     /// The key value a child stores to point at `parent`: the origin's key field, or its GlobalID.
@@ -117,10 +122,10 @@ public struct EditDecider {
     /// Whether a pop-up may stage `name`, and the field.
     public func stageableField(_ l: LayerSchema, _ name: String) throws(EditLogError) -> FieldSchema {
         guard let f = l.field(name) else {
-            throw EditLogError(.validation, "unknown field \"\(name)\" on layer \(l.name)")
+            throw EditLogError(.invalidInput, "unknown field \"\(name)\" on layer \(l.name)")
         }
         if f.type.isUnsupportedInPopup {
-            throw EditLogError(.unsupported, "field \(l.name).\(f.name) has type \(f.type.esriName), which a pop-up cannot edit (geometry, raster, XML and blob are unsupported)")
+            throw EditLogError(.validation, "field \(l.name).\(f.name) has type \(f.type.esriName), which a pop-up cannot edit (geometry, raster, XML and blob are unsupported)")
         }
         switch f.type {
         case .oid, .globalID, .guid:
@@ -172,7 +177,7 @@ public struct EditDecider {
             throw EditLogError(.validation, "\(l.name) is a table: its records have no geometry")
         }
         if let parent {
-            let (rel, origin, _) = try manyToOne(l, parent.relationship)
+            let (rel, origin, _, _) = try manyToOne(l, parent.relationship)
             guard rel.cardinality != .manyToMany else { throw EditLogError(.validation, "relationship \"\(parent.relationship)\" is many-to-many") }
             let pg = try gid(parent.globalId, "parent globalId")
             guard let p = try reading({ try world.feature(layer: origin.id, globalId: pg) }), !p.deleted else {
@@ -185,7 +190,7 @@ public struct EditDecider {
         var events = [PendingEvent(stream: stream, type: .sessionStarted, payload: .object(payload), session: sessionId, cause: Cause.session)]
         for name in attributes.keys.sorted() {
             let f = try stageableField(l, name)
-            let v = try FieldValidator.normalize(attributes[name]!, for: f, layer: l.name)
+            let v = try FieldValidator.normalize(attributes[name] ?? .null, for: f, layer: l.name)
             events.append(PendingEvent(stream: stream, type: .attributeStaged, payload: ["field": .string(f.name), "value": v], session: sessionId, cause: Cause.session))
         }
         return events
@@ -210,7 +215,7 @@ public struct EditDecider {
     }
 
     public func set(_ s: SessionState, field: String, value: JSONValue) throws(EditLogError) -> [PendingEvent] {
-        let l = schema.layer(id: s.layerId)!
+        let l = try layer(of: s)
         let f = try stageableField(l, field)
         let v = try FieldValidator.normalize(value, for: f, layer: l.name)
         return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), type: .attributeStaged,
@@ -218,8 +223,8 @@ public struct EditDecider {
     }
 
     public func relate(_ s: SessionState, relationship: String, globalId rawGid: String) throws(EditLogError) -> [PendingEvent] {
-        let l = schema.layer(id: s.layerId)!
-        let (rel, origin, _) = try manyToOne(l, relationship)
+        let l = try layer(of: s)
+        let (rel, origin, _, _) = try manyToOne(l, relationship)
         let g = try gid(rawGid)
         guard let p = try reading({ try world.feature(layer: origin.id, globalId: g) }), !p.deleted else {
             throw EditLogError(.notFound, "related record \(origin.name) \(g) does not exist")
@@ -229,7 +234,7 @@ public struct EditDecider {
     }
 
     public func attach(_ s: SessionState, attachmentId: String, name: String, contentType: String, data: [UInt8], preferredSize: String) throws(EditLogError) -> [PendingEvent] {
-        let l = schema.layer(id: s.layerId)!
+        let l = try layer(of: s)
         guard l.hasAttachments else { throw EditLogError(.validation, "layer \(l.name) does not support attachments (hasAttachments is false)") }
         let a = try gid(attachmentId, "attachmentId")
         if let msg = Self.validAttachmentName(name) { throw EditLogError(.validation, msg) }
@@ -245,27 +250,27 @@ public struct EditDecider {
                              payload: staged.json, session: s.id, cause: Cause.session, blob: data)]
     }
 
-    func existingAttachment(_ s: SessionState, _ rawId: String) throws(EditLogError) -> (id: String, staged: Bool) {
+    func existingAttachment(_ s: SessionState, _ rawId: String) throws(EditLogError) -> String {
         let a = try gid(rawId, "attachmentId")
-        if s.attachmentsAdded.contains(where: { $0.attachmentId == a }) { return (a, true) }
+        if s.attachmentsAdded.contains(where: { $0.attachmentId == a }) { return a }
         guard let att = try reading({ try world.attachment(globalId: a) }), !att.deleted, !s.detaches.contains(a) else {
             throw EditLogError(.notFound, "attachment \(a) does not exist on this feature")
         }
         guard att.parentGlobalId == s.globalId else {
             throw EditLogError(.validation, "attachment \(a) belongs to \(att.parentGlobalId), not to \(s.globalId)")
         }
-        return (a, false)
+        return a
     }
 
     public func renameAttachment(_ s: SessionState, attachmentId: String, name: String) throws(EditLogError) -> [PendingEvent] {
-        let (a, _) = try existingAttachment(s, attachmentId)
+        let a = try existingAttachment(s, attachmentId)
         if let msg = Self.validAttachmentName(name) { throw EditLogError(.validation, msg) }
         return [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), type: .attachmentRenameStaged,
                              payload: ["attachmentId": .string(a), "name": .string(name)], session: s.id, cause: Cause.session)]
     }
 
     public func detach(_ s: SessionState, attachmentId: String) throws(EditLogError) -> [PendingEvent] {
-        let (a, _) = try existingAttachment(s, attachmentId)
+        let a = try existingAttachment(s, attachmentId)
         return [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), type: .attachmentDetachStaged,
                              payload: ["attachmentId": .string(a)], session: s.id, cause: Cause.session)]
     }
@@ -289,7 +294,7 @@ public struct EditDecider {
     /// Validates everything (aggregating every problem, like `RichPopupManagerError.invalidPopup`) and commits:
     /// many-to-one changes, the parent link, staged attachments, attributes — one event.
     public func finish(_ s: SessionState) throws(EditLogError) -> [PendingEvent] {
-        let l = schema.layer(id: s.layerId)!
+        let l = try layer(of: s)
         var errors: [EditLogError] = []
         let current: FeatureSnapshot?
         if s.kind == .edit {
@@ -306,16 +311,19 @@ public struct EditDecider {
         if let p = s.parent { links.append((p.relationship, p.globalId)) }
         for (relRef, g) in links {
             do throws(EditLogError) {
-                let (rel, origin, originSide) = try manyToOne(l, relRef)
+                let (_, origin, originSide, key) = try manyToOne(l, relRef)
                 guard let p = try reading({ try world.feature(layer: origin.id, globalId: g) }), !p.deleted else {
                     throw EditLogError(.notFound, "related record \(origin.name) \(g) no longer exists")
                 }
-                new[l.field(rel.keyField!)!.name] = keyValue(of: p, originSide: originSide, origin: origin)
+                new[key.name] = keyValue(of: p, originSide: originSide, origin: origin)
             } catch { errors.append(error) }
         }
         if s.kind == .create {
             for f in l.attributeFields where new[f.name] == nil {
-                if let d = f.defaultValue, let v = try? FieldValidator.normalize(d, for: f, layer: l.name) { new[f.name] = v }
+                guard let d = f.defaultValue else { continue }
+                do throws(EditLogError) { new[f.name] = try FieldValidator.normalize(d, for: f, layer: l.name) } catch {
+                    errors.append(EditLogError(.validation, "the service's default value \(d.serialized().prefix(40)) for \(l.name).\(f.name) is refused by the field (\(error.message)); set the field explicitly"))
+                }
             }
             for f in l.attributeFields where !f.nullable && (new[f.name] ?? .null).isNull && !l.isEditorTrackingField(f.name) {
                 errors.append(EditLogError(.validation, "field \(l.name).\(f.name) is required"))
@@ -344,12 +352,12 @@ public struct EditDecider {
         }
         var renamed: [JSONValue] = []
         for (id, name) in s.renames.sorted(by: { $0.key < $1.key }) {
-            let oldName = (try? world.attachment(globalId: id))??.name
+            let oldName = try reading { try world.attachment(globalId: id) }?.name
             renamed.append(["attachmentId": .string(id), "old": JSONValue(oldName), "new": .string(name)])
         }
         var removed: [JSONValue] = []
         for id in s.detaches {
-            let att = (try? world.attachment(globalId: id)) ?? nil
+            let att = try reading { try world.attachment(globalId: id) }
             removed.append(["attachmentId": .string(id), "name": JSONValue(att?.name)])
         }
         var payload: [String: JSONValue] = [

@@ -44,13 +44,15 @@ public struct SessionState: Sendable, Hashable {
     public var attachmentsAdded: [StagedAttachment] = []
     public var renames: [String: String] = [:]
     public var detaches: [String] = []
+    /// The position of the session's `SessionStarted` event (where errors about the session point).
+    public var startedPosition: Int64 = 0
 
     public init(id: String, layerId: Int, globalId: String, kind: Kind, actor: String, device: String) {
         self.id = id; self.layerId = layerId; self.globalId = globalId; self.kind = kind; self.actor = actor; self.device = device
     }
 
-    public static func == (a: SessionState, b: SessionState) -> Bool { a.json == b.json }
-    public func hash(into h: inout Hasher) { h.combine(json) }
+    public static func == (a: SessionState, b: SessionState) -> Bool { a.startedPosition == b.startedPosition && a.json == b.json }
+    public func hash(into h: inout Hasher) { h.combine(startedPosition); h.combine(json) }
 
     public func stagedValue(_ field: String) -> JSONValue? {
         staged.last { $0.field == field }?.value
@@ -66,41 +68,49 @@ public struct SessionState: Sendable, Hashable {
         return out.map { (field: $0.0, value: $0.1) }
     }
 
-    /// Folds one of this session's events.
-    public mutating func apply(type: EventType, payload: JSONValue, actor: String, device: String) {
+    /// Folds one of this session's events. A payload that lacks what its type needs is `.corrupt`
+    /// (the caller adds the position).
+    public mutating func apply(type: EventType, payload: JSONValue, actor: String, device: String) throws(EditLogError) {
+        let p = PayloadReader(payload, type: type.rawValue)
         switch type {
         case .attributeStaged:
-            if let f = payload["field"]?.stringValue { staged.append((f, payload["value"] ?? .null)) }
+            guard let value = payload["value"] else { throw p.corrupt("payload has no \"value\"") }
+            staged.append((try p.string("field"), value))
         case .relationStaged:
-            if let r = payload["relationship"]?.intValue, let g = payload["globalId"]?.stringValue { relations[Int(r)] = g }
+            relations[Int(try p.int("relationship"))] = try p.string("globalId")
         case .attachmentStaged:
-            if let a = StagedAttachment(json: payload) { attachmentsAdded.append(a) }
+            guard let a = StagedAttachment(json: payload) else { throw p.corrupt("payload is not a staged attachment (attachmentId, name, contentType, size, sha256)") }
+            attachmentsAdded.append(a)
         case .attachmentRenameStaged:
-            if let id = payload["attachmentId"]?.stringValue, let n = payload["name"]?.stringValue {
-                if let i = attachmentsAdded.firstIndex(where: { $0.attachmentId == id }) { attachmentsAdded[i].name = n } else { renames[id] = n }
-            }
+            let id = try p.string("attachmentId"), n = try p.string("name")
+            if let i = attachmentsAdded.firstIndex(where: { $0.attachmentId == id }) { attachmentsAdded[i].name = n } else { renames[id] = n }
         case .attachmentDetachStaged:
-            if let id = payload["attachmentId"]?.stringValue {
-                if let i = attachmentsAdded.firstIndex(where: { $0.attachmentId == id }) { attachmentsAdded.remove(at: i) }
-                else { detaches.append(id); renames[id] = nil }
-            }
+            let id = try p.string("attachmentId")
+            if let i = attachmentsAdded.firstIndex(where: { $0.attachmentId == id }) { attachmentsAdded.remove(at: i) }
+            else { detaches.append(id); renames[id] = nil }
         case .sessionResumed:
             self.actor = actor; self.device = device
         case .sessionCommitted: status = .committed
         case .sessionCanceled: status = .canceled
         case .sessionAbandoned: status = .abandoned
-        default: break
+        case .schemaDefined, .featureBaselined, .sessionStarted, .featureDeleted, .featureDerived, .scriptRecorded:
+            throw p.corrupt("is not a step of an open session, yet names session \(id)")
         }
     }
 
     /// Starts the fold from a `SessionStarted` payload.
-    public init?(started payload: JSONValue, session: String, actor: String, device: String) {
-        guard let l = payload["layer"]?.intValue, let g = payload["globalId"]?.stringValue,
-              let k = payload["kind"]?.stringValue.flatMap(Kind.init(rawValue:)) else { return nil }
-        self.init(id: session, layerId: Int(l), globalId: g, kind: k, actor: actor, device: device)
-        geometry = payload["geometry"].flatMap { $0.isNull ? nil : $0 }
-        if let p = payload["parent"], let r = p["relationship"]?.intValue, let pg = p["globalId"]?.stringValue {
-            parent = .init(relationship: String(r), globalId: pg)
+    public init(started payload: JSONValue, session: String, actor: String, device: String, position: Int64) throws(EditLogError) {
+        let p = PayloadReader(payload, type: EventType.sessionStarted.rawValue)
+        let kindName = try p.string("kind")
+        guard let k = Kind(rawValue: kindName) else { throw p.corrupt("payload \"kind\" is \"\(kindName)\", not create or edit") }
+        self.init(id: session, layerId: Int(try p.int("layer")), globalId: try p.string("globalId"), kind: k, actor: actor, device: device)
+        startedPosition = position
+        geometry = p.optional("geometry")
+        if let parent = p.optional("parent") {
+            guard let r = parent["relationship"]?.intValue, let pg = parent["globalId"]?.stringValue else {
+                throw p.corrupt("payload \"parent\" needs an integer relationship and a globalId")
+            }
+            self.parent = .init(relationship: String(r), globalId: pg)
         }
     }
 

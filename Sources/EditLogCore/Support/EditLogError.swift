@@ -1,3 +1,5 @@
+import Foundation
+
 /// Every error EditLog reports: what is wrong, where, and (when it helps) what to do.
 /// The CLI maps `kind` to an exit code.
 public struct EditLogError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -21,6 +23,12 @@ public struct EditLogError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     public var description: String { location.map { "\($0): \(message)" } ?? message }
+
+    /// The log position the error points at, when its location names one ("position N").
+    public var position: Int64? {
+        guard let location, let r = location.range(of: "position ", options: .backwards) else { return nil }
+        return Int64(location[r.upperBound...].prefix { $0.isNumber })
+    }
 
     public func at(_ outer: String) -> EditLogError {
         var e = self

@@ -11,6 +11,7 @@ public struct SystemClock: LogClock {
 }
 
 /// A clock for tests: starts at `start` and advances `step` ms on every reading.
+/// `@unchecked Sendable` is sound: the only mutable state, `t`, is read and written under `lock`.
 public final class StepClock: LogClock, @unchecked Sendable {
     private let lock = NSLock()
     private var t: Int64
@@ -26,6 +27,9 @@ public protocol IDGenerator: Sendable {
 
 /// RFC 9562 UUID version 7: 48-bit Unix milliseconds, then random bits. Time-ordered, so a unique
 /// index on event ids appends at its right edge. A counter in `rand_a` keeps ids monotonic within a millisecond.
+///
+/// `@unchecked Sendable` is sound: every mutable stored property (`rng`, `lastMs`, `counter`) is read and
+/// written only under `lock`; `clock` is itself `Sendable`.
 public final class UUIDv7Generator: IDGenerator, @unchecked Sendable {
     private let lock = NSLock()
     private let clock: any LogClock
@@ -36,6 +40,16 @@ public final class UUIDv7Generator: IDGenerator, @unchecked Sendable {
     public init(clock: any LogClock = SystemClock(), seed: UInt64? = nil) {
         self.clock = clock
         if let seed { rng = SplitMix64(seed: seed) } else { rng = SystemRandomNumberGenerator() }
+    }
+
+    /// Never issue an id at or below `id`: a reopened log goes on after its newest id even when the clock
+    /// now reads earlier than the time that id carries.
+    public func advance(past id: UUID) {
+        let b = id.uuid
+        let ms = [b.0, b.1, b.2, b.3, b.4, b.5].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        let c = UInt16(b.6 & 0x0F) << 8 | UInt16(b.7)
+        lock.lock(); defer { lock.unlock() }
+        if ms > lastMs || (ms == lastMs && c > counter) { lastMs = ms; counter = c }
     }
 
     public func next() -> UUID {

@@ -119,6 +119,19 @@ enum RawLog {
         return try q.read(body)
     }
 
+    /// A write through a connection of the test's own (the facade keeps GRDB to itself): tampering, checkpoints.
+    static func write<T>(_ path: String, _ body: (Database) throws -> T) throws -> T {
+        let q = try DatabaseQueue(path: path)
+        defer { try? q.close() }
+        return try q.write(body)
+    }
+
+    static func writeWithoutTransaction<T>(_ path: String, _ body: (Database) throws -> T) throws -> T {
+        let q = try DatabaseQueue(path: path)
+        defer { try? q.close() }
+        return try q.writeWithoutTransaction(body)
+    }
+
     static func count(_ path: String, type: String) throws -> Int {
         try read(path) { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE type = ?", arguments: [type]) ?? 0 }
     }

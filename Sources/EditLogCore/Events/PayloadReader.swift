@@ -1,0 +1,68 @@
+/// Reads an event payload's fields, throwing `.corrupt` naming the event type, the field and (for a
+/// recorded event) the position when one is missing or of the wrong type. Stored events are input: a
+/// malformed one is reported, never skipped.
+public struct PayloadReader: Sendable {
+    public let payload: JSONValue
+    public let type: String
+    public let location: String?
+
+    public init(_ payload: JSONValue, type: String, location: String? = nil) {
+        self.payload = payload; self.type = type; self.location = location
+    }
+
+    public func corrupt(_ message: String) -> EditLogError {
+        EditLogError(.corrupt, "\(type) event: \(message)", at: location)
+    }
+
+    func value(_ key: String, _ what: String) throws(EditLogError) -> JSONValue {
+        guard let v = payload[key], !v.isNull else { throw corrupt("payload has no \(what) \"\(key)\"") }
+        return v
+    }
+
+    public func int(_ key: String) throws(EditLogError) -> Int64 {
+        guard let i = try value(key, "integer").intValue else { throw corrupt("payload \"\(key)\" is not an integer") }
+        return i
+    }
+
+    public func string(_ key: String) throws(EditLogError) -> String {
+        guard let s = try value(key, "string").stringValue else { throw corrupt("payload \"\(key)\" is not a string") }
+        return s
+    }
+
+    public func object(_ key: String) throws(EditLogError) -> [String: JSONValue] {
+        guard let o = try value(key, "object").objectValue else { throw corrupt("payload \"\(key)\" is not an object") }
+        return o
+    }
+
+    /// An array member of an object member (`attachments.added`); absent means empty.
+    public func array(_ key: String, in parent: [String: JSONValue]?, parentKey: String) throws(EditLogError) -> [JSONValue] {
+        guard let v = parent?[key], !v.isNull else { return [] }
+        guard let a = v.arrayValue else { throw corrupt("payload \"\(parentKey).\(key)\" is not an array") }
+        return a
+    }
+
+    /// A member that may be absent or null.
+    public func optional(_ key: String) -> JSONValue? {
+        guard let v = payload[key], !v.isNull else { return nil }
+        return v
+    }
+
+    /// The layer a payload names, as the schema has it.
+    public func layer(in schema: ServiceSchema?) throws(EditLogError) -> LayerSchema {
+        guard let schema else { throw corrupt("comes before the log's schema") }
+        let id = try int("layer")
+        guard let l = schema.layer(id: Int(id)) else { throw corrupt("names layer \(id), which the schema does not have") }
+        return l
+    }
+}
+
+extension RecordedEvent {
+    /// The payload's reader, locating errors at this event's position.
+    public var fields: PayloadReader { PayloadReader(payload, type: type, location: "position \(position)") }
+
+    /// The session an event belongs to; an error when a session event has none.
+    public func requireSession() throws(EditLogError) -> String {
+        guard let s = session else { throw fields.corrupt("has no session") }
+        return s
+    }
+}
