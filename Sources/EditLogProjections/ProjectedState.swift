@@ -42,8 +42,12 @@ public struct ProjectedState: CurrentState {
         return FeatureSnapshot(layerId: layer.id, globalId: globalId, objectId: row[0], attributes: attrs, geometry: geometry, deleted: deleted != 0)
     }
 
+    /// Writes the projector's folded rows before a query of the tables, so no read sees a stale row.
+    func sync() throws { if let projector, projector.hasPendingWrites { try projector.writePending(db) } }
+
     public func row(layer: Int, globalId: String) throws -> Row? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?"), arguments: [globalId])
+        try sync()
+        return try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?"), arguments: [globalId])
     }
 
     public func feature(layer: Int, globalId: String) throws -> FeatureSnapshot? {
@@ -56,6 +60,7 @@ public struct ProjectedState: CurrentState {
 
     /// The layer that holds a GlobalID, if any.
     public func locate(globalId: String) throws -> LayerSchema? {
+        try sync()
         // The schema event creates a table for every layer, so each lookup is one indexed query per layer.
         for l in schema.layers {
             if try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(ProjectionTables.featureTable(l.id)) WHERE _globalid = ?"), arguments: [globalId]) == true {
@@ -94,20 +99,24 @@ public struct ProjectedState: CurrentState {
 
     public func session(id: String) throws -> SessionState? {
         if let s = projector?.openSessions[id] { return s }
+        try sync()
         return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), arguments: [id]))
     }
 
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {
-        try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
+        try sync()
+        return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
     }
 
     public func openSessions(actor: String) throws -> [SessionState] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE actor = ? AND status = 'open' ORDER BY started_position"), arguments: [actor])
+        try sync()
+        return try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE actor = ? AND status = 'open' ORDER BY started_position"), arguments: [actor])
             .compactMap { try session($0) }
     }
 
     public func features(layer: Int, where field: String, equals value: JSONValue) throws -> [FeatureSnapshot] {
         guard let l = schema.layer(id: layer), let f = l.field(field) else { return [] }
+        try sync()
         let column = f.name.lowercased() == l.globalIdField?.lowercased() ? "_globalid" : ProjectionTables.quoted(f.name)
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 0 ORDER BY _oid"),
                                     arguments: [Projector.databaseValue(value)])
@@ -116,6 +125,7 @@ public struct ProjectedState: CurrentState {
 
     public func features(layer: Int, containing x: Double, _ y: Double) throws -> [FeatureSnapshot] {
         guard let l = schema.layer(id: layer), try db.tableExists(ProjectionTables.featureTable(layer)) else { return [] }
+        try sync()
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _xmin <= ? AND _xmax >= ? AND _ymin <= ? AND _ymax >= ? AND _deleted = 0 ORDER BY _oid"),
                                     arguments: [x, x, y, y])
         return try rows.map { try snapshot(l, $0) }
@@ -133,7 +143,8 @@ public struct ProjectedState: CurrentState {
 
     /// All live features of a layer in ObjectID order, as rows (for `query`).
     public func rows(layer: Int) throws -> RowCursor {
-        try Row.fetchCursor(db, sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _deleted = 0 ORDER BY _oid")
+        try sync()
+        return try Row.fetchCursor(db, sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _deleted = 0 ORDER BY _oid")
     }
 
     /// The feature as Esri JSON (`{"attributes":{...},"geometry":{...}}`).

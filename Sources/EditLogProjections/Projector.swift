@@ -9,15 +9,15 @@ public final class Projector {
     /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
     /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
     public internal(set) var openSessions: [String: SessionState] = [:]
-    /// Open sessions whose staged steps are not yet in their `p_sessions` row. Status and actor changes are
-    /// written at once (they answer the open-session queries); staged state is written when the session
-    /// ends or when `flush` runs before the transaction commits, the same way for incremental and rebuild.
-    private var dirtySessions: Set<String> = []
     /// Features read in this transaction, by GlobalID; a write to a feature row drops its entry.
     public internal(set) var featureCache: [String: FeatureSnapshot] = [:]
-    /// Per layer: each attribute field's quoted column name, and the INSERT statement's SQL.
+    /// Feature and session rows not yet written (`Projector+PendingWrites.swift`).
+    var pendingFeatures: [String: PendingFeature] = [:]
+    var pendingSessions: [String: PendingSession] = [:]
+    /// SQL of the folded writes, by layer and column set.
+    var statementSQL: [String: String] = [:]
+    /// Per layer: each attribute field's quoted column name.
     private var quoted: [Int: [String: String]] = [:]
-    private var insertSQL: [Int: String] = [:]
 
     func quotedColumns(_ layer: LayerSchema) -> [String: String] {
         if let q = quoted[layer.id] { return q }
@@ -47,6 +47,11 @@ public final class Projector {
     /// session step without its session is `.corrupt` naming the position: never skipped, so rebuild,
     /// incremental and `verify` all see it.
     public func apply(_ e: RecordedEvent, _ db: Database) throws {
+        try project(e, db)
+        try writePendingIfFull(db)
+    }
+
+    func project(_ e: RecordedEvent, _ db: Database) throws {
         // Types from a newer EditLog change no projection here (an older build can still read the log).
         guard let type = e.eventType else { return }
         let p = e.fields
@@ -68,12 +73,11 @@ public final class Projector {
                 throw error.at("position \(e.position)")
             }
             _ = try p.layer(in: schema)
+            if pendingSessions[session] != nil || openSessions[session] != nil {
+                throw p.corrupt("opens session \(session) a second time")
+            }
             openSessions[session] = st
-            try db.cachedStatement(sql: """
-                INSERT INTO p_sessions (id, layer, global_id, kind, opened_by, actor, device, status, started_position, started_time, state)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)
-                """).execute(arguments: [session, st.layerId, st.globalId, st.kind.rawValue, e.actor, e.actor, e.device, e.position,
-                                         e.clientTime ?? e.recordedTime, st.json.serialized()])
+            pendingSessions[session] = PendingSession(inserted: true, state: st, openedBy: e.actor, startedTime: e.clientTime ?? e.recordedTime)
         case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
              .sessionCanceled, .sessionAbandoned:
             try updateSession(e, type, db)
@@ -82,9 +86,8 @@ public final class Projector {
             try commit(e, db)
         case .featureDeleted:
             let l = try p.layer(in: schema), g = try p.string("globalId")
-            featureCache[g] = nil
-            try db.cachedStatement(sql: "UPDATE \(ProjectionTables.featureTable(l.id)) SET _deleted = 1, _editor = ?, _edited = ?, _version = _version + 1, _position = ? WHERE _globalid = ?")
-                .execute(arguments: [e.actor, e.recordedTime, e.position, g])
+            try fold(l, globalId: g, columns: ["_deleted": 1.databaseValue, "_editor": e.actor.databaseValue, "_edited": e.recordedTime.databaseValue,
+                                                "_position": e.position.databaseValue], insertAt: nil, db)
             try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0").execute(arguments: [e.position, g])
         case .featureDerived:
             try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: try p.object("changes"), geometry: nil, e, db)
@@ -99,6 +102,8 @@ public final class Projector {
         var st: SessionState
         if let cached = openSessions[session] {
             st = cached
+        } else if let pending = pendingSessions[session] {
+            st = pending.state
         } else {
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT state, started_position FROM p_sessions WHERE id = ?"), arguments: [session]) else {
                 throw e.fields.corrupt("names session \(session), which no SessionStarted event opened")
@@ -108,28 +113,20 @@ public final class Projector {
         do { try st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device) } catch { throw error.at("position \(e.position)") }
         let ended = st.status != .open
         openSessions[session] = ended ? nil : st
-        switch type {
-        case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged:
-            dirtySessions.insert(session)
-            return
-        default:
-            dirtySessions.remove(session)
+        if var pending = pendingSessions[session] {
+            pending.state = st
+            if ended { pending.endedPosition = e.position; pending.endedTime = e.clientTime ?? e.recordedTime }
+            pendingSessions[session] = pending
+        } else {
+            pendingSessions[session] = PendingSession(inserted: false, state: st, openedBy: "", startedTime: "",
+                                                      endedPosition: ended ? e.position : nil, endedTime: ended ? e.clientTime ?? e.recordedTime : nil)
         }
-        try db.cachedStatement(sql: """
-            UPDATE p_sessions SET status = ?, actor = ?, device = ?, state = ?,
-                ended_position = CASE WHEN ? THEN ? ELSE ended_position END,
-                ended_time = CASE WHEN ? THEN ? ELSE ended_time END
-            WHERE id = ?
-            """).execute(arguments: [st.status.rawValue, st.actor, st.device, st.json.serialized(), ended, e.position, ended, e.clientTime ?? e.recordedTime, session])
     }
 
-    /// Writes the staged state of sessions still open; call before the transaction commits.
+    /// Writes every folded row; call before the transaction commits (and `ProjectedState` calls it before
+    /// each query of the tables).
     public func flush(_ db: Database) throws {
-        for id in dirtySessions.sorted() {
-            guard let st = openSessions[id] else { continue }
-            try db.cachedStatement(sql: "UPDATE p_sessions SET state = ? WHERE id = ?").execute(arguments: [st.json.serialized(), id])
-        }
-        dirtySessions.removeAll()
+        try writePending(db)
     }
 
     static func databaseValue(_ v: JSONValue) -> DatabaseValueConvertible? {
@@ -158,30 +155,32 @@ public final class Projector {
 
     func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: Bool = false) throws {
         let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
-        featureCache[g] = nil
+        if pendingFeatures[g]?.inserted == true { throw e.fields.corrupt("creates feature \(g) a second time") }
         var attrs = attributes
         if tracking { for (k, v) in editorTracking(layer, e, create: true) { attrs[k] = v } }
-        let fields = layer.attributeFields
-        var args: [DatabaseValueConvertible?] = [g] + fields.map { Projector.databaseValue(attrs[$0.name] ?? .null) }
+        let q = quotedColumns(layer)
+        var columns: [String: DatabaseValue] = Dictionary(minimumCapacity: layer.attributeFields.count + 14)
+        columns["_globalid"] = g.databaseValue
+        for f in layer.attributeFields { columns[q[f.name]!] = Projector.databaseValue(attrs[f.name] ?? .null)?.databaseValue ?? .null }
         let geom = geometry.flatMap { $0.isNull ? nil : $0 }
         let b = Geometry.bounds(geom)
-        args += [geom?.serialized(), Geometry.wkb(geom).map { Data($0) }, b?.minX, b?.minY, b?.maxX, b?.maxY,
-                 e.actor, e.recordedTime, e.actor, e.recordedTime, e.streamVersion, e.position]
-        let sql: String
-        if let cached = insertSQL[layer.id] { sql = cached } else {
-            let q = quotedColumns(layer)
-            let cols = ["_globalid"] + fields.map { q[$0.name]! }
-                + ["_geometry", "_wkb", "_xmin", "_ymin", "_xmax", "_ymax", "_creator", "_created", "_editor", "_edited", "_version", "_position"]
-            sql = "INSERT INTO \(ProjectionTables.featureTable(layer.id)) (\(cols.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: cols.count).joined(separator: ", ")))"
-            insertSQL[layer.id] = sql
-        }
-        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(args))
+        columns["_geometry"] = geom?.serialized().databaseValue ?? .null
+        columns["_wkb"] = Geometry.wkb(geom).map { Data($0).databaseValue } ?? .null
+        columns["_xmin"] = b?.minX.databaseValue ?? .null
+        columns["_ymin"] = b?.minY.databaseValue ?? .null
+        columns["_xmax"] = b?.maxX.databaseValue ?? .null
+        columns["_ymax"] = b?.maxY.databaseValue ?? .null
+        columns["_creator"] = e.actor.databaseValue
+        columns["_created"] = e.recordedTime.databaseValue
+        columns["_editor"] = e.actor.databaseValue
+        columns["_edited"] = e.recordedTime.databaseValue
+        columns["_deleted"] = 0.databaseValue
+        columns["_version"] = e.streamVersion.databaseValue
+        columns["_position"] = e.position.databaseValue
+        try fold(layer, globalId: g, columns: columns, insertAt: e.position, db)
     }
 
     func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database) throws {
-        featureCache[globalId] = nil
-        var sets: [String] = []
-        var args: [DatabaseValueConvertible?] = []
         var values: [String: JSONValue] = [:]
         let q = quotedColumns(layer)
         for (k, c) in changes {
@@ -191,20 +190,24 @@ public final class Projector {
             values[f.name] = c["new"] ?? .null
         }
         for (k, v) in editorTracking(layer, e, create: false) { values[k] = v }
-        for (k, v) in values.sorted(by: { $0.key < $1.key }) {
+        var columns: [String: DatabaseValue] = [:]
+        for (k, v) in values {
             guard let column = q[k] else { continue }  // an editor-tracking field the layer does not store
-            sets.append("\(column) = ?")
-            args.append(Projector.databaseValue(v))
+            columns[column] = Projector.databaseValue(v)?.databaseValue ?? .null
         }
         if let g = geometry, !g.isNull {
             let b = Geometry.bounds(g)
-            sets += ["_geometry = ?", "_wkb = ?", "_xmin = ?", "_ymin = ?", "_xmax = ?", "_ymax = ?"]
-            args += [g.serialized(), Geometry.wkb(g).map { Data($0) }, b?.minX, b?.minY, b?.maxX, b?.maxY]
+            columns["_geometry"] = g.serialized().databaseValue
+            columns["_wkb"] = Geometry.wkb(g).map { Data($0).databaseValue } ?? .null
+            columns["_xmin"] = b?.minX.databaseValue ?? .null
+            columns["_ymin"] = b?.minY.databaseValue ?? .null
+            columns["_xmax"] = b?.maxX.databaseValue ?? .null
+            columns["_ymax"] = b?.maxY.databaseValue ?? .null
         }
-        sets += ["_editor = ?", "_edited = ?", "_version = _version + 1", "_position = ?"]
-        args += [e.actor, e.recordedTime, e.position, globalId]
-        try db.cachedStatement(sql: "UPDATE \(ProjectionTables.featureTable(layer.id)) SET \(sets.joined(separator: ", ")) WHERE _globalid = ?")
-            .execute(arguments: StatementArguments(args))
+        columns["_editor"] = e.actor.databaseValue
+        columns["_edited"] = e.recordedTime.databaseValue
+        columns["_position"] = e.position.databaseValue
+        try fold(layer, globalId: globalId, columns: columns, insertAt: nil, db)
     }
 
     func commit(_ e: RecordedEvent, _ db: Database) throws {
