@@ -30,7 +30,7 @@ struct PendingSession {
 
 extension Projector {
     /// Rows held before a rebuild writes them out (bounds memory on large logs).
-    static let pendingLimit = 20_000
+    static let pendingLimit = 10_000
 
     var hasPendingWrites: Bool { !pendingFeatures.isEmpty || !pendingSessions.isEmpty }
 
@@ -84,13 +84,13 @@ extension Projector {
                                         started_time, ended_time, state)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [id, st.layerId, st.globalId, st.kind.rawValue, s.openedBy, st.actor, st.device, st.status.rawValue,
-                                         st.startedPosition, s.endedPosition, s.startedTime, s.endedTime, st.json.serialized()])
+                                         st.startedPosition, s.endedPosition, s.startedTime, s.endedTime, st.serializedState()])
         } else {
             try db.cachedStatement(sql: """
                 UPDATE p_sessions SET status = ?, actor = ?, device = ?, state = ?,
                     ended_position = COALESCE(?, ended_position), ended_time = COALESCE(?, ended_time)
                 WHERE id = ?
-                """).execute(arguments: [st.status.rawValue, st.actor, st.device, st.json.serialized(), s.endedPosition, s.endedTime, id])
+                """).execute(arguments: [st.status.rawValue, st.actor, st.device, st.serializedState(), s.endedPosition, s.endedTime, id])
         }
     }
 

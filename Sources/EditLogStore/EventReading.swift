@@ -29,13 +29,49 @@ public enum EventReading {
     }
 
     /// Calls `body` for each event in position order, from `after` on, streaming (never materializing the log).
+    /// Rows are read straight from SQLite's column buffers (the replay hot path: no `Row`, no boxing).
     public static func forEach(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
                                _ body: (RecordedEvent) throws -> Void) throws {
         let sql = "SELECT \(columns) FROM events WHERE position > ?\(clause.map { " AND (\($0))" } ?? "") ORDER BY position"
         var args: StatementArguments = [after]
         args += arguments
-        let cursor = try Row.fetchCursor(db, sql: sql, arguments: args)
-        while let row = try cursor.next() { try body(try decode(row)) }
+        let statement = try db.makeStatement(sql: sql)
+        try statement.setArguments(args)
+        let stmt = statement.sqliteStatement
+        let row = StatementEventColumns(stmt)
+        while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection))) }
+            try body(try decode(row))
+        }
+    }
+
+    /// Decodes the current row of a statement over `columns`.
+    public static func decode(_ row: StatementEventColumns) throws -> RecordedEvent {
+        let position = row.integer(.position)
+        func text(_ c: EventHash.Column) throws -> String {
+            guard let b = row.bytes(c) else { throw EditLogError(.corrupt, "\(c.name) is NULL", at: "position \(position)") }
+            return String(decoding: b, as: UTF8.self)
+        }
+        func optionalText(_ c: EventHash.Column) -> String? { row.bytes(c).map { String(decoding: $0, as: UTF8.self) } }
+        guard let idBytes = row.bytes(.id), idBytes.count == 16 else {
+            throw EditLogError(.corrupt, "event id is not 16 bytes", at: "position \(position)")
+        }
+        let id = UUID(uuid: idBytes.loadUnaligned(as: uuid_t.self))
+        guard let payloadBytes = row.bytes(.payload) else { throw EditLogError(.corrupt, "payload is NULL", at: "position \(position)") }
+        let payload: JSONValue
+        do { payload = try JSONParser.parse(buffer: payloadBytes.bindMemory(to: UInt8.self)) } catch {
+            throw EditLogError(.corrupt, "payload is not valid JSON (\(error.description))", at: "position \(position)")
+        }
+        guard let hashBytes = row.bytes(.hash) else { throw EditLogError(.corrupt, "hash is NULL", at: "position \(position)") }
+        let hash = [UInt8](hashBytes)
+        let originHash = row.bytes(.originHash).map { [UInt8]($0) }
+        return RecordedEvent(
+            position: position, id: id, stream: try text(.stream), streamVersion: row.integer(.streamVersion), type: try text(.type),
+            payload: payload, actor: try text(.actor), device: try text(.device), session: optionalText(.session), cause: try text(.cause),
+            clientTime: optionalText(.clientTime), recordedTime: try text(.recordedTime),
+            origin: EventOrigin(logId: try text(.originLog), position: row.integer(.originPosition), hash: originHash ?? hash), hash: hash)
     }
 
     /// The first (or, with `newest`, the last) event matching `clause`.
