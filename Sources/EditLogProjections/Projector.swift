@@ -162,14 +162,7 @@ public final class Projector {
         var columns: [String: DatabaseValue] = Dictionary(minimumCapacity: layer.attributeFields.count + 14)
         columns["_globalid"] = g.databaseValue
         for f in layer.attributeFields { columns[q[f.name]!] = Projector.databaseValue(attrs[f.name] ?? .null)?.databaseValue ?? .null }
-        let geom = geometry.flatMap { $0.isNull ? nil : $0 }
-        let b = Geometry.bounds(geom)
-        columns["_geometry"] = geom?.serialized().databaseValue ?? .null
-        columns["_wkb"] = Geometry.wkb(geom).map { Data($0).databaseValue } ?? .null
-        columns["_xmin"] = b?.minX.databaseValue ?? .null
-        columns["_ymin"] = b?.minY.databaseValue ?? .null
-        columns["_xmax"] = b?.maxX.databaseValue ?? .null
-        columns["_ymax"] = b?.maxY.databaseValue ?? .null
+        Self.setGeometry(geometry.flatMap { $0.isNull ? nil : $0 }, in: &columns)
         columns["_creator"] = e.actor.databaseValue
         columns["_created"] = e.recordedTime.databaseValue
         columns["_editor"] = e.actor.databaseValue
@@ -178,6 +171,17 @@ public final class Projector {
         columns["_version"] = e.streamVersion.databaseValue
         columns["_position"] = e.position.databaseValue
         try fold(layer, globalId: g, columns: columns, insertAt: e.position, db)
+    }
+
+    /// The geometry columns of a feature row: Esri JSON, WKB and the bounding box (all NULL without a geometry).
+    static func setGeometry(_ geometry: JSONValue?, in columns: inout [String: DatabaseValue]) {
+        let b = Geometry.bounds(geometry)
+        columns["_geometry"] = geometry?.serialized().databaseValue ?? .null
+        columns["_wkb"] = Geometry.wkb(geometry).map { Data($0).databaseValue } ?? .null
+        columns["_xmin"] = b?.minX.databaseValue ?? .null
+        columns["_ymin"] = b?.minY.databaseValue ?? .null
+        columns["_xmax"] = b?.maxX.databaseValue ?? .null
+        columns["_ymax"] = b?.maxY.databaseValue ?? .null
     }
 
     func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database) throws {
@@ -195,15 +199,7 @@ public final class Projector {
             guard let column = q[k] else { continue }  // an editor-tracking field the layer does not store
             columns[column] = Projector.databaseValue(v)?.databaseValue ?? .null
         }
-        if let g = geometry, !g.isNull {
-            let b = Geometry.bounds(g)
-            columns["_geometry"] = g.serialized().databaseValue
-            columns["_wkb"] = Geometry.wkb(g).map { Data($0).databaseValue } ?? .null
-            columns["_xmin"] = b?.minX.databaseValue ?? .null
-            columns["_ymin"] = b?.minY.databaseValue ?? .null
-            columns["_xmax"] = b?.maxX.databaseValue ?? .null
-            columns["_ymax"] = b?.maxY.databaseValue ?? .null
-        }
+        if let g = geometry, !g.isNull { Self.setGeometry(g, in: &columns) }
         columns["_editor"] = e.actor.databaseValue
         columns["_edited"] = e.recordedTime.databaseValue
         columns["_position"] = e.position.databaseValue
