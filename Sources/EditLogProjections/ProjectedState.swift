@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogStore
 import Foundation
 import GRDB
 
@@ -40,6 +41,10 @@ public struct ProjectedState: CurrentState {
             }
         }
         return FeatureSnapshot(layerId: layer.id, globalId: globalId, objectId: row[0], attributes: attrs, geometry: geometry, deleted: deleted != 0)
+    }
+
+    public func describe(_ error: any Error) -> EditLogError {
+        EditLogError.wrapping(error, at: "the log")
     }
 
     /// Writes the projector's folded rows before a query of the tables, so no read sees a stale row.

@@ -45,4 +45,13 @@ public protocol CurrentState {
     /// Live features of `layer` whose geometry's bounding box contains the point, in ObjectID order.
     func features(layer: Int, containing x: Double, _ y: Double) throws -> [FeatureSnapshot]
     func attachment(globalId: String) throws -> AttachmentSnapshot?
+    /// What a failed read means to the user: the store maps its database errors here (busy, corrupt, I/O),
+    /// so the decider reports them with the same kinds as every other path.
+    func describe(_ error: any Error) -> EditLogError
+}
+
+extension CurrentState {
+    public func describe(_ error: any Error) -> EditLogError {
+        (error as? EditLogError) ?? EditLogError(.io, "reading the current state: \(error)")
+    }
 }

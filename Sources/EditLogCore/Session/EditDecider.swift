@@ -24,7 +24,7 @@ public struct EditDecider {
     }
 
     func reading<T>(_ body: () throws -> T) throws(EditLogError) -> T {
-        do { return try body() } catch let e as EditLogError { throw e } catch { throw EditLogError(.io, "reading the log: \(error)") }
+        do { return try body() } catch { throw world.describe(error) }
     }
 
     /// The layer of a session read back from the log. The session projection is not covered by the hash chain,
