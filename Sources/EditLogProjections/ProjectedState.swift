@@ -48,7 +48,11 @@ public struct ProjectedState: CurrentState {
     }
 
     /// Writes the projector's folded rows before a query of the tables, so no read sees a stale row.
-    func sync() throws { if let projector, projector.hasPendingWrites { try projector.writePending(db) } }
+    func sync() throws { try projector?.writePendingFeatures(db) }
+
+    /// Before a query of `p_sessions`: writes the pending session rows when one differs in what such a query
+    /// reads (a staged step alone does not; its state is read from the projector's memory).
+    func syncSessions() throws { if let projector, projector.sessionRowsStale { try projector.writePendingSessions(db) } }
 
     public func row(layer: Int, globalId: String) throws -> Row? {
         try sync()
@@ -104,17 +108,17 @@ public struct ProjectedState: CurrentState {
 
     public func session(id: String) throws -> SessionState? {
         if let s = projector?.openSessions[id] { return s }
-        try sync()
+        try syncSessions()
         return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), arguments: [id]))
     }
 
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {
-        try sync()
+        try syncSessions()
         return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
     }
 
     public func openSessions(actor: String) throws -> [SessionState] {
-        try sync()
+        try syncSessions()
         return try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE actor = ? AND status = 'open' ORDER BY started_position"), arguments: [actor])
             .compactMap { try session($0) }
     }

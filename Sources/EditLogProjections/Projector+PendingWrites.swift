@@ -36,10 +36,20 @@ extension Projector {
 
     /// Writes every folded row: new rows in the order their first event came, then updates.
     public func writePending(_ db: Database) throws {
-        guard hasPendingWrites else { return }
+        try writePendingFeatures(db)
+        try writePendingSessions(db)
+    }
+
+    func writePendingFeatures(_ db: Database) throws {
+        guard !pendingFeatures.isEmpty else { return }
         let features = pendingFeatures.values.sorted { $0.order < $1.order }
         pendingFeatures.removeAll(keepingCapacity: true)
         for f in features { try write(f, db) }
+    }
+
+    func writePendingSessions(_ db: Database) throws {
+        sessionRowsStale = false
+        guard !pendingSessions.isEmpty else { return }
         let sessions = pendingSessions.sorted { $0.value.state.startedPosition < $1.value.state.startedPosition }
         pendingSessions.removeAll(keepingCapacity: true)
         for (id, s) in sessions { try write(id, s, db) }

@@ -14,6 +14,10 @@ public final class Projector {
     /// Feature and session rows not yet written (`Projector+PendingWrites.swift`).
     var pendingFeatures: [String: PendingFeature] = [:]
     var pendingSessions: [String: PendingSession] = [:]
+    /// A pending session row differs from the table in what session queries read (a new session, a status,
+    /// an actor): those queries write the pending rows first. Staged steps alone leave this false, so a
+    /// session's state JSON is not rewritten per step.
+    var sessionRowsStale = false
     /// SQL of the folded writes, by layer and column set.
     var statementSQL: [String: String] = [:]
     /// Per layer: each attribute field's quoted column name.
@@ -78,6 +82,7 @@ public final class Projector {
             }
             openSessions[session] = st
             pendingSessions[session] = PendingSession(inserted: true, state: st, openedBy: e.actor, startedTime: e.clientTime ?? e.recordedTime)
+            sessionRowsStale = true
         case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
              .sessionCanceled, .sessionAbandoned:
             try updateSession(e, type, db)
@@ -113,6 +118,7 @@ public final class Projector {
         do { try st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device) } catch { throw error.at("position \(e.position)") }
         let ended = st.status != .open
         openSessions[session] = ended ? nil : st
+        if ended || type == .sessionResumed { sessionRowsStale = true }
         if var pending = pendingSessions[session] {
             pending.state = st
             if ended { pending.endedPosition = e.position; pending.endedTime = e.clientTime ?? e.recordedTime }

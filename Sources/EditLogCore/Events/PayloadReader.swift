@@ -4,14 +4,15 @@
 public struct PayloadReader: Sendable {
     public let payload: JSONValue
     public let type: String
-    public let location: String?
+    /// The event's position, when it has one (the error's location is built only when there is an error).
+    public let position: Int64?
 
-    public init(_ payload: JSONValue, type: String, location: String? = nil) {
-        self.payload = payload; self.type = type; self.location = location
+    public init(_ payload: JSONValue, type: String, position: Int64? = nil) {
+        self.payload = payload; self.type = type; self.position = position
     }
 
     public func corrupt(_ message: String) -> EditLogError {
-        EditLogError(.corrupt, "\(type) event: \(message)", at: location)
+        EditLogError(.corrupt, "\(type) event: \(message)", at: position.map { "position \($0)" })
     }
 
     func value(_ key: String, _ what: String) throws(EditLogError) -> JSONValue {
@@ -58,7 +59,7 @@ public struct PayloadReader: Sendable {
 
 extension RecordedEvent {
     /// The payload's reader, locating errors at this event's position.
-    public var fields: PayloadReader { PayloadReader(payload, type: type, location: "position \(position)") }
+    public var fields: PayloadReader { PayloadReader(payload, type: type, position: position) }
 
     /// The session an event belongs to; an error when a session event has none.
     public func requireSession() throws(EditLogError) -> String {
