@@ -7,13 +7,58 @@ import GRDB
 /// code serves rebuild and incremental use; `ProjectedState` flushes before any query of the tables, so a
 /// read never sees a stale row, and rows are inserted in the order of the events that created them, so
 /// ObjectIDs stay in event order.
+/// A feature table's columns in table order, and where each one sits in a pending row.
+struct LayerColumns {
+    let table: String
+    /// Column names as SQL spells them (attribute fields quoted), in table order after `_oid`.
+    let names: [String]
+    /// Attribute field (schema spelling) to its index in `names`.
+    let attribute: [String: Int]
+    let insertSQL: String
+    /// UPDATE statements by the set of columns they assign.
+    var updateSQL: [[UInt64]: String] = [:]
+
+    static let globalId = 0
+    // System columns after the attributes, at `attributeEnd + offset`.
+    static let system = ["_geometry", "_wkb", "_xmin", "_ymin", "_xmax", "_ymax", "_creator", "_created", "_editor", "_edited",
+                         "_deleted", "_version", "_position"]
+    let geometry: Int, wkb: Int, xmin: Int, ymin: Int, xmax: Int, ymax: Int
+    let creator: Int, created: Int, editor: Int, edited: Int, deleted: Int, version: Int, position: Int
+
+    init(_ layer: LayerSchema) {
+        table = ProjectionTables.featureTable(layer.id)
+        var names = ["_globalid"]
+        var attribute: [String: Int] = [:]
+        for f in layer.attributeFields { attribute[f.name] = names.count; names.append(ProjectionTables.quoted(f.name)) }
+        let base = names.count
+        names += Self.system
+        self.names = names
+        self.attribute = attribute
+        (geometry, wkb, xmin, ymin, xmax, ymax) = (base, base + 1, base + 2, base + 3, base + 4, base + 5)
+        (creator, created, editor, edited) = (base + 6, base + 7, base + 8, base + 9)
+        (deleted, version, position) = (base + 10, base + 11, base + 12)
+        insertSQL = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
+    }
+
+    mutating func update(assigning mask: [UInt64]) -> String {
+        if let sql = updateSQL[mask] { return sql }
+        var sets: [String] = []
+        for i in 1..<names.count where i != version && mask[i >> 6] & (1 << UInt64(i & 63)) != 0 { sets.append("\(names[i]) = ?") }
+        sets.append("_version = _version + ?")
+        let sql = "UPDATE \(table) SET \(sets.joined(separator: ", ")) WHERE _globalid = ?"
+        updateSQL[mask] = sql
+        return sql
+    }
+}
+
+/// A feature row not yet written: every column for a new row, the assigned ones (non-nil) for an update.
 struct PendingFeature {
-    var layer: LayerSchema
-    /// Not yet in the table: `columns` hold the whole row.
+    var layer: Int
+    /// Not yet in the table: `values` hold the whole row.
     var inserted: Bool
     /// The position of the event that created the row (insert order).
     var order: Int64
-    var columns: [String: DatabaseValue]
+    var values: [DatabaseValue?]
     /// Updates since the row was last written (`_version` grows by one per update).
     var versionDelta: Int64
 }
@@ -56,32 +101,24 @@ extension Projector {
     }
 
     func write(_ f: PendingFeature, _ db: Database) throws {
-        let table = ProjectionTables.featureTable(f.layer.id)
-        let names = f.columns.keys.sorted()
-        var args: [DatabaseValueConvertible?] = []
-        args.reserveCapacity(names.count + 2)
+        var columns = layerColumns[f.layer]!
         if f.inserted {
-            for n in names {
-                if n == "_version", case .int64(let v) = f.columns[n]!.storage { args.append(v + f.versionDelta) } else { args.append(f.columns[n]!) }
-            }
-            let key = "I\(f.layer.id):" + names.joined(separator: ",")
-            let sql = statementSQL[key] ?? {
-                let s = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
-                statementSQL[key] = s
-                return s
-            }()
-            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(args))
+            var args = f.values.map { $0 ?? .null }
+            if case .int64(let v) = args[columns.version].storage { args[columns.version] = (v + f.versionDelta).databaseValue }
+            try db.cachedStatement(sql: columns.insertSQL).execute(arguments: StatementArguments(args))
         } else {
-            for n in names where n != "_globalid" { args.append(f.columns[n]!) }
-            args.append(f.versionDelta)
-            args.append(f.columns["_globalid"]!)
-            let key = "U\(f.layer.id):" + names.joined(separator: ",")
-            let sql = statementSQL[key] ?? {
-                let sets = names.filter { $0 != "_globalid" }.map { "\($0) = ?" } + ["_version = _version + ?"]
-                let s = "UPDATE \(table) SET \(sets.joined(separator: ", ")) WHERE _globalid = ?"
-                statementSQL[key] = s
-                return s
-            }()
+            var mask = [UInt64](repeating: 0, count: (f.values.count + 63) >> 6)
+            var args: [DatabaseValue] = []
+            args.reserveCapacity(f.values.count + 2)
+            for i in 1..<f.values.count where i != columns.version {
+                guard let v = f.values[i] else { continue }
+                mask[i >> 6] |= 1 << UInt64(i & 63)
+                args.append(v)
+            }
+            args.append(f.versionDelta.databaseValue)
+            args.append(f.values[LayerColumns.globalId]!)
+            let sql = columns.update(assigning: mask)
+            layerColumns[f.layer] = columns
             try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(args))
         }
     }
@@ -104,19 +141,34 @@ extension Projector {
         }
     }
 
-    /// Folds a write of `columns` into the feature's pending row.
-    func fold(_ layer: LayerSchema, globalId: String, columns: [String: DatabaseValue], insertAt position: Int64?, _ db: Database) throws {
+    /// The column layout of a layer's table.
+    func columns(of layer: LayerSchema) -> LayerColumns {
+        if let c = layerColumns[layer.id] { return c }
+        let c = LayerColumns(layer)
+        layerColumns[layer.id] = c
+        return c
+    }
+
+    /// Folds a write into the feature's pending row: `assign` sets the columns it writes (indices of
+    /// `LayerColumns`); a new row (`insertAt`) starts from nothing and must set every column.
+    func fold(_ layer: LayerSchema, globalId: String, insertAt position: Int64?, _ assign: (LayerColumns, inout [DatabaseValue?]) throws -> Void) throws {
         featureCache[globalId] = nil
+        let columns = self.columns(of: layer)
         if let position {
-            pendingFeatures[globalId] = PendingFeature(layer: layer, inserted: true, order: position, columns: columns, versionDelta: 0)
+            var values = [DatabaseValue?](repeating: nil, count: columns.names.count)
+            values[LayerColumns.globalId] = globalId.databaseValue
+            try assign(columns, &values)
+            pendingFeatures[globalId] = PendingFeature(layer: layer.id, inserted: true, order: position, values: values, versionDelta: 0)
         } else if var p = pendingFeatures[globalId] {
-            for (k, v) in columns { p.columns[k] = v }
+            pendingFeatures[globalId] = nil  // unique storage while it is mutated
+            try assign(columns, &p.values)
             p.versionDelta += 1
             pendingFeatures[globalId] = p
         } else {
-            var c = columns
-            c["_globalid"] = globalId.databaseValue
-            pendingFeatures[globalId] = PendingFeature(layer: layer, inserted: false, order: .max, columns: c, versionDelta: 1)
+            var values = [DatabaseValue?](repeating: nil, count: columns.names.count)
+            values[LayerColumns.globalId] = globalId.databaseValue
+            try assign(columns, &values)
+            pendingFeatures[globalId] = PendingFeature(layer: layer.id, inserted: false, order: .max, values: values, versionDelta: 1)
         }
     }
 

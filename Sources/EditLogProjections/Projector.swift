@@ -18,18 +18,8 @@ public final class Projector {
     /// an actor): those queries write the pending rows first. Staged steps alone leave this false, so a
     /// session's state JSON is not rewritten per step.
     var sessionRowsStale = false
-    /// SQL of the folded writes, by layer and column set.
-    var statementSQL: [String: String] = [:]
-    /// Per layer: each attribute field's quoted column name.
-    private var quoted: [Int: [String: String]] = [:]
-
-    func quotedColumns(_ layer: LayerSchema) -> [String: String] {
-        if let q = quoted[layer.id] { return q }
-        var q: [String: String] = [:]
-        for f in layer.attributeFields { q[f.name] = ProjectionTables.quoted(f.name) }
-        quoted[layer.id] = q
-        return q
-    }
+    /// Per layer: the feature table's column layout and its statements.
+    var layerColumns: [Int: LayerColumns] = [:]
 
     public init(schema: ServiceSchema? = nil) { self.schema = schema }
 
@@ -91,8 +81,12 @@ public final class Projector {
             try commit(e, db)
         case .featureDeleted:
             let l = try p.layer(in: schema), g = try p.string("globalId")
-            try fold(l, globalId: g, columns: ["_deleted": 1.databaseValue, "_editor": e.actor.databaseValue, "_edited": e.recordedTime.databaseValue,
-                                                "_position": e.position.databaseValue], insertAt: nil, db)
+            try fold(l, globalId: g, insertAt: nil) { c, row in
+                row[c.deleted] = 1.databaseValue
+                row[c.editor] = e.actor.databaseValue
+                row[c.edited] = e.recordedTime.databaseValue
+                row[c.position] = e.position.databaseValue
+            }
             try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0").execute(arguments: [e.position, g])
         case .featureDerived:
             try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: try p.object("changes"), geometry: nil, e, db)
@@ -162,54 +156,49 @@ public final class Projector {
     func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: Bool = false) throws {
         let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
         if pendingFeatures[g]?.inserted == true { throw e.fields.corrupt("creates feature \(g) a second time") }
-        var attrs = attributes
-        if tracking { for (k, v) in editorTracking(layer, e, create: true) { attrs[k] = v } }
-        let q = quotedColumns(layer)
-        var columns: [String: DatabaseValue] = Dictionary(minimumCapacity: layer.attributeFields.count + 14)
-        columns["_globalid"] = g.databaseValue
-        for f in layer.attributeFields { columns[q[f.name]!] = Projector.databaseValue(attrs[f.name] ?? .null)?.databaseValue ?? .null }
-        Self.setGeometry(geometry.flatMap { $0.isNull ? nil : $0 }, in: &columns)
-        columns["_creator"] = e.actor.databaseValue
-        columns["_created"] = e.recordedTime.databaseValue
-        columns["_editor"] = e.actor.databaseValue
-        columns["_edited"] = e.recordedTime.databaseValue
-        columns["_deleted"] = 0.databaseValue
-        columns["_version"] = e.streamVersion.databaseValue
-        columns["_position"] = e.position.databaseValue
-        try fold(layer, globalId: g, columns: columns, insertAt: e.position, db)
+        let tracked = tracking ? editorTracking(layer, e, create: true) : [:]
+        try fold(layer, globalId: g, insertAt: e.position) { c, row in
+            for f in layer.attributeFields {
+                row[c.attribute[f.name]!] = Projector.databaseValue(tracked[f.name] ?? attributes[f.name] ?? .null)?.databaseValue ?? .null
+            }
+            Self.setGeometry(geometry.flatMap { $0.isNull ? nil : $0 }, c, &row)
+            row[c.creator] = e.actor.databaseValue
+            row[c.created] = e.recordedTime.databaseValue
+            row[c.editor] = e.actor.databaseValue
+            row[c.edited] = e.recordedTime.databaseValue
+            row[c.deleted] = 0.databaseValue
+            row[c.version] = e.streamVersion.databaseValue
+            row[c.position] = e.position.databaseValue
+        }
     }
 
     /// The geometry columns of a feature row: Esri JSON, WKB and the bounding box (all NULL without a geometry).
-    static func setGeometry(_ geometry: JSONValue?, in columns: inout [String: DatabaseValue]) {
+    static func setGeometry(_ geometry: JSONValue?, _ c: LayerColumns, _ row: inout [DatabaseValue?]) {
         let b = Geometry.bounds(geometry)
-        columns["_geometry"] = geometry?.serialized().databaseValue ?? .null
-        columns["_wkb"] = Geometry.wkb(geometry).map { Data($0).databaseValue } ?? .null
-        columns["_xmin"] = b?.minX.databaseValue ?? .null
-        columns["_ymin"] = b?.minY.databaseValue ?? .null
-        columns["_xmax"] = b?.maxX.databaseValue ?? .null
-        columns["_ymax"] = b?.maxY.databaseValue ?? .null
+        row[c.geometry] = geometry?.serialized().databaseValue ?? .null
+        row[c.wkb] = Geometry.wkb(geometry).map { Data($0).databaseValue } ?? .null
+        row[c.xmin] = b?.minX.databaseValue ?? .null
+        row[c.ymin] = b?.minY.databaseValue ?? .null
+        row[c.xmax] = b?.maxX.databaseValue ?? .null
+        row[c.ymax] = b?.maxY.databaseValue ?? .null
     }
 
     func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database) throws {
-        var values: [String: JSONValue] = [:]
-        let q = quotedColumns(layer)
-        for (k, c) in changes {
-            guard let f = layer.field(k), q[f.name] != nil else {
-                throw e.fields.corrupt("changes field \"\(k)\", which layer \(layer.name) does not have as an attribute")
+        let tracked = editorTracking(layer, e, create: false)
+        try fold(layer, globalId: globalId, insertAt: nil) { c, row in
+            for (k, change) in changes {
+                guard let f = layer.field(k), let i = c.attribute[f.name] else {
+                    throw e.fields.corrupt("changes field \"\(k)\", which layer \(layer.name) does not have as an attribute")
+                }
+                row[i] = Projector.databaseValue(change["new"] ?? .null)?.databaseValue ?? .null
             }
-            values[f.name] = c["new"] ?? .null
+            // Editor tracking after the changes, as a field the tracking fills is not the crew's to set.
+            for (k, v) in tracked { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
+            if let g = geometry, !g.isNull { Self.setGeometry(g, c, &row) }
+            row[c.editor] = e.actor.databaseValue
+            row[c.edited] = e.recordedTime.databaseValue
+            row[c.position] = e.position.databaseValue
         }
-        for (k, v) in editorTracking(layer, e, create: false) { values[k] = v }
-        var columns: [String: DatabaseValue] = [:]
-        for (k, v) in values {
-            guard let column = q[k] else { continue }  // an editor-tracking field the layer does not store
-            columns[column] = Projector.databaseValue(v)?.databaseValue ?? .null
-        }
-        if let g = geometry, !g.isNull { Self.setGeometry(g, in: &columns) }
-        columns["_editor"] = e.actor.databaseValue
-        columns["_edited"] = e.recordedTime.databaseValue
-        columns["_position"] = e.position.databaseValue
-        try fold(layer, globalId: globalId, columns: columns, insertAt: nil, db)
     }
 
     func commit(_ e: RecordedEvent, _ db: Database) throws {
