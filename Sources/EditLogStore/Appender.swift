@@ -19,6 +19,10 @@ public struct Appender {
     public private(set) var headPosition: Int64
     public private(set) var headHash: [UInt8]
     var versions: [String: Int64] = [:]
+    /// `PRAGMA data_version` when the transaction began (the cache is valid for this value only).
+    let dataVersion: Int64
+    /// The versions came from the cache (kept for diagnostics).
+    private(set) var knownStreams = false
     var encoder = EventHash.Encoder()
     /// Events appended by this transaction, in order.
     public private(set) var appended: [RecordedEvent] = []
@@ -28,7 +32,13 @@ public struct Appender {
         self.logId = store.logId
         self.clock = store.clock
         self.ids = store.ids
-        if let row = try Row.fetchOne(db, sql: "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1") {
+        dataVersion = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
+        if let cached = store.appendCache.valid(at: dataVersion) {
+            headPosition = cached.headPosition
+            headHash = cached.headHash
+            versions = cached.versions
+            knownStreams = true
+        } else if let row = try Row.fetchOne(db, sql: "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1") {
             headPosition = row[0]
             headHash = [UInt8](row[1] as Data)
         } else {
@@ -37,9 +47,16 @@ public struct Appender {
         }
     }
 
-    public func currentVersion(of stream: String) throws -> Int64 {
+    /// What this transaction leaves, for the next one of this process (`AppendCache`).
+    var snapshot: AppendCache.Snapshot {
+        AppendCache.Snapshot(dataVersion: dataVersion, headPosition: headPosition, headHash: headHash, versions: versions)
+    }
+
+    public mutating func currentVersion(of stream: String) throws -> Int64 {
         if let v = versions[stream] { return v }
-        return try Int64.fetchOne(db, sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?", arguments: [stream]) ?? 0
+        let v = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?"), arguments: [stream]) ?? 0
+        versions[stream] = v
+        return v
     }
 
     public func nowString() -> String { Timestamp.format(milliseconds: clock.now()) }

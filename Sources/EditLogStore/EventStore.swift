@@ -11,6 +11,8 @@ public final class EventStore: Sendable {
     public let logId: String
     public let clock: any LogClock
     public let ids: any IDGenerator
+    /// Head and stream versions of this process's last write, while no other connection writes.
+    let appendCache = AppendCache()
 
     public static let formatVersion = 1
 
@@ -140,11 +142,21 @@ public final class EventStore: Sendable {
         do {
             return try dbQueue.writeWithoutTransaction { db in
                 var result: T?
-                try db.inTransaction(.immediate) {
-                    var appender = try Appender(db: db, store: self)
-                    result = try body(db, &appender)
-                    return .commit
+                var snapshot: AppendCache.Snapshot?
+                do {
+                    try db.inTransaction(.immediate) {
+                        var appender = try Appender(db: db, store: self)
+                        result = try body(db, &appender)
+                        snapshot = appender.snapshot
+                        return .commit
+                    }
+                } catch {
+                    appendCache.drop()
+                    throw error
                 }
+                // Committed: our own commit leaves data_version as it was, so the snapshot stays valid until
+                // another connection writes.
+                if let snapshot { appendCache.store(snapshot) }
                 return result!
             }
         } catch {
