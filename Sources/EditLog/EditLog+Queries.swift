@@ -17,6 +17,7 @@ import GRDB
 @_exported import struct EditLogAudit.DiffResult
 @_exported import struct EditLogAudit.FeatureChange
 @_exported import struct EditLogAudit.FieldChange
+@_exported import struct EditLogAudit.AuditReport
 
 extension EditLog {
     public func eventCount() throws(EditLogError) -> Int64 {
@@ -80,6 +81,12 @@ extension EditLog {
             throw EditLogError(.notFound, "no feature \(g) in this log")
         }
         return b
+    }
+
+    /// The figures of `editlog report` for a window (the whole log when `from`/`to` are nil).
+    public func report(from: AuditPoint? = nil, to: AuditPoint? = nil, clock: AuditClock = .default) throws(EditLogError) -> AuditReport {
+        let schema = self.schema
+        return try read { db in try Audit.report(db, schema: schema, from: from, to: to, clock: clock) }
     }
 
     /// Features added, deleted and updated between two moments (`from` exclusive, `to` inclusive).

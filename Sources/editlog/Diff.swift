@@ -28,8 +28,11 @@ struct Diff: ParsableCommand {
     var json = false
 
     func validate() throws {
-        _ = try auditPoint(from, "FROM")
-        _ = try auditPoint(to, "TO")
+        switch (try auditPoint(from, "FROM"), try auditPoint(to, "TO")) {
+        case (.position(let a), .position(let b)) where a > b: throw ValidationError("FROM (position \(a)) is after TO (position \(b))")
+        case (.time(let a), .time(let b)) where a > b: throw ValidationError("FROM (\(a)) is after TO (\(b))")
+        default: break
+        }
         if json && format == .geojson { throw ValidationError("--json and --format geojson cannot be combined") }
     }
 

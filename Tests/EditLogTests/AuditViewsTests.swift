@@ -250,9 +250,65 @@ import Testing
             let r = try CLI.run("diff", tmp.path, "0", "2026-07-01T00:00:00Z", "--format", f)
             #expect(r.status == 0 && (try? JSONParser.parse(r.stdout)) != nil, "\(f): \(r.stderr)")
         }
-        #expect(try CLI.run("diff", tmp.path, "10", "5").status == 65)
+        #expect(try CLI.run("diff", tmp.path, "10", "5").status == 64)
         let log = try CLI.run("log", tmp.path, "--since", "2026-06-08T00:00:00Z", "--until", "2026-06-09T00:00:00Z")
         #expect(log.stdout.hasPrefix("pos\ttime (client)") && !log.stdout.hasSuffix("\n0 events\n"))
         #expect(try CLI.run("log", tmp.path, "--since", "2026-06-08T00:00:00Z", "--until", "2026-06-09T00:00:00Z", "--by", "recorded").stdout.hasSuffix("\n0 events\n"))
+    }
+}
+
+/// `editlog report`: one self-contained HTML file, loaded in headless Chromium.
+@Suite struct ReportTests {
+    static func chromium() -> String? {
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    @Test func reportFiguresMatchTheLogAndChromiumRendersThem() throws {
+        let tmp = TempPath()
+        let log = try AuditViewsTests.fullLog(tmp.path)
+        let (from, to) = ("2026-06-01T00:00:00.000Z", "2026-06-30T00:00:00.000Z")
+        let r = try log.report(from: .time(from), to: .time(to))
+        let window = "COALESCE(client_time, recorded_time) > ? AND COALESCE(client_time, recorded_time) <= ?"
+        func count(_ type: String) throws -> Int {
+            try RawLog.read(tmp.path) { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE type = ? AND \(window)", arguments: [type, from, to]) ?? 0 }
+        }
+        #expect(r.sessionCount == (try count("SessionStarted")) && r.sessionCount > 0)
+        #expect(r.derived.count == (try count("FeatureDerived")) && r.derived.allSatisfy { $0.cause.hasPrefix("rule:") })
+        let changes = try ["SessionCommitted", "FeatureDerived", "FeatureDeleted", "FeatureBaselined"].map(count).reduce(0, +)
+        #expect(r.byCause.values.reduce(0, +) == changes && r.byLayer.values.reduce(0, +) == changes && r.byActor.values.reduce(0, +) == changes)
+        #expect(Set(r.discarded.map(\.id)) == ["s-0501", "s-0504", "s-0801"])
+        #expect(r.changes == (try log.diff(from: .time(from), to: .time(to), geometry: true)).changes)
+
+        let html = TempPath("report")
+        let page = html.path + ".html"
+        defer { try? FileManager.default.removeItem(atPath: page) }
+        guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { Issue.record("no binary at \(CLI.binary)"); return }
+        let run = try CLI.run("report", tmp.path, "--from", from, "--to", to, "--out", page)
+        #expect(run.status == 0, "\(run.stderr)")
+        let text = try String(contentsOfFile: page, encoding: .utf8)
+        // Self-contained: no script, no stylesheet or image link, nothing fetched.
+        for bad in ["<script", "<link", "<img", "src=", "url(", "@import"] { #expect(!text.contains(bad), "\(bad)") }
+        #expect(text.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "").range(of: "http") == nil)
+
+        guard let chromium = Self.chromium() else {
+            Issue.record("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+            return
+        }
+        let flags = "--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --virtual-time-budget=2000"
+        let dom = try CLI.sh("\(chromium) \(flags) --dump-dom file://\(page) 2>/dev/null")
+        #expect(dom.status == 0)
+        let kinds = Dictionary(grouping: r.changes, by: \.kind).mapValues(\.count)
+        #expect(dom.stdout.contains("id=\"total-sessions\">\(r.sessionCount)<"))
+        #expect(dom.stdout.contains("id=\"changed-added\">\(kinds[.added] ?? 0)<") && dom.stdout.contains("id=\"changed-deleted\">\(kinds[.deleted] ?? 0)<"))
+        #expect(dom.stdout.contains("id=\"cause-session\">\(r.byCause["session"] ?? -1)<"))
+        #expect(dom.stdout.components(separatedBy: "class=\"derived\"").count - 1 == r.derived.count)
+        #expect(dom.stdout.components(separatedBy: "class=\"discarded ").count - 1 == 3)
+        let placed = r.changes.filter { $0.geometry != nil }.count
+        #expect(placed > 0 && dom.stdout.components(separatedBy: "<circle class=\"feature ").count - 1 == placed)
+        let shot = page + ".png"
+        defer { try? FileManager.default.removeItem(atPath: shot) }
+        _ = try CLI.sh("\(chromium) \(flags) --window-size=1200,2000 --screenshot=\(shot) file://\(page) 2>/dev/null")
+        let size = (try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0
+        #expect((size ?? 0) > 10_000, "the screenshot is \(String(describing: size)) bytes")
     }
 }
