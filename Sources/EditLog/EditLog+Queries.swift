@@ -9,6 +9,15 @@ import GRDB
 @_exported import struct EditLogAudit.LogFilter
 @_exported import struct EditLogAudit.SessionSummary
 @_exported import struct EditLogAudit.VerifyReport
+@_exported import enum EditLogAudit.AuditClock
+@_exported import enum EditLogAudit.AuditPoint
+@_exported import struct EditLogAudit.RelationChoice
+@_exported import struct EditLogAudit.Blame
+@_exported import struct EditLogAudit.BlameEntry
+@_exported import struct EditLogAudit.DiffResult
+@_exported import struct EditLogAudit.FeatureChange
+@_exported import struct EditLogAudit.FieldChange
+@_exported import struct EditLogAudit.AuditReport
 
 extension EditLog {
     public func eventCount() throws(EditLogError) -> Int64 {
@@ -49,18 +58,48 @@ extension EditLog {
         }
     }
 
-    public func history(globalId: String) throws(EditLogError) -> (layer: LayerSchema, entries: [HistoryEntry]) {
+    public func history(globalId: String, clock: AuditClock = .default, asOf: AuditPoint? = nil) throws(EditLogError) -> (layer: LayerSchema, entries: [HistoryEntry]) {
         let g = try normalizeGlobalId(globalId)
         let schema = self.schema
-        guard let h = try read({ db in try Audit.history(db, schema: schema, globalId: g) }) else {
+        guard let h = try read({ db in try Audit.history(db, schema: schema, globalId: g, clock: clock, asOf: asOf) }) else {
             throw EditLogError(.notFound, "no feature \(g) in this log")
         }
         return h
     }
 
-    public func sessions(status: String? = nil, actor: String? = nil, globalId: String? = nil) throws(EditLogError) -> [SessionSummary] {
+    public func sessions(status: String? = nil, actor: String? = nil, globalId: String? = nil, clock: AuditClock = .default) throws(EditLogError) -> [SessionSummary] {
         let g = try globalId.map { s throws(EditLogError) in try normalizeGlobalId(s) }
-        return try read { db in try Audit.sessions(db, status: status, actor: actor, globalId: g) }
+        let schema = self.schema
+        return try read { db in try Audit.sessions(db, schema: schema, status: status, actor: actor, globalId: g, clock: clock) }
+    }
+
+    /// Every field value of a feature (at the end, or as of a moment) with the event that set it.
+    public func blame(globalId: String, asOf: AuditPoint? = nil, clock: AuditClock = .default) throws(EditLogError) -> Blame {
+        let g = try normalizeGlobalId(globalId)
+        let schema = self.schema
+        guard let b = try read({ db in try Audit.blame(db, schema: schema, globalId: g, asOf: asOf, clock: clock) }) else {
+            throw EditLogError(.notFound, "no feature \(g) in this log")
+        }
+        return b
+    }
+
+    /// The figures of `editlog report` for a window (the whole log when `from`/`to` are nil).
+    public func report(from: AuditPoint? = nil, to: AuditPoint? = nil, clock: AuditClock = .default) throws(EditLogError) -> AuditReport {
+        let schema = self.schema
+        return try read { db in try Audit.report(db, schema: schema, from: from, to: to, clock: clock) }
+    }
+
+    /// Features added, deleted and updated between two moments (`from` exclusive, `to` inclusive).
+    public func diff(from: AuditPoint, to: AuditPoint, layer ref: String? = nil, clock: AuditClock = .default, geometry: Bool = false) throws(EditLogError) -> DiffResult {
+        let layerId = try ref.map { r throws(EditLogError) in try layer(r).id }
+        if case .position(let a) = from, case .position(let b) = to, a > b {
+            throw EditLogError(.invalidInput, "diff: from (position \(a)) is after to (position \(b))")
+        }
+        if case .time(let a) = from, case .time(let b) = to, a > b {
+            throw EditLogError(.invalidInput, "diff: from (\(a)) is after to (\(b))")
+        }
+        let schema = self.schema
+        return try read { db in try Audit.diff(db, schema: schema, from: from, to: to, layer: layerId, clock: clock, geometry: geometry) }
     }
 
     /// Drops and rebuilds every projection from the events, in one transaction.

@@ -13,10 +13,13 @@ public struct LogFilter: Sendable {
     public var since: String?
     public var until: String?
     public var type: String?
+    /// The clock `since` and `until` read.
+    public var clock: AuditClock
     /// Set by `Audit.events` from the projections when `globalId` is given.
     var featureLayer: Int?
-    public init(layer: Int? = nil, globalId: String? = nil, session: String? = nil, actor: String? = nil, since: String? = nil, until: String? = nil, type: String? = nil) {
+    public init(layer: Int? = nil, globalId: String? = nil, session: String? = nil, actor: String? = nil, since: String? = nil, until: String? = nil, type: String? = nil, clock: AuditClock = .default) {
         self.layer = layer; self.globalId = globalId; self.session = session; self.actor = actor; self.since = since; self.until = until; self.type = type
+        self.clock = clock
     }
 
     var sql: (String?, StatementArguments) {
@@ -29,8 +32,8 @@ public struct LogFilter: Sendable {
         }
         if let session { parts.append("session = ?"); args += [session] }
         if let actor { parts.append("actor = ?"); args += [actor] }
-        if let since { parts.append("recorded_time >= ?"); args += [since] }
-        if let until { parts.append("recorded_time < ?"); args += [until] }
+        if let since { parts.append("\(clock.column) >= ?"); args += [since] }
+        if let until { parts.append("\(clock.column) < ?"); args += [until] }
         if let type { parts.append("type = ?"); args += [type] }
         return (parts.isEmpty ? nil : parts.joined(separator: " AND "), args)
     }
@@ -39,20 +42,35 @@ public struct LogFilter: Sendable {
 /// One field-level change in a feature's history.
 public struct HistoryEntry: Sendable, Hashable {
     public var position: Int64
+    /// The time on `clock`.
     public var time: String
     public var recordedTime: String
+    public var clock: AuditClock = .default
     public var actor: String
     public var device: String
     public var session: String?
+    /// An attribute, or `@attachment`, `@deleted`, `@session`, `@related:<child layer>` (a child added or deleted under this feature).
     public var field: String
     public var old: JSONValue
     public var new: JSONValue
     public var cause: String
-
+    /// The relationship this change re-points or adds to (a many-to-one key field, or a child of this feature).
+    public var relationship: String?
     public var json: JSONValue {
-        ["position": .int(position), "time": .string(time), "recordedTime": .string(recordedTime), "actor": .string(actor), "device": .string(device),
-         "session": JSONValue(session), "field": .string(field), "old": old, "new": new, "cause": .string(cause)]
+        var o: [String: JSONValue] = ["position": .int(position), "time": .string(time), "clock": .string(clock.rawValue), "recordedTime": .string(recordedTime),
+                                      "actor": .string(actor), "device": .string(device), "session": JSONValue(session), "field": .string(field),
+                                      "old": old, "new": new, "cause": .string(cause)]
+        if let relationship { o["relationship"] = .string(relationship) }
+        return .object(o)
     }
+}
+
+/// A staged relationship choice of a session: the relationship's name and the related GlobalID.
+public struct RelationChoice: Sendable, Hashable {
+    public var id: Int
+    public var name: String
+    public var globalId: String
+    public var json: JSONValue { ["relationship": .string(name), "relationshipId": .int(Int64(id)), "globalId": .string(globalId)] }
 }
 
 /// One session as `sessions` lists it: its folded state and where it started and ended.
@@ -62,6 +80,10 @@ public struct SessionSummary: Sendable, Hashable {
     public var endedPosition: Int64?
     public var startedTime: String
     public var endedTime: String?
+    /// The clock of `startedTime` and `endedTime`.
+    public var clock: AuditClock = .default
+    /// The staged relationship choices, named by the schema.
+    public var relationships: [RelationChoice] = []
 
     public var id: String { state.id }
     public var status: SessionState.Status { state.status }
@@ -69,15 +91,22 @@ public struct SessionSummary: Sendable, Hashable {
 
     public var json: JSONValue {
         let st = state.json
-        return .object([
+        var o: [String: JSONValue] = [
             "id": .string(state.id), "layer": .int(Int64(state.layerId)), "globalId": .string(state.globalId), "kind": .string(state.kind.rawValue),
             "openedBy": .string(openedBy), "actor": .string(state.actor), "device": .string(state.device), "status": .string(state.status.rawValue),
-            "startedPosition": .int(state.startedPosition), "endedPosition": endedPosition.map { .int($0) } ?? .null,
-            "startedTime": .string(startedTime), "endedTime": JSONValue(endedTime),
-            "staged": st["staged"] ?? .array([]), "relations": st["relations"] ?? .object([:]),
-            "attachmentsAdded": st["attachmentsAdded"] ?? .array([]), "renames": st["renames"] ?? .object([:]),
-            "detaches": st["detaches"] ?? .array([]),
-        ])
+        ]
+        o["startedPosition"] = .int(state.startedPosition)
+        o["endedPosition"] = endedPosition.map { .int($0) } ?? .null
+        o["startedTime"] = .string(startedTime)
+        o["endedTime"] = JSONValue(endedTime)
+        o["clock"] = .string(clock.rawValue)
+        o["staged"] = st["staged"] ?? .array([])
+        o["relations"] = st["relations"] ?? .object([:])
+        o["relationships"] = .array(relationships.map(\.json))
+        o["attachmentsAdded"] = st["attachmentsAdded"] ?? .array([])
+        o["renames"] = st["renames"] ?? .object([:])
+        o["detaches"] = st["detaches"] ?? .array([])
+        return .object(o)
     }
 }
 
@@ -90,15 +119,24 @@ public enum Audit {
     }
 
     /// The field-level timeline of one feature: baseline values, committed session changes, rule-derived
-    /// changes, attachments, deletion, and sessions that ended without a commit.
-    public static func history(_ db: Database, schema: ServiceSchema, globalId: String) throws -> (layer: LayerSchema, entries: [HistoryEntry])? {
+    /// changes, attachments, relationship changes (a re-pointed key; children added or deleted under it),
+    /// deletion, and sessions that ended without a commit. With `asOf`, only what happened up to that moment.
+    public static func history(_ db: Database, schema: ServiceSchema, globalId: String, clock: AuditClock = .default,
+                               asOf: AuditPoint? = nil) throws -> (layer: LayerSchema, entries: [HistoryEntry])? {
         let world = ProjectedState(db: db, schema: schema)
         guard let layer = try world.locate(globalId: globalId) else { return nil }
+        // A many-to-one key field (destination side) reads as its relationship.
+        var keyRelationship: [String: String] = [:]
+        for r in layer.relationships where r.role == .destination { if let k = r.keyField { keyRelationship[k.lowercased()] = r.name } }
         var out: [HistoryEntry] = []
+        func entry(_ e: RecordedEvent, _ field: String, _ old: JSONValue, _ new: JSONValue, relationship: String? = nil) -> HistoryEntry {
+            HistoryEntry(position: e.position, time: clock.time(of: e), recordedTime: e.recordedTime, clock: clock, actor: e.actor,
+                         device: e.device, session: e.session, field: field, old: old, new: new, cause: e.cause, relationship: relationship)
+        }
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
+            guard asOf?.includes(e, clock: clock) ?? true else { return }
             func add(_ field: String, _ old: JSONValue, _ new: JSONValue) {
-                out.append(HistoryEntry(position: e.position, time: e.clientTime ?? e.recordedTime, recordedTime: e.recordedTime, actor: e.actor,
-                                        device: e.device, session: e.session, field: field, old: old, new: new, cause: e.cause))
+                out.append(entry(e, field, old, new, relationship: keyRelationship[field.lowercased()]))
             }
             let p = e.fields
             switch e.eventType {
@@ -121,23 +159,61 @@ public enum Audit {
             default: break
             }
         }
+        // Children (one-to-many, origin side): each child created or deleted under this feature. The projections
+        // find the children whose key points here (deleted ones too); their streams say when.
+        for r in layer.relationships where r.role == .origin {
+            guard let child = schema.layer(id: r.relatedTableId),
+                  let fk = child.relationships.first(where: { $0.id == r.id && $0.role == .destination })?.keyField.flatMap(child.field) else { continue }
+            let key: String?
+            if let k = r.keyField, k.lowercased() != layer.globalIdField?.lowercased(), let f = layer.field(k) {
+                key = try world.feature(layer: layer.id, globalId: globalId)?.attributes[f.name]?.stringValue
+            } else {
+                key = globalId
+            }
+            guard let key else { continue }
+            let children = try String.fetchAll(db, sql: "SELECT _globalid FROM \(ProjectionTables.featureTable(child.id)) WHERE upper(\(ProjectionTables.quoted(fk.name))) = upper(?) ORDER BY _oid",
+                                               arguments: [key])
+            let field = "@related:\(child.name)"
+            for c in children {
+                try EventReading.forEach(db, where: "stream = ? AND type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDeleted')",
+                                         arguments: [StreamName.feature(layer: child.id, globalId: c)]) { e in
+                    guard asOf?.includes(e, clock: clock) ?? true else { return }
+                    switch e.eventType {
+                    case .featureBaselined?: out.append(entry(e, field, .null, .string(c), relationship: r.name))
+                    case .sessionCommitted?:
+                        if try e.fields.string("kind") == "create" { out.append(entry(e, field, .null, .string(c), relationship: r.name)) }
+                    case .featureDeleted?: out.append(entry(e, field, .string(c), .null, relationship: r.name))
+                    default: break
+                    }
+                }
+            }
+        }
+        out.sort { $0.position < $1.position }  // stable: a feature's own entries keep their order
         return (layer, out)
     }
 
-    /// Sessions with their state and staged changes, in the order they were opened.
-    public static func sessions(_ db: Database, status: String? = nil, actor: String? = nil, globalId: String? = nil) throws -> [SessionSummary] {
+    /// Sessions with their state and staged changes, in the order they were opened; times on `clock`.
+    public static func sessions(_ db: Database, schema: ServiceSchema? = nil, status: String? = nil, actor: String? = nil, globalId: String? = nil,
+                                clock: AuditClock = .default) throws -> [SessionSummary] {
         var parts: [String] = []
         var args: StatementArguments = []
         if let status { parts.append("status = ?"); args += [status] }
         if let actor { parts.append("(actor = ? OR opened_by = ?)"); args += [actor, actor] }
         if let globalId { parts.append("global_id = ?"); args += [globalId] }
+        // The projection keeps client times (falling back to recorded); the recorded clock reads the events.
+        let times = clock == .client ? "started_time, ended_time"
+            : "(SELECT recorded_time FROM events WHERE position = started_position), (SELECT recorded_time FROM events WHERE position = ended_position)"
         let sql = """
-            SELECT id, state, started_position, opened_by, ended_position, started_time, ended_time FROM p_sessions
+            SELECT id, state, started_position, opened_by, ended_position, \(times) FROM p_sessions
             \(parts.isEmpty ? "" : "WHERE " + parts.joined(separator: " AND ")) ORDER BY started_position
             """
         return try Row.fetchAll(db, sql: sql, arguments: args).map { r in
-            SessionSummary(state: try ProjectedState.decodeSession(state: r[1], startedPosition: r[2], id: r[0]), openedBy: r[3],
-                           endedPosition: r[4], startedTime: r[5], endedTime: r[6])
+            let state = try ProjectedState.decodeSession(state: r[1], startedPosition: r[2], id: r[0])
+            let layer = schema?.layer(id: state.layerId)
+            let relationships = state.relations.sorted { $0.key < $1.key }.map { id, g in
+                RelationChoice(id: id, name: layer?.relationships.first { $0.id == id }?.name ?? "relationship \(id)", globalId: g)
+            }
+            return SessionSummary(state: state, openedBy: r[3], endedPosition: r[4], startedTime: r[5], endedTime: r[6], clock: clock, relationships: relationships)
         }
     }
 }

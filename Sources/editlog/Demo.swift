@@ -81,7 +81,7 @@ struct Demo: ParsableCommand {
                 let story = entries.filter { $0.cause != "baseline" }
                 let shown = try log.show(globalId: tree)
                 say("\nHistory of tree \(tree) (\(short(shown["attributes"]?["Address"] ?? .null, 60)), \(short(shown["attributes"]?["Neighborhood"] ?? .null))):")
-                say(historyTable(story, layer: layer, log: log))
+                say(historyTable(story, layer: layer, log: log, clock: .default))
                 historyJSON = .object(["globalId": .string(tree), "entries": .array(story.map(\.json))])
             }
             let canceled = try log.sessions(status: "canceled") + log.sessions(status: "abandoned") + log.sessions(status: "open")

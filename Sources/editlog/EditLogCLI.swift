@@ -11,7 +11,7 @@ struct EditLogCLI: ParsableCommand {
             Exit codes: 0 ok; 64 usage; 65 invalid input; 66 rejected by a rule; 67 conflict; 68 not found;
             69 corrupt or tampered log; 70 unsupported (e.g. a newer log); 74 I/O.
             """,
-        subcommands: [Init.self, Record.self, Query.self, Show.self, Log.self, History.self, Sessions.self, Rebuild.self, Verify.self, Demo.self]
+        subcommands: [Init.self, Record.self, Query.self, Show.self, Log.self, History.self, Blame.self, Diff.self, Report.self, Sessions.self, Rebuild.self, Verify.self, Demo.self]
     )
 }
 
@@ -50,6 +50,39 @@ struct LogOptions: ParsableArguments {
 struct JSONFlag: ParsableArguments {
     @Flag(name: .long, help: "Print JSON instead of text.")
     var json = false
+}
+
+/// The clock every audit command filters and prints by (`--by`); one default, documented in the README.
+struct ClockOption: ParsableArguments {
+    @Option(name: .customLong("by"), help: ArgumentHelp(
+        "Which clock times are read and printed by: client (the field device's time, or the recording time when the client gave none) or recorded (when this log stored the event).",
+        valueName: "client|recorded"))
+    var by: String = AuditClock.default.rawValue
+
+    var clock: AuditClock { AuditClock(rawValue: by) ?? .default }
+
+    func validate() throws {
+        guard AuditClock(rawValue: by) != nil else { throw ValidationError("--by must be client or recorded, not \"\(by)\"") }
+    }
+}
+
+/// A moment given on the command line: a position, or an ISO-8601 time with a zone.
+func auditPoint(_ s: String, _ what: String) throws -> AuditPoint {
+    guard let p = AuditPoint(s) else { throw ValidationError("\(what) \"\(s)\" is neither a position nor an ISO-8601 time with a zone") }
+    return p
+}
+
+/// A value as people read it: a date field as ISO-8601, a relationship key as the related record's display
+/// field (the species' common name, not its GlobalID).
+func displayValue(_ field: String, _ v: JSONValue, layer: LayerSchema, log: EditLog, width: Int = 24) -> String {
+    if layer.field(field)?.type == .date, let ms = v.intValue { return String(Timestamp.format(milliseconds: ms).prefix(19)) }
+    let keys = Set(layer.relationships.filter { $0.role == .destination }.compactMap { $0.keyField?.lowercased() })
+    if keys.contains(field.lowercased()), let g = v.stringValue, let f = try? log.show(globalId: g),
+       let related = f["layer"]?.stringValue.flatMap(log.schema.layer), let display = related.displayField,
+       let name = f["attributes"]?[display]?.stringValue {
+        return short(.string(name), width)
+    }
+    return short(v, width)
 }
 
 /// A progress bar on a terminal's stderr; silent otherwise.

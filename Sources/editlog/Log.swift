@@ -18,11 +18,13 @@ struct Log: ParsableCommand {
     @Option(name: .long, help: "Only events by this actor.")
     var actor: String?
 
-    @Option(name: .long, help: "Only events recorded at or after this ISO-8601 time.")
+    @Option(name: .long, help: "Only events at or after this ISO-8601 time (on the --by clock).")
     var since: String?
 
-    @Option(name: .long, help: "Only events recorded before this ISO-8601 time.")
+    @Option(name: .long, help: "Only events before this ISO-8601 time (on the --by clock).")
     var until: String?
+
+    @OptionGroup var clock: ClockOption
 
     @Option(name: .long, help: "Only events of this type (e.g. SessionCommitted).")
     var type: String?
@@ -40,12 +42,13 @@ struct Log: ParsableCommand {
     func run() throws {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db, readonly: true)
-            var filter = LogFilter(session: session, actor: actor, since: since.flatMap(Timestamp.normalize), until: until.flatMap(Timestamp.normalize), type: type)
+            var filter = LogFilter(session: session, actor: actor, since: since.flatMap(Timestamp.normalize), until: until.flatMap(Timestamp.normalize), type: type, clock: clock.clock)
             if let layer { filter.layer = try editLog.layer(layer).id }
             if let feature { filter.globalId = try editLog.normalizeGlobalId(feature) }
+            if !output.json { out("pos\t\(clock.clock.label)\ttype\tstream\tactor@device\tsession\tcause\tpayload") }
             let count = try editLog.events(filter) { e in
                 if output.json { out(e.json.serialized()); return }
-                out("\(e.position)\t\(e.recordedTime)\t\(e.type)\t\(e.stream)\t\(e.actor)@\(e.device)\t\(e.session ?? "-")\t\(e.cause)\t\(short(e.payload, 80))")
+                out("\(e.position)\t\(clock.clock.time(of: e))\t\(e.type)\t\(e.stream)\t\(e.actor)@\(e.device)\t\(e.session ?? "-")\t\(e.cause)\t\(short(e.payload, 80))")
             }
             if !output.json { out("\(count) events") }
         }

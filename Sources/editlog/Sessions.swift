@@ -16,11 +16,13 @@ struct Sessions: ParsableCommand {
     @Option(name: .long, help: "Only sessions on this feature (GlobalID).")
     var feature: String?
 
+    @OptionGroup var clock: ClockOption
+
     @Option(name: .long, help: "Abandon this open session (recorded as an event) instead of listing.")
     var abandon: String?
 
     @Option(name: .long, help: "With --abandon: the actor who abandons it.")
-    var by = "unknown"
+    var abandonedBy = "unknown"
 
     @OptionGroup var output: JSONFlag
 
@@ -35,22 +37,28 @@ struct Sessions: ParsableCommand {
         try handleErrors {
             if let id = abandon {
                 let editLog = try EditLog.open(at: log.db)
-                let events = try editLog.apply(ScriptCommand(line: 0, op: .abandon, actor: by, device: "editlog-cli", at: nil, session: id))
+                let events = try editLog.apply(ScriptCommand(line: 0, op: .abandon, actor: abandonedBy, device: "editlog-cli", at: nil, session: id))
                 out(output.json ? JSONValue.array(events.map(\.json)).serialized() : "session \(id) abandoned at position \(events.last?.position ?? 0)")
                 return
             }
             let editLog = try EditLog.open(at: log.db, readonly: true)
-            let list = try editLog.sessions(status: status, actor: actor, globalId: feature)
+            let list = try editLog.sessions(status: status, actor: actor, globalId: feature, clock: clock.clock)
             if output.json { out(JSONValue.array(list.map(\.json)).serialized()); return }
-            out(table(["session", "status", "kind", "layer", "feature", "actor", "device", "started", "staged"], list.map { s in
+            out(table(["session", "status", "kind", "layer", "feature", "actor", "device", "started (\(clock.clock.rawValue))", "staged"], list.map { s in
                 let st = s.state
                 let staged = st.staged.map { "\(short(.string($0.field)))=\(short($0.value, 16))" }
-                let rel = st.relations.sorted { $0.key < $1.key }.map { "rel\($0.key)→\(short(.string($0.value), 12))" }
+                let rel = s.relationships.map { "\($0.name)→\(short(.string($0.globalId), 12))" }
                 let att = st.attachmentsAdded.map { "+\(short(.string($0.name)))" }
                 let layer = editLog.schema.layer(id: st.layerId)?.name ?? "layer \(st.layerId)"
                 return [st.id, st.status.rawValue, st.kind.rawValue, layer, short(.string(st.globalId), 38), st.actor, st.device,
                         String(s.startedTime.prefix(19)), (staged + rel + att).joined(separator: ", ")]
             }))
+            // What each session staged beyond field values: attachments (with their bytes' identity) and relationship choices.
+            for s in list where !s.state.attachmentsAdded.isEmpty || !s.relationships.isEmpty {
+                out("\(s.id) (\(s.status.rawValue)):")
+                for a in s.state.attachmentsAdded { out("  attachment \(a.name)  \(a.size) bytes  sha256 \(a.sha256)") }
+                for r in s.relationships { out("  relationship \(r.name) → \(r.globalId)") }
+            }
             out("\(list.count) sessions")
         }
     }

@@ -1,0 +1,197 @@
+import EditLogCore
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// What `editlog report` shows for a window of the log: the figures (computed here, tested) and their
+/// rendering as one self-contained HTML file (no script, no network: inline CSS and SVG only).
+public struct AuditReport: Sendable {
+    public var from: AuditPoint
+    public var to: AuditPoint
+    public var clock: AuditClock
+    /// Sessions opened in the window, by actor, by day (the clock's date).
+    public var sessionsByActorDay: [String: [String: Int]] = [:]
+    /// Feature-changing events (baseline, commit, rule, delete) by layer name, actor and cause kind
+    /// (`session`, `rule:<name>`, `baseline`, `delete`, `cascade`).
+    public var byLayer: [String: Int] = [:]
+    public var byActor: [String: Int] = [:]
+    public var byCause: [String: Int] = [:]
+    /// Rule-derived edits in the window.
+    public var derived: [Derived] = []
+    /// Sessions canceled or abandoned in the window, with what they discarded.
+    public var discarded: [SessionSummary] = []
+    /// The features changed in the window (the net diff), with their geometry.
+    public var changes: [FeatureChange] = []
+
+    public struct Derived: Sendable, Hashable {
+        public var position: Int64
+        public var time: String
+        public var layer: String
+        public var globalId: String
+        public var cause: String
+        public var session: String?
+        public var fields: [String]
+    }
+
+    public var sessionCount: Int { sessionsByActorDay.values.reduce(0) { $0 + $1.values.reduce(0, +) } }
+
+    static func causeKind(_ c: String) -> String { c.hasPrefix("cascade:") ? "cascade" : c }
+
+    /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`).
+    public static func build(_ db: Database, schema: ServiceSchema, from: AuditPoint, to: AuditPoint, clock: AuditClock) throws -> AuditReport {
+        var r = AuditReport(from: from, to: to, clock: clock)
+        let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
+        var args: StatementArguments = aa
+        args += ba
+        let after: Int64 = if case .position(let p) = from { p } else { 0 }
+        try EventReading.forEach(db, after: after, where: "\(a) AND \(b) AND type IN ('SessionStarted', 'FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')",
+                                 arguments: args) { e in
+            let layerName = StreamName.parseFeature(e.stream).flatMap { schema.layer(id: $0.layer)?.name } ?? e.stream
+            switch e.eventType {
+            case .sessionStarted?:
+                r.sessionsByActorDay[e.actor, default: [:]][String(clock.time(of: e).prefix(10)), default: 0] += 1
+                return
+            case .featureDerived?:
+                r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName, globalId: try e.fields.string("globalId"),
+                                         cause: e.cause, session: e.session, fields: try e.fields.object("changes").keys.sorted()))
+            default: break
+            }
+            r.byLayer[layerName, default: 0] += 1
+            r.byActor[e.actor, default: 0] += 1
+            r.byCause[causeKind(e.cause), default: 0] += 1
+        }
+        // Sessions that ended without a commit inside the window.
+        let ended = try Audit.sessions(db, schema: schema, status: "canceled", clock: clock) + Audit.sessions(db, schema: schema, status: "abandoned", clock: clock)
+        r.discarded = ended.filter { s in
+            guard let p = s.endedPosition, let t = s.endedTime else { return false }
+            let afterFrom: Bool = switch from { case .position(let f): p > f; case .time(let f): t > f }
+            let beforeTo: Bool = switch to { case .position(let x): p <= x; case .time(let x): t <= x }
+            return afterFrom && beforeTo
+        }.sorted { ($0.endedPosition ?? 0) < ($1.endedPosition ?? 0) }
+        r.changes = try Audit.diff(db, schema: schema, from: from, to: to, clock: clock, geometry: true).changes
+        return r
+    }
+
+    // MARK: HTML
+
+    static func esc(_ s: String) -> String {
+        var o = ""
+        for c in s {
+            switch c {
+            case "&": o += "&amp;"
+            case "<": o += "&lt;"
+            case ">": o += "&gt;"
+            case "\"": o += "&quot;"
+            case "'": o += "&#39;"
+            default: o.append(c)
+            }
+        }
+        return o
+    }
+
+    static func id(_ s: String) -> String { String(s.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }) }
+
+    static let colors: [FeatureChange.Kind: String] = [.added: "#1a9850", .deleted: "#d73027", .updated: "#4575b4"]
+
+    func countTable(_ title: String, _ key: String, _ counts: [String: Int]) -> String {
+        var h = "<table id=\"by-\(key)\"><caption>\(Self.esc(title))</caption><tr><th>\(key)</th><th>events</th></tr>"
+        for (k, n) in counts.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
+            h += "<tr><td>\(Self.esc(k))</td><td class=\"n\" id=\"\(key)-\(Self.id(k))\">\(n)</td></tr>"
+        }
+        return h + "</table>"
+    }
+
+    /// Sessions per actor per day: one row per actor, one cell per day, the count inside.
+    func sessionsSVG() -> String {
+        let actors = sessionsByActorDay.keys.sorted()
+        let days = Set(sessionsByActorDay.values.flatMap(\.keys)).sorted()
+        guard !actors.isEmpty else { return "<p>No sessions in this window.</p>" }
+        let maxN = sessionsByActorDay.values.flatMap(\.values).max() ?? 1
+        let cw = 64, ch = 26, left = 130, top = 70
+        var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"sessions-chart\" width=\"\(left + cw * days.count + 70)\" height=\"\(top + ch * actors.count + 10)\" role=\"img\"><title>Sessions per actor per day</title>"
+        for (j, d) in days.enumerated() {
+            s += "<text x=\"\(left + j * cw + cw / 2)\" y=\"\(top - 8)\" transform=\"rotate(-40 \(left + j * cw + cw / 2) \(top - 8))\" font-size=\"11\">\(Self.esc(d))</text>"
+        }
+        for (i, a) in actors.enumerated() {
+            s += "<text x=\"4\" y=\"\(top + i * ch + 17)\" font-size=\"12\">\(Self.esc(a))</text>"
+            for (j, d) in days.enumerated() {
+                let n = sessionsByActorDay[a]?[d] ?? 0
+                let op = n == 0 ? 0.04 : 0.2 + 0.8 * Double(n) / Double(maxN)
+                s += "<rect class=\"cell\" data-actor=\"\(Self.esc(a))\" data-day=\"\(d)\" data-count=\"\(n)\" x=\"\(left + j * cw + 2)\" y=\"\(top + i * ch + 2)\" width=\"\(cw - 4)\" height=\"\(ch - 4)\" fill=\"#4575b4\" fill-opacity=\"\(String(format: "%.2f", op))\"/>"
+                if n > 0 { s += "<text x=\"\(left + j * cw + cw / 2 - 4)\" y=\"\(top + i * ch + 18)\" font-size=\"12\">\(n)</text>" }
+            }
+        }
+        return s + "</svg>"
+    }
+
+    /// The changed features on a plain projection of their geometries' centres, coloured by kind of change.
+    func mapSVG() -> String {
+        let placed = changes.compactMap { c -> (FeatureChange, Double, Double)? in
+            guard let b = Geometry.bounds(c.geometry) else { return nil }
+            return (c, (b.minX + b.maxX) / 2, (b.minY + b.maxY) / 2)
+        }
+        guard !placed.isEmpty else { return "<p>No edited features with a geometry in this window.</p>" }
+        let xs = placed.map(\.1), ys = placed.map(\.2)
+        let (x0, x1, y0, y1) = (xs.min()!, xs.max()!, ys.min()!, ys.max()!)
+        let w = 640.0, h = 420.0, pad = 20.0
+        let sx = (w - 2 * pad) / max(x1 - x0, 1e-9), sy = (h - 2 * pad) / max(y1 - y0, 1e-9)
+        let k = min(sx, sy)
+        var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"map\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\"><title>Features edited in the window</title><rect width=\"100%\" height=\"100%\" fill=\"#f4f1ea\"/>"
+        for (c, x, y) in placed {
+            let px = pad + (x - x0) * k, py = h - pad - (y - y0) * k
+            s += "<circle class=\"feature \(c.kind.rawValue)\" data-change=\"\(c.kind.rawValue)\" cx=\"\(String(format: "%.1f", px))\" cy=\"\(String(format: "%.1f", py))\" r=\"5\" fill=\"\(Self.colors[c.kind]!)\" stroke=\"#222\" stroke-width=\"0.5\"><title>\(Self.esc(c.layerName)) \(Self.esc(c.globalId)): \(c.kind.rawValue)</title></circle>"
+        }
+        var ly = 18
+        for kind in [FeatureChange.Kind.added, .updated, .deleted] {
+            s += "<circle cx=\"\(Int(w) - 90)\" cy=\"\(ly - 4)\" r=\"5\" fill=\"\(Self.colors[kind]!)\"/><text x=\"\(Int(w) - 80)\" y=\"\(ly)\" font-size=\"12\">\(kind.rawValue)</text>"
+            ly += 18
+        }
+        return s + "</svg>"
+    }
+
+    public var html: String {
+        let kinds = Dictionary(grouping: changes, by: \.kind).mapValues(\.count)
+        var h = """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><title>EditLog report</title>
+            <style>
+            body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
+            table{border-collapse:collapse;margin:8px 16px 16px 0;display:inline-table;vertical-align:top}
+            td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}td.n{text-align:right}
+            caption{font-weight:bold;text-align:left;padding:4px 0}
+            h2{margin-top:28px;border-bottom:1px solid #ddd}
+            </style></head><body>
+            <h1>EditLog report</h1>
+            <p id="window">After <b>\(Self.esc(from.description))</b> up to <b>\(Self.esc(to.description))</b>; times on the <b id="clock">\(clock.rawValue)</b> clock.</p>
+            <p>Sessions opened: <b id="total-sessions">\(sessionCount)</b>. Feature changes: <b id="total-events">\(byCause.values.reduce(0, +))</b>.
+            Features changed: <b id="changed-added">\(kinds[.added] ?? 0)</b> added, <b id="changed-updated">\(kinds[.updated] ?? 0)</b> updated,
+            <b id="changed-deleted">\(kinds[.deleted] ?? 0)</b> deleted.</p>
+            <h2>Sessions per actor over time</h2>
+            \(sessionsSVG())
+            <h2>Counts</h2>
+            \(countTable("By layer", "layer", byLayer))\(countTable("By actor", "actor", byActor))\(countTable("By cause", "cause", byCause))
+            <h2>Derived edits</h2>
+            <table id="derived"><tr><th>pos</th><th>time (\(clock.rawValue))</th><th>layer</th><th>feature</th><th>cause</th><th>triggering session</th><th>fields</th></tr>
+            """
+        for d in derived {
+            h += "<tr class=\"derived\"><td>\(d.position)</td><td>\(Self.esc(String(d.time.prefix(19))))</td><td>\(Self.esc(d.layer))</td><td>\(Self.esc(d.globalId))</td><td>\(Self.esc(d.cause))</td><td>\(Self.esc(d.session ?? "-"))</td><td>\(Self.esc(d.fields.joined(separator: ", ")))</td></tr>"
+        }
+        h += "</table>\n<h2>Canceled and abandoned sessions</h2>\n<table id=\"discarded\"><tr><th>session</th><th>status</th><th>actor</th><th>feature</th><th>ended (\(clock.rawValue))</th><th>discarded</th></tr>"
+        for s in discarded {
+            let st = s.state
+            var what = st.staged.map { "\($0.field) = \($0.value.serialized())" }
+            what += st.attachmentsAdded.map { "attachment \($0.name) (\($0.size) bytes, sha256 \($0.sha256))" }
+            what += s.relationships.map { "\($0.name) → \($0.globalId)" }
+            h += "<tr class=\"discarded \(st.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(st.status.rawValue)</td><td>\(Self.esc(st.actor))</td><td>\(Self.esc(st.globalId))</td><td>\(Self.esc(String((s.endedTime ?? "").prefix(19))))</td><td>\(Self.esc(what.joined(separator: "; ")))</td></tr>"
+        }
+        h += "</table>\n<h2>Map of edited features</h2>\n\(mapSVG())\n</body></html>\n"
+        return h
+    }
+}
+
+extension Audit {
+    public static func report(_ db: Database, schema: ServiceSchema, from: AuditPoint?, to: AuditPoint?, clock: AuditClock = .default) throws -> AuditReport {
+        try AuditReport.build(db, schema: schema, from: from ?? .position(0), to: to ?? .position(try EventReading.count(db)), clock: clock)
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import EditLog
+
+struct Diff: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "What changed between two moments: per layer, features added, deleted and updated, each field old → new and who changed it.",
+        discussion: "FROM is exclusive, TO inclusive; each is a position or an ISO-8601 time on the --by clock. Only the events in between are read. A feature created and deleted in between, and a field changed and changed back, are left out.")
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case text, json, geojson }
+
+    @OptionGroup var log: LogOptions
+
+    @Argument(help: "From (exclusive): a position or an ISO-8601 time.")
+    var from: String
+
+    @Argument(help: "To (inclusive): a position or an ISO-8601 time.")
+    var to: String
+
+    @Option(name: .long, help: "Only this layer or table (name or id).")
+    var layer: String?
+
+    @OptionGroup var clock: ClockOption
+
+    @Option(name: .long, help: "text, json, or geojson (a FeatureCollection of the changed features).")
+    var format: Format = .text
+
+    @Flag(name: .long, help: "The same as --format json.")
+    var json = false
+
+    func validate() throws {
+        switch (try auditPoint(from, "FROM"), try auditPoint(to, "TO")) {
+        case (.position(let a), .position(let b)) where a > b: throw ValidationError("FROM (position \(a)) is after TO (position \(b))")
+        case (.time(let a), .time(let b)) where a > b: throw ValidationError("FROM (\(a)) is after TO (\(b))")
+        default: break
+        }
+        if json && format == .geojson { throw ValidationError("--json and --format geojson cannot be combined") }
+    }
+
+    func run() throws {
+        try handleErrors {
+            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let format = json ? .json : self.format
+            let d = try editLog.diff(from: AuditPoint(from)!, to: AuditPoint(to)!, layer: layer, clock: clock.clock, geometry: format == .geojson)
+            switch format {
+            case .json: out(d.json.serialized()); return
+            case .geojson: out(d.geoJSON.serialized()); return
+            case .text: break
+            }
+            out("changes after \(d.from) up to \(d.to) (\(d.clock.rawValue) clock): \(d.events) events")
+            for (layerName, changes) in orderedGroups(d.changes) {
+                let count = { (k: FeatureChange.Kind) in changes.filter { $0.kind == k }.count }
+                out("\(layerName): \(count(.added)) added, \(count(.deleted)) deleted, \(count(.updated)) updated")
+                let l = try editLog.layer(layerName)
+                for c in changes {
+                    let mark = switch c.kind { case .added: "+"; case .deleted: "-"; case .updated: "~" }
+                    out("  \(mark) \(c.globalId)  by \(c.actors.joined(separator: ", ")); sessions \(c.sessions.isEmpty ? "-" : c.sessions.joined(separator: ", "))")
+                    for f in c.fields {
+                        out("      \(f.field): \(displayValue(f.field, f.old, layer: l, log: editLog, width: 40)) → \(displayValue(f.field, f.new, layer: l, log: editLog, width: 40))  (\(f.actors.joined(separator: ", ")); \(f.causes.joined(separator: ", ")))")
+                    }
+                }
+            }
+            out("\(d.changes.count) features changed")
+        }
+    }
+
+    func orderedGroups(_ changes: [FeatureChange]) -> [(String, [FeatureChange])] {
+        var out: [(String, [FeatureChange])] = []
+        for c in changes {
+            if let i = out.firstIndex(where: { $0.0 == c.layerName }) { out[i].1.append(c) } else { out.append((c.layerName, [c])) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,314 @@
+import EditLog
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+import Testing
+
+/// The audit views on the Trees of Portland day: one clock, blame, history with relationships and
+/// `--as-of`, diff between two moments, discarded sessions.
+@Suite struct AuditViewsTests {
+    /// The baseline plus every fixture script, in order.
+    static func fullLog(_ path: String) throws -> EditLog {
+        let log = try Fixture.treesLog(at: path)
+        let dir = Paths.trees + "/scripts"
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir).filter({ $0.hasSuffix(".ndjson") }).sorted() {
+            let bytes = try InputFiles.bytes(dir + "/" + name)
+            _ = try log.record(try ScriptParser.parse(bytes, defaultActor: "unknown", defaultDevice: "unknown"), name: name,
+                           sha256: InputFiles.sha256(bytes), allowRepeat: false)
+        }
+        return log
+    }
+
+    static func position(_ path: String, _ sql: String, _ args: StatementArguments = []) throws -> Int64 {
+        try RawLog.read(path) { db in try Int64.fetchOne(db, sql: sql, arguments: args) ?? 0 }
+    }
+
+    static let tree96 = "{96F61C09-059C-4BA0-BBEC-721D3610901C}"
+    static let inspection0502 = "{1D9D1D80-F47E-4CA0-B23F-D85AE57B084D}"
+
+    @Test func oneClockFiltersAndLabels() throws {
+        let tmp = TempPath()
+        let log = try Self.fullLog(tmp.path)
+        // The fixture's devices worked on 2026-06-08 (script 06); the test clock recorded everything on 2026-05-28.
+        var byClient: [RecordedEvent] = []
+        try log.events(LogFilter(since: "2026-06-08T00:00:00.000Z", until: "2026-06-09T00:00:00.000Z", clock: .client)) { byClient.append($0) }
+        #expect(!byClient.isEmpty && byClient.allSatisfy { ($0.clientTime ?? "").hasPrefix("2026-06-08") })
+        #expect(try log.events(LogFilter(since: "2026-06-08T00:00:00.000Z", until: "2026-06-09T00:00:00.000Z", clock: .recorded)) { _ in } == 0)
+        #expect(AuditClock.default == .client)
+        let client = try log.history(globalId: Self.tree96).entries, recorded = try log.history(globalId: Self.tree96, clock: .recorded).entries
+        #expect(client.count == recorded.count && client.allSatisfy { $0.clock == .client } && recorded.allSatisfy { $0.time == $0.recordedTime })
+        #expect(client.contains { $0.time.hasPrefix("2026-06-01") })
+        #expect(client.first?.json["clock"] == "client")
+        let s = try log.sessions(status: "canceled", clock: .recorded)
+        #expect(s.allSatisfy { $0.clock == .recorded && $0.startedTime.hasPrefix("2026-05-28") && $0.json["clock"] == "recorded" })
+    }
+
+    @Test func blameNamesTheInspectionSessionBehindATreesCondition() throws {
+        let tmp = TempPath()
+        let log = try Self.fullLog(tmp.path)
+        // Tree 2E2BDC6C's latest inspection is edited twice on 2026-06-08: s-0601 downgrades 9A244525 to Poor, then s-0602
+        // re-dates 148113B4 (Fair) as today's re-inspection. The latestChildRollup rule copies each onto the tree.
+        let tree = "{2E2BDC6C-B736-4C4F-9CC5-D97550FE8199}"
+        let b = try log.blame(globalId: tree)
+        let condition = try #require(b.fields.first { $0.field == "Condition" })
+        #expect(condition.value == "Fair" && condition.cause == "rule:tree-latest-inspection" && condition.type == "FeatureDerived")
+        #expect(condition.session == "s-0602" && condition.actor == "maria.lopez" && condition.source == "{148113B4-DDCF-4003-8627-41EC08AC784F}")
+        #expect(condition.clock == .client && condition.time.hasPrefix("2026-06-08"))
+        #expect(b.json["fields"]?.arrayValue?.contains { $0["field"] == "Condition" && $0["session"] == "s-0602" && $0["clock"] == "client" } == true)
+        // As of the end of s-0601 (a position, then a client time): the first inspection session.
+        let mid = try Self.position(tmp.path, "SELECT MAX(position) FROM events WHERE session = 's-0601'")
+        for asOf in [AuditPoint.position(mid), .time("2026-06-08T15:45:00.000Z")] {
+            let c = try #require(try log.blame(globalId: tree, asOf: asOf).fields.first { $0.field == "Condition" })
+            #expect(c.value == "Poor" && c.session == "s-0601" && c.source == "{9A244525-6BBE-4BD6-9A13-41E710FD7164}", "\(asOf)")
+        }
+        // Before either: the baseline.
+        let before = try Self.position(tmp.path, "SELECT MIN(position) FROM events WHERE session = 's-0501'")
+        #expect(try log.blame(globalId: tree, asOf: .position(before)).fields.first { $0.field == "Condition" }?.cause == "baseline")
+        // A user edit: s-0701 set SiteWidth 9.5 on tree 9256D707.
+        let w = try #require(try log.blame(globalId: "{9256D707-9CC0-4B67-A19B-224A6BFC2A47}").fields.first { $0.field == "SiteWidth" })
+        #expect(w.cause == "session" && w.session == "s-0701" && w.actor == "maria.lopez" && w.device == "ipad-07")
+        // A deleted tree names its deletion; one that did not exist yet says so.
+        let gone = try log.blame(globalId: "{6F74E55D-99A9-4F6A-AD05-473278BF46FA}")
+        #expect(gone.deleted?.cause == "delete" && gone.deleted?.actor == "dev.patel")
+        let created = "{F1B7BD1E-C0D5-4828-ABA1-7F78362E17D4}"
+        #expect(try !log.blame(globalId: created, asOf: .position(before)).exists)
+        #expect(try log.blame(globalId: created).fields.first { $0.field == "SpeciesGlobalID" }?.session == "s-0503")
+        #expect(throws: EditLogError.self) { try log.blame(globalId: newGID(999_999)) }
+    }
+
+    @Test func historyShowsRelationshipsAndStopsAtAsOf() throws {
+        let tmp = TempPath()
+        let log = try Self.fullLog(tmp.path)
+        // A child inspection added under the tree.
+        let h = try log.history(globalId: Self.tree96).entries
+        let added = try #require(h.first { $0.field == "@related:Inspections" && $0.new == .string(Self.inspection0502) })
+        #expect(added.session == "s-0502" && added.relationship == "Tree_Inspections" && added.old == .null && added.cause == "session")
+        #expect(h.filter { $0.field == "@related:Inspections" && $0.cause == "baseline" }.count == (try Fixture.features("Inspections")
+            .filter { $0["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == Self.tree96 }.count))
+        #expect(h.map(\.position) == h.map(\.position).sorted())
+        // A child inspection deleted (script 06: dev.patel deletes 15E59A0F under tree 32F8DBAB).
+        let h32 = try log.history(globalId: "{32F8DBAB-B462-43E8-9C41-8A83EB04159C}").entries
+        #expect(h32.contains { $0.field == "@related:Inspections" && $0.old == "{15E59A0F-1FF4-4F0A-9435-0CB1724AF3FB}" && $0.new == .null && $0.actor == "dev.patel" })
+        // A species re-pointed (s-0303) is a relationship change.
+        let h8 = try log.history(globalId: "{8D532691-6C93-4F69-8269-041A74533044}").entries
+        let rel = try #require(h8.first { $0.session == "s-0303" })
+        #expect(rel.field == "SpeciesGlobalID" && rel.relationship == "Species_Trees" && rel.new == "{E53F9644-B39E-4DF2-9C0A-1FEBF7EAE66E}")
+        #expect(rel.json["relationship"] == "Species_Trees")
+        // --as-of: only what happened up to the moment.
+        let cut = added.position - 1
+        let early = try log.history(globalId: Self.tree96, asOf: .position(cut)).entries
+        #expect(early == h.filter { $0.position <= cut } && early.count < h.count)
+    }
+
+    @Test func sessionsShowWhatCanceledAndAbandonedSessionsDiscarded() throws {
+        let tmp = TempPath()
+        let log = try Self.fullLog(tmp.path)
+        let canceled = try log.sessions(status: "canceled")
+        let s0501 = try #require(canceled.first { $0.id == "s-0501" })
+        let att = try #require(s0501.state.attachmentsAdded.first)
+        #expect(att.name == "wrong-tree.jpg" && att.size > 0 && att.sha256.count == 64)
+        let s0801 = try #require(canceled.first { $0.id == "s-0801" })
+        #expect(s0801.relationships.map(\.name) == ["Species_Trees"] && s0801.relationships.map(\.globalId) == ["{2A131C1F-CCD0-45C1-AD59-00DD1BFF3142}"])
+        #expect(s0801.json["relationships"]?.arrayValue?.first?["relationship"] == "Species_Trees")
+        #expect(s0501.json["attachmentsAdded"]?.arrayValue?.first?["sha256"] == .string(att.sha256))
+        guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { return }
+        let text = try CLI.run("sessions", tmp.path, "--status", "canceled").stdout
+        #expect(text.contains("attachment wrong-tree.jpg  \(att.size) bytes  sha256 \(att.sha256)"))
+        #expect(text.contains("relationship Species_Trees → {2A131C1F-CCD0-45C1-AD59-00DD1BFF3142}") && text.contains("started (client)"))
+    }
+
+    // MARK: diff
+
+    struct Snapshot: Equatable { var layer: Int; var attributes: [String: JSONValue]; var live: Bool }
+
+    /// The projections after the first `n` events: `Projections.replay` of a copy of those events in memory.
+    static func projection(_ path: String, upTo n: Int64, schema: ServiceSchema) throws -> [String: Snapshot] {
+        let memory = try DatabaseQueue()
+        return try memory.writeWithoutTransaction { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [path])
+            try db.execute(sql: "CREATE TABLE events AS SELECT * FROM src.events WHERE position <= ?", arguments: [n])
+            try db.execute(sql: "DETACH DATABASE src")
+            try db.inTransaction {
+                _ = try Projections.replay(from: db, into: db)
+                return .commit
+            }
+            var out: [String: Snapshot] = [:]
+            for l in schema.layers {
+                for r in try Row.fetchAll(db, sql: "SELECT * FROM \(ProjectionTables.featureTable(l.id))") {
+                    var a: [String: JSONValue] = [:]
+                    for f in l.attributeFields where !l.isEditorTrackingField(f.name) {
+                        let v: DatabaseValue = r[f.name]
+                        switch v.storage {
+                        case .null: break
+                        case .int64(let i): a[f.name] = .int(i)
+                        case .double(let d): a[f.name] = .double(d)
+                        case .string(let s): a[f.name] = .string(s)
+                        case .blob: break
+                        }
+                    }
+                    out[r["_globalid"]] = Snapshot(layer: l.id, attributes: a, live: (r["_deleted"] as Int64) == 0)
+                }
+            }
+            return out
+        }
+    }
+
+    static func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
+        let a = a ?? .null, b = b ?? .null
+        if let x = a.doubleValue, let y = b.doubleValue { return x == y }
+        return a == b
+    }
+
+    @Test(arguments: [("baseline end", "07-removals"), ("01-new-plantings", "03-maintenance"), ("04-resume-and-photos", "08-wrap-up"), ("05-cancel-and-abandon", "07-removals")])
+    func diffListsExactlyTheChangesBetweenTwoPositions(window: (String, String)) throws {
+        let tmp = TempPath()
+        let log = try Self.fullLog(tmp.path)
+        // A window ends at the ScriptRecorded event of a script; "baseline end" is the last baseline event.
+        func end(_ name: String) throws -> Int64 {
+            if name == "baseline end" { return try Self.position(tmp.path, "SELECT MAX(position) FROM events WHERE type = 'FeatureBaselined'") }
+            return try Self.position(tmp.path, "SELECT position FROM events WHERE type = 'ScriptRecorded' AND payload LIKE ?", ["%\(name)%"])
+        }
+        let from = try end(window.0), to = try end(window.1)
+        #expect(from > 0 && to > from)
+        let d = try log.diff(from: .position(from), to: .position(to))
+        let a = try Self.projection(tmp.path, upTo: from, schema: log.schema), b = try Self.projection(tmp.path, upTo: to, schema: log.schema)
+        var expected: [String: (FeatureChange.Kind, [String: (JSONValue, JSONValue)])] = [:]
+        for g in Set(a.keys).union(b.keys) {
+            let x = a[g], y = b[g]
+            let wasLive = x?.live ?? false, isLive = y?.live ?? false
+            let before = wasLive ? x!.attributes : [:], after = isLive ? y!.attributes : [:]
+            var fields: [String: (JSONValue, JSONValue)] = [:]
+            for k in Set(before.keys).union(after.keys) where !Self.same(before[k], after[k]) { fields[k] = (before[k] ?? .null, after[k] ?? .null) }
+            switch (wasLive, isLive) {
+            case (false, true): expected[g] = (.added, fields)
+            case (true, false): expected[g] = (.deleted, fields)
+            case (true, true) where !fields.isEmpty: expected[g] = (.updated, fields)
+            default: break
+            }
+        }
+        #expect(!expected.isEmpty, "\(window): an empty window proves nothing")
+        // Attachment-only updates are changes too, but not of the feature tables.
+        let got = d.changes.filter { c in c.kind != .updated || c.fields.contains { !$0.field.hasPrefix("@attachment:") } }
+        #expect(Set(got.map(\.globalId)) == Set(expected.keys), "\(window)")
+        for c in got {
+            guard let (kind, fields) = expected[c.globalId] else { continue }
+            #expect(c.kind == kind, "\(c.globalId)")
+            let l = try #require(log.schema.layer(id: c.layer))
+            let mine = c.fields.filter { !$0.field.hasPrefix("@attachment:") && !l.isEditorTrackingField($0.field) }
+            #expect(Set(mine.map(\.field)) == Set(fields.keys), "\(window) \(c.globalId)")
+            for f in mine {
+                #expect(Self.same(f.old, fields[f.field]?.0) && Self.same(f.new, fields[f.field]?.1), "\(c.globalId) \(f.field): \(f.old) → \(f.new), projections \(String(describing: fields[f.field]))")
+                #expect(!f.actors.isEmpty && !f.causes.isEmpty)
+            }
+        }
+        #expect(d.changes.count == Set(d.changes.map(\.globalId)).count)
+    }
+
+    @Test func diffByLayerAndGeoJSON() throws {
+        let tmp = TempPath()
+        let log = try Self.fullLog(tmp.path)
+        let from = try Self.position(tmp.path, "SELECT MAX(position) FROM events WHERE type = 'FeatureBaselined'")
+        let to = try log.eventCount()
+        let trees = try log.diff(from: .position(from), to: .position(to), layer: "Trees", geometry: true)
+        #expect(!trees.changes.isEmpty && trees.changes.allSatisfy { $0.layerName == "Trees" && $0.geometry != nil })
+        // s-0701 by maria.lopez changed 9256D707's SiteWidth.
+        let u = try #require(trees.changes.first { $0.globalId == "{9256D707-9CC0-4B67-A19B-224A6BFC2A47}" })
+        #expect(u.kind == .updated && u.fields.first { $0.field == "SiteWidth" }?.sessions.contains("s-0701") == true)
+        #expect(trees.changes.contains { $0.kind == .deleted && $0.globalId == "{6F74E55D-99A9-4F6A-AD05-473278BF46FA}" })
+        let gj = trees.geoJSON
+        #expect(gj["type"] == "FeatureCollection" && gj["features"]?.arrayValue?.count == trees.changes.count)
+        #expect(gj["features"]?.arrayValue?.first?["geometry"]?["type"] == "Point" && gj["features"]?.arrayValue?.first?["properties"]?["change"] != nil)
+        // An empty window, and the same window by time on the recorded clock (everything was recorded in one instant here).
+        #expect(try log.diff(from: .position(to), to: .position(to)).changes.isEmpty)
+        #expect(throws: EditLogError.self) { try log.diff(from: .position(to), to: .position(from)) }
+        // By client time: the day of script 06 (2026-06-08) alone.
+        let day = try log.diff(from: .time("2026-06-08T00:00:00.000Z"), to: .time("2026-06-09T00:00:00.000Z"))
+        #expect(day.changes.contains { $0.globalId == "{9A244525-6BBE-4BD6-9A13-41E710FD7164}" } && !day.changes.contains { $0.globalId == u.globalId })
+    }
+
+    @Test func cliAuditCommands() throws {
+        guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { Issue.record("no binary at \(CLI.binary)"); return }
+        let tmp = TempPath()
+        _ = try Self.fullLog(tmp.path)
+        let blame = try CLI.run("blame", tmp.path, Self.tree96, "--json")
+        #expect(blame.status == 0, "\(blame.stderr)")
+        let bj = try JSONParser.parse(blame.stdout)
+        #expect(bj["clock"] == "client" && bj["fields"]?.arrayValue?.contains { $0["field"] == "DBH" && $0["session"] == "s-0502" } == true)
+        let text = try CLI.run("blame", tmp.path, Self.tree96, "--by", "recorded").stdout
+        #expect(text.contains("time (recorded)") && text.contains("rule:tree-latest-inspection"))
+        #expect(try CLI.run("blame", tmp.path, Self.tree96, "--by", "server").status == 64)
+        #expect(try CLI.run("blame", tmp.path, Self.tree96, "--as-of", "soon").status == 64)
+        #expect(try CLI.run("blame", tmp.path, newGID(999_999)).status == 68)
+        let h = try CLI.run("history", tmp.path, Self.tree96, "--as-of", "2026-06-01T17:00:00Z")
+        #expect(h.status == 0 && h.stdout.contains("time (client)") && h.stdout.contains("@related:Inspections (Tree_Inspections)"))
+        let hj = try JSONParser.parse(try CLI.run("history", tmp.path, Self.tree96, "--json", "--by", "recorded").stdout)
+        #expect(hj["clock"] == "recorded" && hj["entries"]?.arrayValue?.first?["clock"] == "recorded")
+        let diff = try CLI.run("diff", tmp.path, "450", "2026-07-01T00:00:00Z", "--layer", "Trees")
+        #expect(diff.status == 0 && diff.stdout.contains("Trees:") && diff.stdout.contains("Condition: Good → Fair  (maria.lopez; session)"), "\(diff.stderr)")
+        for f in ["json", "geojson"] {
+            let r = try CLI.run("diff", tmp.path, "0", "2026-07-01T00:00:00Z", "--format", f)
+            #expect(r.status == 0 && (try? JSONParser.parse(r.stdout)) != nil, "\(f): \(r.stderr)")
+        }
+        #expect(try CLI.run("diff", tmp.path, "10", "5").status == 64)
+        let log = try CLI.run("log", tmp.path, "--since", "2026-06-08T00:00:00Z", "--until", "2026-06-09T00:00:00Z")
+        #expect(log.stdout.hasPrefix("pos\ttime (client)") && !log.stdout.hasSuffix("\n0 events\n"))
+        #expect(try CLI.run("log", tmp.path, "--since", "2026-06-08T00:00:00Z", "--until", "2026-06-09T00:00:00Z", "--by", "recorded").stdout.hasSuffix("\n0 events\n"))
+    }
+}
+
+/// `editlog report`: one self-contained HTML file, loaded in headless Chromium.
+@Suite struct ReportTests {
+    static func chromium() -> String? {
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    @Test func reportFiguresMatchTheLogAndChromiumRendersThem() throws {
+        let tmp = TempPath()
+        let log = try AuditViewsTests.fullLog(tmp.path)
+        let (from, to) = ("2026-06-01T00:00:00.000Z", "2026-06-30T00:00:00.000Z")
+        let r = try log.report(from: .time(from), to: .time(to))
+        let window = "COALESCE(client_time, recorded_time) > ? AND COALESCE(client_time, recorded_time) <= ?"
+        func count(_ type: String) throws -> Int {
+            try RawLog.read(tmp.path) { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE type = ? AND \(window)", arguments: [type, from, to]) ?? 0 }
+        }
+        #expect(r.sessionCount == (try count("SessionStarted")) && r.sessionCount > 0)
+        #expect(r.derived.count == (try count("FeatureDerived")) && r.derived.allSatisfy { $0.cause.hasPrefix("rule:") })
+        let changes = try ["SessionCommitted", "FeatureDerived", "FeatureDeleted", "FeatureBaselined"].map(count).reduce(0, +)
+        #expect(r.byCause.values.reduce(0, +) == changes && r.byLayer.values.reduce(0, +) == changes && r.byActor.values.reduce(0, +) == changes)
+        #expect(Set(r.discarded.map(\.id)) == ["s-0501", "s-0504", "s-0801"])
+        #expect(r.changes == (try log.diff(from: .time(from), to: .time(to), geometry: true)).changes)
+
+        let html = TempPath("report")
+        let page = html.path + ".html"
+        defer { try? FileManager.default.removeItem(atPath: page) }
+        guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { Issue.record("no binary at \(CLI.binary)"); return }
+        let run = try CLI.run("report", tmp.path, "--from", from, "--to", to, "--out", page)
+        #expect(run.status == 0, "\(run.stderr)")
+        let text = try String(contentsOfFile: page, encoding: .utf8)
+        // Self-contained: no script, no stylesheet or image link, nothing fetched.
+        for bad in ["<script", "<link", "<img", "src=", "url(", "@import"] { #expect(!text.contains(bad), "\(bad)") }
+        #expect(text.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "").range(of: "http") == nil)
+
+        guard let chromium = Self.chromium() else {
+            Issue.record("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+            return
+        }
+        let flags = "--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --virtual-time-budget=2000"
+        let dom = try CLI.sh("\(chromium) \(flags) --dump-dom file://\(page) 2>/dev/null")
+        #expect(dom.status == 0)
+        let kinds = Dictionary(grouping: r.changes, by: \.kind).mapValues(\.count)
+        #expect(dom.stdout.contains("id=\"total-sessions\">\(r.sessionCount)<"))
+        #expect(dom.stdout.contains("id=\"changed-added\">\(kinds[.added] ?? 0)<") && dom.stdout.contains("id=\"changed-deleted\">\(kinds[.deleted] ?? 0)<"))
+        #expect(dom.stdout.contains("id=\"cause-session\">\(r.byCause["session"] ?? -1)<"))
+        #expect(dom.stdout.components(separatedBy: "class=\"derived\"").count - 1 == r.derived.count)
+        #expect(dom.stdout.components(separatedBy: "class=\"discarded ").count - 1 == 3)
+        let placed = r.changes.filter { $0.geometry != nil }.count
+        #expect(placed > 0 && dom.stdout.components(separatedBy: "<circle class=\"feature ").count - 1 == placed)
+        let shot = page + ".png"
+        defer { try? FileManager.default.removeItem(atPath: shot) }
+        _ = try CLI.sh("\(chromium) \(flags) --window-size=1200,2000 --screenshot=\(shot) file://\(page) 2>/dev/null")
+        let size = (try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0
+        #expect((size ?? 0) > 10_000, "the screenshot is \(String(describing: size)) bytes")
+    }
+}
