@@ -1,4 +1,5 @@
 import EditLog
+import EditLogExport
 import EditLogProjections
 import Foundation
 import GRDB
@@ -264,5 +265,47 @@ import Testing
         let e = try CLI.run("export", tmp.path, "--out", dir + "/live.gpkg", "--layer", "Trees")
         #expect(e.status == 0 && e.stdout.contains("Trees:"), "\(e.stderr)")
         #expect(try CLI.run("checkpoint", tmp.path, "--verify").status == 0)
+    }
+}
+
+/// A layer whose service gives Esri's Web Mercator (102100): the GeoPackage defines EPSG:3857, GeoJSON names it.
+@Suite struct ExportSpatialReferenceTests {
+    @Test func theSpatialReferenceComesFromTheLayerDefinition() throws {
+        let layer = try Fixture.json("service.json")
+        let schema = try ArcGISSchemaDecoder.decode(service: [("service.json", layer)], webmap: nil, rules: nil)
+        let trees = schema.layer("Trees")!, species = schema.layer("Species")!
+        let own: JSONValue = ["layers": [["id": 0, "name": "Trees", "fields": [], "extent": ["spatialReference": ["wkid": 102100, "latestWkid": 3857]]]]]
+        #expect(Exporter.wkid(of: trees, schemaPayload: own) == 3857)
+        let root: JSONValue = ["spatialReference": ["wkid": 2913], "layers": [["id": 0, "name": "Trees", "fields": []]]]
+        #expect(Exporter.wkid(of: trees, schemaPayload: root) == 2913)
+        #expect(Exporter.wkid(of: trees, schemaPayload: ["layers": []]) == 4326)
+        #expect(Exporter.wkid(of: species, schemaPayload: own) == nil)
+    }
+
+    @Test func webMercatorIsDefinedAndNamed() throws {
+        let tmp = TempPath()
+        let text = try String(contentsOfFile: Paths.trees + "/service.json", encoding: .utf8)
+            .replacingOccurrences(of: "\"wkid\": 4326", with: "\"wkid\": 102100").replacingOccurrences(of: "\"latestWkid\": 4326", with: "\"latestWkid\": 3857")
+        #expect(text.contains("102100"))
+        let log = try EditLog.create(at: tmp.path, service: [("service.json", try JSONParser.parse(text))], baseline: try Fixture.baseline(),
+                                     clock: StepClock(start: 1_780_000_000_000, step: 7), logId: "mercator")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-export-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        _ = try log.export(to: dir + "/m.gpkg")
+        try RawLog.read(dir + "/m.gpkg") { db in
+            #expect(try Int.fetchAll(db, sql: "SELECT srs_id FROM gpkg_spatial_ref_sys ORDER BY srs_id") == [-1, 0, 3857, 4326])
+            #expect(try String.fetchOne(db, sql: "SELECT definition FROM gpkg_spatial_ref_sys WHERE srs_id = 3857")?.contains("Pseudo-Mercator") == true)
+            #expect(try Int.fetchAll(db, sql: "SELECT srs_id FROM gpkg_geometry_columns ORDER BY table_name") == [3857, 3857])
+            let blob = try Data.fetchOne(db, sql: "SELECT geom FROM Trees LIMIT 1")!
+            #expect([UInt8](blob)[4..<8] == [0x11, 0x0F, 0, 0][...], "srs_id 3857, little-endian")
+        }
+        _ = try log.export(to: dir + "/t.geojson", layers: ["Trees"])
+        let fc = try JSONParser.parse(try String(contentsOfFile: dir + "/t.geojson", encoding: .utf8))
+        #expect(fc["crs"]?["properties"]?["name"]?.stringValue == "urn:ogc:def:crs:EPSG::3857")
+        if let ogrinfo = ReplayExportTests.ogrinfo {
+            let r = try CLI.sh("'\(ogrinfo)' -so '\(dir)/m.gpkg' Trees")
+            #expect(r.status == 0 && r.stdout.contains("Pseudo-Mercator") && r.stdout.contains("Geometry: Point"), "\(r.stdout)\(r.stderr)")
+        }
     }
 }
