@@ -48,7 +48,7 @@ struct Replay: ParsableCommand {
     @Option(name: .customLong("as-of"), help: "A position (events 1...N) or an ISO-8601 time with a zone.")
     var asOf: String
 
-    @Option(name: .long, help: "Which time --as-of TIME reads: recorded or client.")
+    @Option(name: .long, help: "Which time --as-of TIME reads: recorded or client (ignored with a position).")
     var by: TimeBasis = .recorded
 
     @Flag(name: .customLong("no-checkpoints"), help: "Replay from the first event, ignoring checkpoints.")
