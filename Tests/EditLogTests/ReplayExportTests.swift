@@ -203,6 +203,17 @@ import Testing
         }
         #expect(byName["Trees"]?.contains("DBH: Real") == true, "\(byName["Trees"] ?? "")")
         #expect(!r.stderr.contains("ERROR"), "\(r.stderr)")
+        try Self.validateWithGDAL(out)
+    }
+
+    /// GDAL's GeoPackage validator (python3-gdal, which gdal-bin brings), when present: it checks the
+    /// requirements of the standard one by one.
+    static let gdalValidator = "/usr/lib/python3/dist-packages/osgeo_utils/samples/validate_gpkg.py"
+
+    static func validateWithGDAL(_ path: String) throws {
+        guard FileManager.default.fileExists(atPath: gdalValidator) else { return }
+        let v = try CLI.sh("python3 '\(gdalValidator)' '\(path)'")
+        #expect(v.status == 0 && v.stdout.isEmpty, "validate_gpkg.py: \(v.stdout)\(v.stderr)")
     }
 
     @Test func geoJSONAndCSVHaveOneFeaturePerLiveRow() throws {
@@ -306,6 +317,7 @@ import Testing
         if let ogrinfo = ReplayExportTests.ogrinfo {
             let r = try CLI.sh("'\(ogrinfo)' -so '\(dir)/m.gpkg' Trees")
             #expect(r.status == 0 && r.stdout.contains("Pseudo-Mercator") && r.stdout.contains("Geometry: Point"), "\(r.stdout)\(r.stderr)")
+            try ReplayExportTests.validateWithGDAL(dir + "/m.gpkg")
         }
     }
 }
