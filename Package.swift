@@ -23,12 +23,14 @@ let package = Package(
         .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Replay and audit: log, history, sessions, verify.
         .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
+        // Replay as of a position or time (with checkpoints) and exports: SQLite, GeoPackage, GeoJSON, CSV.
+        .target(name: "EditLogExport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift")]),
         // The facade apps use: open a log, record sessions.
-        .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "editlog", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads.
         .executableTarget(name: "editlog-bench", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

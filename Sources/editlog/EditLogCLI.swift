@@ -11,7 +11,8 @@ struct EditLogCLI: ParsableCommand {
             Exit codes: 0 ok; 64 usage; 65 invalid input; 66 rejected by a rule; 67 conflict; 68 not found;
             69 corrupt or tampered log; 70 unsupported (e.g. a newer log); 74 I/O.
             """,
-        subcommands: [Init.self, Record.self, Query.self, Show.self, Log.self, History.self, Blame.self, Diff.self, Report.self, Sessions.self, Rebuild.self, Verify.self, Demo.self]
+        subcommands: [Init.self, Record.self, Query.self, Show.self, Log.self, History.self, Blame.self, Diff.self, Sessions.self,
+                      Replay.self, Export.self, CheckpointCommand.self, Report.self, Rebuild.self, Verify.self, Demo.self]
     )
 }
 

@@ -1,0 +1,137 @@
+import EditLogCore
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// One checkpoint: the projection tables as a rebuild of events 1...position gives them.
+public struct Checkpoint: Sendable, Equatable {
+    public var position: Int64
+    public var path: String
+}
+
+/// Projection checkpoints of a log, in a sidecar folder `<log>.checkpoints/`: one SQLite file per checkpoint,
+/// `<position, 12 digits>.sqlite`, holding the `p_*` tables exactly (definitions and rows) and a one-row
+/// `checkpoint` table: position, log id, the hash of the event at that position, and `Projections.digest`.
+/// Derived data like the projections: never in the hash-chained log, safe to delete at any time.
+/// A checkpoint is used only when its log id and event hash match the log and its tables match its digest.
+public struct CheckpointStore: Sendable {
+    public let directory: String
+    public let logId: String
+
+    public init(logPath: String, logId: String) {
+        directory = logPath + ".checkpoints"
+        self.logId = logId
+    }
+
+    static func fileName(_ position: Int64) -> String {
+        let digits = String(position)
+        return String(repeating: "0", count: max(0, 12 - digits.count)) + digits + ".sqlite"
+    }
+
+    /// The checkpoint files present, by position.
+    public func list() throws -> [Checkpoint] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.compactMap { name -> Checkpoint? in
+            guard name.hasSuffix(".sqlite"), let p = Int64(name.dropLast(7)), p > 0 else { return nil }
+            return Checkpoint(position: p, path: directory + "/" + name)
+        }.sorted { $0.position < $1.position }
+    }
+
+    static func openFile(_ path: String, readonly: Bool) throws -> DatabaseQueue {
+        var config = Configuration()
+        config.readonly = readonly
+        return try DatabaseQueue(path: path, configuration: config)
+    }
+
+    /// Copies a checkpoint into `target` (empty) and checks it: nil when usable, else why not.
+    public func load(_ c: Checkpoint, log: Database, into target: Database) throws -> String? {
+        let file: DatabaseQueue
+        do { file = try Self.openFile(c.path, readonly: true) } catch { return "cannot be opened (\(error))" }
+        defer { try? file.close() }
+        do {
+            return try file.read { db -> String? in
+                guard try db.tableExists("checkpoint"),
+                      let meta = try Row.fetchOne(db, sql: "SELECT position, log_id, event_hash, digest FROM checkpoint") else {
+                    return "has no checkpoint row"
+                }
+                guard (meta[0] as Int64) == c.position else { return "names position \(meta[0] as Int64), not \(c.position)" }
+                guard (meta[1] as String) == logId else { return "belongs to log \(meta[1] as String)" }
+                let hash = try Data.fetchOne(log, sql: "SELECT hash FROM events WHERE position = ?", arguments: [c.position])
+                guard let hash, hash == (meta[2] as Data) else { return "the log's event \(c.position) is not the one the checkpoint was made after" }
+                try ProjectionCopy.copy(from: db, to: target)
+                let digest = try Projections.digest(target).digest
+                guard digest == (meta[3] as String) else { return "its tables do not match its digest" }
+                return nil
+            }
+        } catch {
+            return "cannot be read (\(error))"
+        }
+    }
+
+    /// Writes a checkpoint of `state` (the projection tables after event `position` of `log`).
+    func write(_ state: Database, position: Int64, log: Database) throws -> Checkpoint {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/" + Self.fileName(position)
+        let partial = path + ".partial-\(getpid())"
+        try? FileManager.default.removeItem(atPath: partial)
+        let digest = try Projections.digest(state).digest
+        guard let hash = try Data.fetchOne(log, sql: "SELECT hash FROM events WHERE position = ?", arguments: [position]) else {
+            throw EditLogError(.notFound, "no event at position \(position)")
+        }
+        let file = try Self.openFile(partial, readonly: false)
+        do {
+            try file.write { db in
+                try ProjectionCopy.copy(from: state, to: db)
+                try db.execute(sql: "CREATE TABLE checkpoint (position INTEGER NOT NULL, log_id TEXT NOT NULL, event_hash BLOB NOT NULL, digest TEXT NOT NULL)")
+                try db.execute(sql: "INSERT INTO checkpoint VALUES (?, ?, ?, ?)", arguments: [position, logId, hash, digest])
+            }
+            try file.close()
+        } catch {
+            try? file.close()
+            try? FileManager.default.removeItem(atPath: partial)
+            throw error
+        }
+        if rename(partial, path) != 0 { throw EditLogError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        return Checkpoint(position: position, path: path)
+    }
+
+    /// Makes the missing checkpoints at every multiple of `every` up to the log's last event, incrementally:
+    /// from the newest usable checkpoint below the first missing one, one pass over the events after it.
+    /// Returns the checkpoints written.
+    @discardableResult
+    public func create(log: Database, every: Int64) throws -> [Checkpoint] {
+        guard every > 0 else { throw EditLogError(.invalidInput, "--every must be a positive number of events") }
+        let head = try EventReading.count(log)
+        guard head >= every else { return [] }
+        let present = Set(try list().map(\.position))
+        let wanted = stride(from: every, through: head, by: Int(every)).map { Int64($0) }
+        guard let firstMissing = wanted.first(where: { !present.contains($0) }) else { return [] }
+        let memory = try DatabaseQueue()
+        return try memory.write { state in
+            var start: Int64 = 0
+            for c in try list().reversed() where c.position < firstMissing {
+                if try load(c, log: log, into: state) == nil { start = c.position; break }
+                try ProjectionTables.dropAll(state)
+            }
+            var written: [Checkpoint] = []
+            var at = start
+            for p in wanted where p >= firstMissing {
+                try Replay.apply(log, after: at, through: p, into: state)
+                at = p
+                if !present.contains(p) { written.append(try write(state, position: p, log: log)) }
+            }
+            return written
+        }
+    }
+
+    /// Checks every checkpoint (log id, event hash, digest): the problems found, one line each.
+    public func verify(log: Database) throws -> [String] {
+        var problems: [String] = []
+        for c in try list() {
+            let memory = try DatabaseQueue()
+            if let p = try memory.write({ try load(c, log: log, into: $0) }) { problems.append("\(c.path): \(p)") }
+        }
+        return problems
+    }
+}

@@ -1,0 +1,106 @@
+import EditLogCore
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// Which clock `--as-of TIME` reads.
+public enum TimeBasis: String, Sendable, CaseIterable {
+    /// The store's recording time: positions are monotonic in it, so a time selects a prefix.
+    case recorded
+    /// The client's time of each event, falling back to the recording time when the event has none.
+    case client
+}
+
+/// A moment of the log: a position, or an ISO-8601 time (normalized, UTC with milliseconds).
+public enum ReplayPoint: Sendable, Equatable {
+    case position(Int64)
+    case time(String)
+
+    /// An integer is a position; anything else must be an ISO-8601 time with a zone.
+    public static func parse(_ s: String) -> ReplayPoint? {
+        if let p = Int64(s) { return p >= 0 ? .position(p) : nil }
+        return Timestamp.normalize(s).map { .time($0) }
+    }
+}
+
+/// What a replay did.
+public struct ReplayOutcome: Sendable {
+    /// Events 1...position were replayed.
+    public var position: Int64
+    /// The checkpoint the replay started from (0: from scratch).
+    public var checkpoint: Int64
+    /// `Projections.digest` of the replayed tables (every layer).
+    public var digest: String
+    /// With `--by client`: events in the prefix whose client time is after the requested time.
+    public var laterClientEvents: Int64 = 0
+    /// Checkpoints that were present but could not be used (wrong log, changed bytes), with the reason.
+    public var skippedCheckpoints: [String] = []
+}
+
+/// Materializes the projection tables as they were after event P.
+public enum Replay {
+    /// The position a moment names. A time selects the prefix up to the last position whose time (recorded,
+    /// or client falling back to recorded) is at or before it; 0 when no event is.
+    public static func position(_ db: Database, _ point: ReplayPoint, by basis: TimeBasis) throws -> Int64 {
+        switch point {
+        case .position(let p):
+            return p
+        case .time(let t):
+            let column = basis == .recorded ? "recorded_time" : "COALESCE(client_time, recorded_time)"
+            return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE \(column) <= ?", arguments: [t]) ?? 0
+        }
+    }
+
+    /// Events at or before `position` whose client time (or recorded time) is after `time`.
+    public static func laterClientEvents(_ db: Database, through position: Int64, time: String) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE position <= ? AND COALESCE(client_time, recorded_time) > ?", arguments: [position, time]) ?? 0
+    }
+
+    /// The schema that applied after event `position` (the newest `SchemaDefined` at or before it).
+    public static func schema(_ db: Database, atOrBefore position: Int64) throws -> ServiceSchema? {
+        guard let e = try schemaEvent(db, atOrBefore: position) else { return nil }
+        do { return try Projector.decodeSchema(e.payload) } catch {
+            throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "position \(e.position)")
+        }
+    }
+
+    /// The newest `SchemaDefined` event at or before `position` (its payload holds the service documents as given).
+    public static func schemaEvent(_ db: Database, atOrBefore position: Int64) throws -> RecordedEvent? {
+        try EventReading.first(db, where: "stream = ? AND position <= ?", arguments: [StreamName.schema, position], newest: true)
+    }
+
+    /// Applies events `after+1 ... through` of `source` to `target`, whose projection tables hold the state
+    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses.
+    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database) throws {
+        let projector = Projector(schema: after > 0 ? try schema(source, atOrBefore: after) : nil)
+        try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through]) { e in
+            try projector.apply(e, target)
+        }
+        try projector.flush(target)
+    }
+
+    /// Replays events 1...`position` of the log `source` into the empty database `target`, starting from the
+    /// nearest usable checkpoint at or before `position` when `checkpoints` is given.
+    public static func materialize(_ source: Database, through position: Int64, into target: Database,
+                                   checkpoints: CheckpointStore?) throws -> ReplayOutcome {
+        let head = try EventReading.count(source)
+        guard position >= 1 else { throw EditLogError(.notFound, "no event at or before that moment (the log starts at position 1)") }
+        guard position <= head else { throw EditLogError(.notFound, "position \(position) is beyond the log's last event (\(head))") }
+        var start: Int64 = 0
+        var skipped: [String] = []
+        if let checkpoints {
+            for c in try checkpoints.list().reversed() where c.position <= position {
+                if let problem = try checkpoints.load(c, log: source, into: target) {
+                    skipped.append("\(c.path): \(problem)")
+                    try ProjectionTables.dropAll(target)
+                    continue
+                }
+                start = c.position
+                break
+            }
+        }
+        try apply(source, after: start, through: position, into: target)
+        return ReplayOutcome(position: position, checkpoint: start, digest: try Projections.digest(target).digest, skippedCheckpoints: skipped)
+    }
+}

@@ -1,0 +1,17 @@
+import ArgumentParser
+import EditLog
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write the live layers and tables: .sqlite, .gpkg, .geojson or .csv.")
+
+    @OptionGroup var log: LogOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var json: JSONFlag
+
+    func run() throws {
+        try handleErrors {
+            let editLog = try EditLog.open(at: log.db, readonly: true)
+            printSummary(try editLog.export(to: output.out, layers: output.layer, overwrite: output.force), json: json.json)
+        }
+    }
+}
