@@ -171,8 +171,12 @@ public enum Audit {
                 key = globalId
             }
             guard let key else { continue }
-            let children = try String.fetchAll(db, sql: "SELECT _globalid FROM \(ProjectionTables.featureTable(child.id)) WHERE upper(\(ProjectionTables.quoted(fk.name))) = upper(?) ORDER BY _oid",
-                                               arguments: [key])
+            // Keys are stored as validated (GUIDs in `{UPPER}` form): an exact match, so the key's index answers it.
+            let candidates = Array(Set([key, GlobalID.normalize(key) ?? key]))
+            let children = try String.fetchAll(db, sql: """
+                SELECT _globalid FROM \(ProjectionTables.featureTable(child.id))
+                WHERE \(ProjectionTables.quoted(fk.name)) IN (\(candidates.map { _ in "?" }.joined(separator: ", "))) ORDER BY _oid
+                """, arguments: StatementArguments(candidates))
             let field = "@related:\(child.name)"
             for c in children {
                 try EventReading.forEach(db, where: "stream = ? AND type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDeleted')",
