@@ -9,8 +9,6 @@ import GRDB
 @_exported import struct EditLogAudit.LogFilter
 @_exported import struct EditLogAudit.SessionSummary
 @_exported import struct EditLogAudit.VerifyReport
-@_exported import enum EditLogAudit.AuditClock
-@_exported import enum EditLogAudit.AuditPoint
 @_exported import struct EditLogAudit.RelationChoice
 @_exported import struct EditLogAudit.Blame
 @_exported import struct EditLogAudit.BlameEntry
@@ -58,7 +56,7 @@ extension EditLog {
         }
     }
 
-    public func history(globalId: String, clock: AuditClock = .default, asOf: AuditPoint? = nil) throws(EditLogError) -> (layer: LayerSchema, entries: [HistoryEntry]) {
+    public func history(globalId: String, clock: EventClock = .default, asOf: LogMoment? = nil) throws(EditLogError) -> (layer: LayerSchema, entries: [HistoryEntry]) {
         let g = try normalizeGlobalId(globalId)
         let schema = self.schema
         guard let h = try read({ db in try Audit.history(db, schema: schema, globalId: g, clock: clock, asOf: asOf) }) else {
@@ -67,14 +65,14 @@ extension EditLog {
         return h
     }
 
-    public func sessions(status: String? = nil, actor: String? = nil, globalId: String? = nil, clock: AuditClock = .default) throws(EditLogError) -> [SessionSummary] {
+    public func sessions(status: String? = nil, actor: String? = nil, globalId: String? = nil, clock: EventClock = .default) throws(EditLogError) -> [SessionSummary] {
         let g = try globalId.map { s throws(EditLogError) in try normalizeGlobalId(s) }
         let schema = self.schema
         return try read { db in try Audit.sessions(db, schema: schema, status: status, actor: actor, globalId: g, clock: clock) }
     }
 
     /// Every field value of a feature (at the end, or as of a moment) with the event that set it.
-    public func blame(globalId: String, asOf: AuditPoint? = nil, clock: AuditClock = .default) throws(EditLogError) -> Blame {
+    public func blame(globalId: String, asOf: LogMoment? = nil, clock: EventClock = .default) throws(EditLogError) -> Blame {
         let g = try normalizeGlobalId(globalId)
         let schema = self.schema
         guard let b = try read({ db in try Audit.blame(db, schema: schema, globalId: g, asOf: asOf, clock: clock) }) else {
@@ -84,13 +82,13 @@ extension EditLog {
     }
 
     /// The figures of `editlog report` for a window (the whole log when `from`/`to` are nil).
-    public func report(from: AuditPoint? = nil, to: AuditPoint? = nil, clock: AuditClock = .default) throws(EditLogError) -> AuditReport {
+    public func report(from: LogMoment? = nil, to: LogMoment? = nil, clock: EventClock = .default) throws(EditLogError) -> AuditReport {
         let schema = self.schema
         return try read { db in try Audit.report(db, schema: schema, from: from, to: to, clock: clock) }
     }
 
     /// Features added, deleted and updated between two moments (`from` exclusive, `to` inclusive).
-    public func diff(from: AuditPoint, to: AuditPoint, layer ref: String? = nil, clock: AuditClock = .default, geometry: Bool = false) throws(EditLogError) -> DiffResult {
+    public func diff(from: LogMoment, to: LogMoment, layer ref: String? = nil, clock: EventClock = .default, geometry: Bool = false) throws(EditLogError) -> DiffResult {
         let layerId = try ref.map { r throws(EditLogError) in try layer(r).id }
         if case .position(let a) = from, case .position(let b) = to, a > b {
             throw EditLogError(.invalidInput, "diff: from (position \(a)) is after to (position \(b))")

@@ -5,8 +5,6 @@ import EditLogStore
 import Foundation
 import GRDB
 
-@_exported import enum EditLogExport.TimeBasis
-@_exported import enum EditLogExport.ReplayPoint
 @_exported import enum EditLogExport.ExportFormat
 @_exported import struct EditLogExport.ReplayOutcome
 @_exported import struct EditLogExport.ExportSummary
@@ -18,17 +16,17 @@ extension EditLog {
     var checkpointStore: CheckpointStore { CheckpointStore(logPath: path, logId: logId) }
 
     /// The position a moment names (a time: the last event at or before it, by `basis`; 0 when none is).
-    public func position(asOf point: ReplayPoint, by basis: TimeBasis = .recorded) throws(EditLogError) -> Int64 {
+    public func position(asOf point: LogMoment, by basis: EventClock = .default) throws(EditLogError) -> Int64 {
         try read { db in try Replay.position(db, point, by: basis) }
     }
 
     /// Replays the log up to a moment in memory and returns what it did, with the digest of the tables.
-    public func replayDigest(asOf point: ReplayPoint, by basis: TimeBasis = .recorded, useCheckpoints: Bool = true) throws(EditLogError) -> ReplayOutcome {
+    public func replayDigest(asOf point: LogMoment, by basis: EventClock = .default, useCheckpoints: Bool = true) throws(EditLogError) -> ReplayOutcome {
         try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints) { _, _, outcome in outcome }
     }
 
     /// Materializes every layer and table as it was at a moment and writes it to `out` (format by extension).
-    public func replay(asOf point: ReplayPoint, by basis: TimeBasis = .recorded, to out: String, layers: [String] = [],
+    public func replay(asOf point: LogMoment, by basis: EventClock = .default, to out: String, layers: [String] = [],
                        useCheckpoints: Bool = true, overwrite: Bool = false) throws(EditLogError) -> (ReplayOutcome, ExportSummary) {
         let format = try Self.format(out)
         return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints) { log, state, outcome in
@@ -71,7 +69,7 @@ extension EditLog {
         return f
     }
 
-    func replayed<T>(asOf point: ReplayPoint, by basis: TimeBasis, useCheckpoints: Bool,
+    func replayed<T>(asOf point: LogMoment, by basis: EventClock, useCheckpoints: Bool,
                      _ body: (Database, Database, ReplayOutcome) throws -> T) throws(EditLogError) -> T {
         let store = useCheckpoints ? checkpointStore : nil
         return try read { db in

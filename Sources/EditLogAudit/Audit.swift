@@ -14,10 +14,10 @@ public struct LogFilter: Sendable {
     public var until: String?
     public var type: String?
     /// The clock `since` and `until` read.
-    public var clock: AuditClock
+    public var clock: EventClock
     /// Set by `Audit.events` from the projections when `globalId` is given.
     var featureLayer: Int?
-    public init(layer: Int? = nil, globalId: String? = nil, session: String? = nil, actor: String? = nil, since: String? = nil, until: String? = nil, type: String? = nil, clock: AuditClock = .default) {
+    public init(layer: Int? = nil, globalId: String? = nil, session: String? = nil, actor: String? = nil, since: String? = nil, until: String? = nil, type: String? = nil, clock: EventClock = .default) {
         self.layer = layer; self.globalId = globalId; self.session = session; self.actor = actor; self.since = since; self.until = until; self.type = type
         self.clock = clock
     }
@@ -45,7 +45,7 @@ public struct HistoryEntry: Sendable, Hashable {
     /// The time on `clock`.
     public var time: String
     public var recordedTime: String
-    public var clock: AuditClock = .default
+    public var clock: EventClock = .default
     public var actor: String
     public var device: String
     public var session: String?
@@ -81,7 +81,7 @@ public struct SessionSummary: Sendable, Hashable {
     public var startedTime: String
     public var endedTime: String?
     /// The clock of `startedTime` and `endedTime`.
-    public var clock: AuditClock = .default
+    public var clock: EventClock = .default
     /// The staged relationship choices, named by the schema.
     public var relationships: [RelationChoice] = []
 
@@ -121,8 +121,8 @@ public enum Audit {
     /// The field-level timeline of one feature: baseline values, committed session changes, rule-derived
     /// changes, attachments, relationship changes (a re-pointed key; children added or deleted under it),
     /// deletion, and sessions that ended without a commit. With `asOf`, only what happened up to that moment.
-    public static func history(_ db: Database, schema: ServiceSchema, globalId: String, clock: AuditClock = .default,
-                               asOf: AuditPoint? = nil) throws -> (layer: LayerSchema, entries: [HistoryEntry])? {
+    public static func history(_ db: Database, schema: ServiceSchema, globalId: String, clock: EventClock = .default,
+                               asOf: LogMoment? = nil) throws -> (layer: LayerSchema, entries: [HistoryEntry])? {
         let world = ProjectedState(db: db, schema: schema)
         guard let layer = try world.locate(globalId: globalId) else { return nil }
         // A many-to-one key field (destination side) reads as its relationship.
@@ -198,7 +198,7 @@ public enum Audit {
 
     /// Sessions with their state and staged changes, in the order they were opened; times on `clock`.
     public static func sessions(_ db: Database, schema: ServiceSchema? = nil, status: String? = nil, actor: String? = nil, globalId: String? = nil,
-                                clock: AuditClock = .default) throws -> [SessionSummary] {
+                                clock: EventClock = .default) throws -> [SessionSummary] {
         var parts: [String] = []
         var args: StatementArguments = []
         if let status { parts.append("status = ?"); args += [status] }

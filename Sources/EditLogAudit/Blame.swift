@@ -15,7 +15,7 @@ public struct BlameEntry: Sendable, Hashable {
     /// The session: the user's, or for a rule the session that triggered it.
     public var session: String?
     public var time: String
-    public var clock: AuditClock
+    public var clock: EventClock
     /// `session`, `rule:<name>`, `baseline`, `delete`, `cascade:<GlobalID>`.
     public var cause: String
     /// For a rule: the feature it read (`from`, `polygon`), if it says.
@@ -35,8 +35,8 @@ public struct BlameEntry: Sendable, Hashable {
 public struct Blame: Sendable, Hashable {
     public var layer: LayerSchema
     public var globalId: String
-    public var asOf: AuditPoint?
-    public var clock: AuditClock
+    public var asOf: LogMoment?
+    public var clock: EventClock
     /// False when the feature did not exist yet at `asOf`.
     public var exists: Bool
     /// The deletion, when the feature was deleted (at `asOf`).
@@ -55,12 +55,12 @@ public struct Blame: Sendable, Hashable {
 /// The pure fold behind `blame`: feed a feature's stream in position order.
 public struct BlameFold: Sendable {
     public let layer: LayerSchema
-    public let clock: AuditClock
+    public let clock: EventClock
     public private(set) var values: [String: BlameEntry] = [:]
     public private(set) var deleted: BlameEntry?
     public private(set) var exists = false
 
-    public init(layer: LayerSchema, clock: AuditClock) { self.layer = layer; self.clock = clock }
+    public init(layer: LayerSchema, clock: EventClock) { self.layer = layer; self.clock = clock }
 
     func entry(_ e: RecordedEvent, _ field: String, _ value: JSONValue, source: String? = nil) -> BlameEntry {
         BlameEntry(field: field, value: value, position: e.position, type: e.type, actor: e.actor, device: e.device, session: e.session,
@@ -120,7 +120,7 @@ public struct BlameFold: Sendable {
 
 extension Audit {
     /// Folds one feature's stream up to `asOf` (every event when nil). Nil when no layer holds the GlobalID.
-    public static func blame(_ db: Database, schema: ServiceSchema, globalId: String, asOf: AuditPoint? = nil, clock: AuditClock = .default) throws -> Blame? {
+    public static func blame(_ db: Database, schema: ServiceSchema, globalId: String, asOf: LogMoment? = nil, clock: EventClock = .default) throws -> Blame? {
         guard let layer = try ProjectedState(db: db, schema: schema).locate(globalId: globalId) else { return nil }
         var fold = BlameFold(layer: layer, clock: clock)
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in

@@ -43,9 +43,9 @@ public struct FeatureChange: Sendable, Hashable {
 }
 
 public struct DiffResult: Sendable, Hashable {
-    public var from: AuditPoint
-    public var to: AuditPoint
-    public var clock: AuditClock
+    public var from: LogMoment
+    public var to: LogMoment
+    public var clock: EventClock
     /// How many events lay between the two moments (of the types that change features).
     public var events: Int
     /// By layer id, then GlobalID.
@@ -195,7 +195,7 @@ extension Audit {
     /// What changed between `from` (exclusive) and `to` (inclusive): reads only the events in between
     /// (positions, or times on `clock`), optionally of one layer. With `geometry`, a changed feature whose
     /// events carry no geometry gets the projection's.
-    public static func diff(_ db: Database, schema: ServiceSchema, from: AuditPoint, to: AuditPoint, layer: Int? = nil, clock: AuditClock = .default,
+    public static func diff(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, layer: Int? = nil, clock: EventClock = .default,
                             geometry: Bool = false) throws -> DiffResult {
         var parts = ["type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')"]
         var args: StatementArguments = []

@@ -7,9 +7,9 @@ import GRDB
 /// What `editlog report` shows for a window of the log: the figures (computed here, tested) and their
 /// rendering as one self-contained HTML file (no script, no network: inline CSS and SVG only).
 public struct AuditReport: Sendable {
-    public var from: AuditPoint
-    public var to: AuditPoint
-    public var clock: AuditClock
+    public var from: LogMoment
+    public var to: LogMoment
+    public var clock: EventClock
     /// Sessions opened in the window, by actor, by day (the clock's date).
     public var sessionsByActorDay: [String: [String: Int]] = [:]
     /// Feature-changing events (baseline, commit, rule, delete) by layer name, actor and cause kind
@@ -39,7 +39,7 @@ public struct AuditReport: Sendable {
     static func causeKind(_ c: String) -> String { c.hasPrefix("cascade:") ? "cascade" : c }
 
     /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`).
-    public static func build(_ db: Database, schema: ServiceSchema, from: AuditPoint, to: AuditPoint, clock: AuditClock) throws -> AuditReport {
+    public static func build(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock) throws -> AuditReport {
         var r = AuditReport(from: from, to: to, clock: clock)
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         var args: StatementArguments = aa
@@ -191,7 +191,7 @@ public struct AuditReport: Sendable {
 }
 
 extension Audit {
-    public static func report(_ db: Database, schema: ServiceSchema, from: AuditPoint?, to: AuditPoint?, clock: AuditClock = .default) throws -> AuditReport {
+    public static func report(_ db: Database, schema: ServiceSchema, from: LogMoment?, to: LogMoment?, clock: EventClock = .default) throws -> AuditReport {
         try AuditReport.build(db, schema: schema, from: from ?? .position(0), to: to ?? .position(try EventReading.count(db)), clock: clock)
     }
 }

@@ -4,26 +4,6 @@ import EditLogStore
 import Foundation
 import GRDB
 
-/// Which clock `--as-of TIME` reads.
-public enum TimeBasis: String, Sendable, CaseIterable {
-    /// The store's recording time: positions are monotonic in it, so a time selects a prefix.
-    case recorded
-    /// The client's time of each event, falling back to the recording time when the event has none.
-    case client
-}
-
-/// A moment of the log: a position, or an ISO-8601 time (normalized, UTC with milliseconds).
-public enum ReplayPoint: Sendable, Equatable {
-    case position(Int64)
-    case time(String)
-
-    /// An integer is a position; anything else must be an ISO-8601 time with a zone.
-    public static func parse(_ s: String) -> ReplayPoint? {
-        if let p = Int64(s) { return p >= 0 ? .position(p) : nil }
-        return Timestamp.normalize(s).map { .time($0) }
-    }
-}
-
 /// What a replay did.
 public struct ReplayOutcome: Sendable {
     /// Events 1...position were replayed.
@@ -42,13 +22,12 @@ public struct ReplayOutcome: Sendable {
 public enum Replay {
     /// The position a moment names. A time selects the prefix up to the last position whose time (recorded,
     /// or client falling back to recorded) is at or before it; 0 when no event is.
-    public static func position(_ db: Database, _ point: ReplayPoint, by basis: TimeBasis) throws -> Int64 {
+    public static func position(_ db: Database, _ point: LogMoment, by clock: EventClock) throws -> Int64 {
         switch point {
         case .position(let p):
             return p
         case .time(let t):
-            let column = basis == .recorded ? "recorded_time" : "COALESCE(client_time, recorded_time)"
-            return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE \(column) <= ?", arguments: [t]) ?? 0
+            return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE \(clock.column) <= ?", arguments: [t]) ?? 0
         }
     }
 

@@ -40,7 +40,7 @@ struct Diff: ParsableCommand {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db, readonly: true)
             let format = json ? .json : self.format
-            let d = try editLog.diff(from: AuditPoint(from)!, to: AuditPoint(to)!, layer: layer, clock: clock.clock, geometry: format == .geojson)
+            let d = try editLog.diff(from: LogMoment(from)!, to: LogMoment(to)!, layer: layer, clock: clock.clock, geometry: format == .geojson)
             switch format {
             case .json: out(d.json.serialized()); return
             case .geojson: out(d.geoJSON.serialized()); return

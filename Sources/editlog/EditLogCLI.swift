@@ -58,18 +58,18 @@ struct ClockOption: ParsableArguments {
     @Option(name: .customLong("by"), help: ArgumentHelp(
         "Which clock times are read and printed by: client (the field device's time, or the recording time when the client gave none) or recorded (when this log stored the event).",
         valueName: "client|recorded"))
-    var by: String = AuditClock.default.rawValue
+    var by: String = EventClock.default.rawValue
 
-    var clock: AuditClock { AuditClock(rawValue: by) ?? .default }
+    var clock: EventClock { EventClock(rawValue: by) ?? .default }
 
     func validate() throws {
-        guard AuditClock(rawValue: by) != nil else { throw ValidationError("--by must be client or recorded, not \"\(by)\"") }
+        guard EventClock(rawValue: by) != nil else { throw ValidationError("--by must be client or recorded, not \"\(by)\"") }
     }
 }
 
 /// A moment given on the command line: a position, or an ISO-8601 time with a zone.
-func auditPoint(_ s: String, _ what: String) throws -> AuditPoint {
-    guard let p = AuditPoint(s) else { throw ValidationError("\(what) \"\(s)\" is neither a position nor an ISO-8601 time with a zone") }
+func auditPoint(_ s: String, _ what: String) throws -> LogMoment {
+    guard let p = LogMoment(s) else { throw ValidationError("\(what) \"\(s)\" is neither a position nor an ISO-8601 time with a zone") }
     return p
 }
 

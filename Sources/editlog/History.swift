@@ -26,7 +26,7 @@ struct History: ParsableCommand {
     func run() throws {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db, readonly: true)
-            let point = asOf.flatMap(AuditPoint.init)
+            let point = asOf.flatMap(LogMoment.init)
             let (layer, all) = try editLog.history(globalId: globalId, clock: clock.clock, asOf: point)
             let entries = noBaseline ? all.filter { $0.cause != "baseline" } : all
             if output.json {
@@ -39,7 +39,7 @@ struct History: ParsableCommand {
     }
 }
 
-func historyTable(_ entries: [HistoryEntry], layer: LayerSchema, log: EditLog, clock: AuditClock) -> String {
+func historyTable(_ entries: [HistoryEntry], layer: LayerSchema, log: EditLog, clock: EventClock) -> String {
     // A relationship change reads as its relationship: `SpeciesGlobalID (Species_Trees)`, `@related:Inspections (Tree_Inspections)`.
     table(["pos", clock.label, "actor", "device", "session", "field", "old", "new", "cause"], entries.map { e in
         let field = e.relationship.map { "\(e.field) (\($0))" } ?? e.field

@@ -2,7 +2,6 @@ import ArgumentParser
 import EditLog
 import Foundation
 
-extension TimeBasis: ExpressibleByArgument {}
 
 /// Flags `replay` and `export` share.
 struct OutputOptions: ParsableArguments {
@@ -38,8 +37,8 @@ struct Replay: ParsableCommand {
         abstract: "Write every layer and table as it was at a moment (a position or an ISO-8601 time).",
         discussion: """
             --as-of N replays events 1...N. --as-of TIME replays the prefix up to the last event whose time is at or \
-            before TIME: recorded time by default; with --by client, the client's time (recorded time when an event \
-            has none), so the prefix can hold events whose client time is later (they are counted). Starts from the \
+            before TIME on the --by clock (client by default: the client's time, or the recorded time when an event \
+            has none; the prefix can then hold events whose client time is later, and they are counted). Starts from the \
             nearest checkpoint (editlog checkpoint) at or before the position.
             """)
 
@@ -48,8 +47,7 @@ struct Replay: ParsableCommand {
     @Option(name: .customLong("as-of"), help: "A position (events 1...N) or an ISO-8601 time with a zone.")
     var asOf: String
 
-    @Option(name: .long, help: "Which time --as-of TIME reads: recorded or client (ignored with a position).")
-    var by: TimeBasis = .recorded
+    @OptionGroup var clock: ClockOption
 
     @Flag(name: .customLong("no-checkpoints"), help: "Replay from the first event, ignoring checkpoints.")
     var noCheckpoints = false
@@ -58,17 +56,18 @@ struct Replay: ParsableCommand {
     @OptionGroup var json: JSONFlag
 
     func validate() throws {
-        if ReplayPoint.parse(asOf) == nil { throw ValidationError("--as-of \"\(asOf)\" is neither a position nor an ISO-8601 time with a zone") }
+        if LogMoment(asOf) == nil { throw ValidationError("--as-of \"\(asOf)\" is neither a position nor an ISO-8601 time with a zone") }
     }
 
     func run() throws {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db, readonly: true)
-            let (r, s) = try editLog.replay(asOf: ReplayPoint.parse(asOf)!, by: by, to: output.out, layers: output.layer,
+            let (r, s) = try editLog.replay(asOf: LogMoment(asOf)!, by: clock.clock, to: output.out, layers: output.layer,
                                             useCheckpoints: !noCheckpoints, overwrite: output.force)
             for skipped in r.skippedCheckpoints { warn("checkpoint not used: \(skipped)") }
             var extra: [String: JSONValue] = ["position": .int(r.position), "checkpoint": .int(r.checkpoint), "digest": .string(r.digest)]
-            if by == .client { extra["laterClientEvents"] = .int(r.laterClientEvents) }
+            extra["clock"] = .string(clock.clock.rawValue)
+            if clock.clock == .client { extra["laterClientEvents"] = .int(r.laterClientEvents) }
             if !json.json {
                 out("replayed events 1...\(r.position)" + (r.checkpoint > 0 ? " (from the checkpoint at \(r.checkpoint))" : "") + ", digest \(r.digest)")
                 if r.laterClientEvents > 0 { out("\(r.laterClientEvents) of them have a client time after \(asOf)") }

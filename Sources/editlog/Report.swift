@@ -31,7 +31,7 @@ struct Report: ParsableCommand {
     func run() throws {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db, readonly: true)
-            let r = try editLog.report(from: from.flatMap(AuditPoint.init), to: to.flatMap(AuditPoint.init), clock: clock.clock)
+            let r = try editLog.report(from: from.flatMap(LogMoment.init), to: to.flatMap(LogMoment.init), clock: clock.clock)
             if let path = out {
                 do { try Data(r.html.utf8).write(to: URL(fileURLWithPath: path)) } catch {
                     throw EditLogError(.io, "cannot write \(path): \(error.localizedDescription)")

@@ -35,7 +35,7 @@ import Testing
         try log.events(LogFilter(since: "2026-06-08T00:00:00.000Z", until: "2026-06-09T00:00:00.000Z", clock: .client)) { byClient.append($0) }
         #expect(!byClient.isEmpty && byClient.allSatisfy { ($0.clientTime ?? "").hasPrefix("2026-06-08") })
         #expect(try log.events(LogFilter(since: "2026-06-08T00:00:00.000Z", until: "2026-06-09T00:00:00.000Z", clock: .recorded)) { _ in } == 0)
-        #expect(AuditClock.default == .client)
+        #expect(EventClock.default == .client)
         let client = try log.history(globalId: Self.tree96).entries, recorded = try log.history(globalId: Self.tree96, clock: .recorded).entries
         #expect(client.count == recorded.count && client.allSatisfy { $0.clock == .client } && recorded.allSatisfy { $0.time == $0.recordedTime })
         #expect(client.contains { $0.time.hasPrefix("2026-06-01") })
@@ -58,7 +58,7 @@ import Testing
         #expect(b.json["fields"]?.arrayValue?.contains { $0["field"] == "Condition" && $0["session"] == "s-0602" && $0["clock"] == "client" } == true)
         // As of the end of s-0601 (a position, then a client time): the first inspection session.
         let mid = try Self.position(tmp.path, "SELECT MAX(position) FROM events WHERE session = 's-0601'")
-        for asOf in [AuditPoint.position(mid), .time("2026-06-08T15:45:00.000Z")] {
+        for asOf in [LogMoment.position(mid), .time("2026-06-08T15:45:00.000Z")] {
             let c = try #require(try log.blame(globalId: tree, asOf: asOf).fields.first { $0.field == "Condition" })
             #expect(c.value == "Poor" && c.session == "s-0601" && c.source == "{9A244525-6BBE-4BD6-9A13-41E710FD7164}", "\(asOf)")
         }

@@ -113,15 +113,15 @@ import Testing
                                  #"{"op":"set","field":"PlantedBy","value":"old clock","session":"s1"}"#, #"{"op":"finish","session":"s1"}"#)
         let last = events.last!.position
         let mid = events[1]
-        #expect(try log.position(asOf: .time(mid.recordedTime)) == mid.position)
-        #expect(try log.position(asOf: .time("2020-06-01T00:00:00.000Z")) == 0)
+        #expect(try log.position(asOf: .time(mid.recordedTime), by: .recorded) == mid.position)
+        #expect(try log.position(asOf: .time("2020-06-01T00:00:00.000Z"), by: .recorded) == 0)
         #expect(try log.position(asOf: .time("2020-06-01T00:00:00.000Z"), by: .client) == last)
         let r = try log.replayDigest(asOf: .time("2020-06-01T00:00:00.000Z"), by: .client)
         #expect(r.position == last && r.laterClientEvents > 0)
-        #expect(throws: EditLogError.self) { try log.replayDigest(asOf: .time("2020-06-01T00:00:00.000Z")) }
-        #expect(ReplayPoint.parse("12") == .position(12))
-        #expect(ReplayPoint.parse("2026-05-01T09:00:00+02:00") == .time("2026-05-01T07:00:00.000Z"))
-        #expect(ReplayPoint.parse("yesterday") == nil)
+        #expect(throws: EditLogError.self) { try log.replayDigest(asOf: .time("2020-06-01T00:00:00.000Z"), by: .recorded) }
+        #expect(LogMoment("12") == .position(12))
+        #expect(LogMoment("2026-05-01T09:00:00+02:00") == .time("2026-05-01T07:00:00.000Z"))
+        #expect(LogMoment("yesterday") == nil)
     }
 
     /// A log with one tree deleted, so exports must leave it out.

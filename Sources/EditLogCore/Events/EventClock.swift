@@ -1,18 +1,15 @@
-import EditLogCore
-import EditLogStore
-import GRDB
 
-/// Which of an event's two times the audit views read. Every audit command filters and prints by one clock
+/// Which of an event's two times every command reads (audit views and replay alike). Every such command filters and prints by one clock
 /// and says which (`time (client)`, `"clock":"client"`).
 ///
 /// `client` (the default) is what the field crew's device said when the step happened (the script line's
 /// `at`), falling back to the recording time for an event whose client gave none. `recorded` is when this
 /// log stored the event (server time, monotonic in position).
-public enum AuditClock: String, Sendable, CaseIterable, Hashable {
+public enum EventClock: String, Sendable, CaseIterable, Hashable {
     case client
     case recorded
 
-    public static let `default`: AuditClock = .client
+    public static let `default`: EventClock = .client
 
     public func time(of e: RecordedEvent) -> String {
         switch self {
@@ -34,7 +31,7 @@ public enum AuditClock: String, Sendable, CaseIterable, Hashable {
 }
 
 /// A moment of the log: a position, or a time on a clock (stored form, `YYYY-MM-DDTHH:MM:SS.fffZ`).
-public enum AuditPoint: Sendable, Hashable, CustomStringConvertible {
+public enum LogMoment: Sendable, Hashable, CustomStringConvertible {
     case position(Int64)
     case time(String)
 
@@ -65,18 +62,11 @@ public enum AuditPoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the event is at or before this moment on `clock`.
-    public func includes(_ e: RecordedEvent, clock: AuditClock) -> Bool {
+    public func includes(_ e: RecordedEvent, clock: EventClock) -> Bool {
         switch self {
         case .position(let p): e.position <= p
         case .time(let t): clock.time(of: e) <= t
         }
     }
 
-    /// SQL over `events`: at or before this moment (`upTo`), or after it.
-    func sql(clock: AuditClock, after: Bool) -> (String, StatementArguments) {
-        switch self {
-        case .position(let p): (after ? "position > ?" : "position <= ?", [p])
-        case .time(let t): (after ? "\(clock.column) > ?" : "\(clock.column) <= ?", [t])
-        }
-    }
 }
