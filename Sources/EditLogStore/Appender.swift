@@ -21,8 +21,6 @@ public struct Appender {
     var versions: [String: Int64] = [:]
     /// `PRAGMA data_version` when the transaction began (the cache is valid for this value only).
     let dataVersion: Int64
-    /// The versions came from the cache (kept for diagnostics).
-    private(set) var knownStreams = false
     var encoder = EventHash.Encoder()
     /// Events appended by this transaction, in order.
     public private(set) var appended: [RecordedEvent] = []
@@ -37,7 +35,6 @@ public struct Appender {
             headPosition = cached.headPosition
             headHash = cached.headHash
             versions = cached.versions
-            knownStreams = true
         } else if let row = try Row.fetchOne(db, sql: "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1") {
             headPosition = row[0]
             headHash = [UInt8](row[1] as Data)

@@ -10,24 +10,6 @@ public enum EventReading {
         client_time, recorded_time, origin_log, origin_position, origin_hash, hash
         """
 
-    public static func decode(_ row: Row) throws -> RecordedEvent {
-        let position: Int64 = row[0]
-        let idData: Data = row[1]
-        guard idData.count == 16 else { throw EditLogError(.corrupt, "event id is \(idData.count) bytes, not 16", at: "position \(position)") }
-        let id = idData.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
-        let payloadText: String = row[5]
-        let payload: JSONValue
-        do { payload = try JSONParser.parse(payloadText) } catch {
-            throw EditLogError(.corrupt, "payload is not valid JSON (\(error.description))", at: "position \(position)")
-        }
-        let hash = [UInt8](row[15] as Data)
-        let originHash: Data? = row[14]
-        return RecordedEvent(
-            position: position, id: id, stream: row[2], streamVersion: row[3], type: row[4], payload: payload,
-            actor: row[6], device: row[7], session: row[8], cause: row[9], clientTime: row[10], recordedTime: row[11],
-            origin: EventOrigin(logId: row[12], position: row[13], hash: originHash.map { [UInt8]($0) } ?? hash), hash: hash)
-    }
-
     /// Calls `body` for each event in position order, from `after` on, streaming (never materializing the log).
     /// Rows are read straight from SQLite's column buffers (the replay hot path: no `Row`, no boxing).
     public static func forEach(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
@@ -35,15 +17,20 @@ public enum EventReading {
         let sql = "SELECT \(columns) FROM events WHERE position > ?\(clause.map { " AND (\($0))" } ?? "") ORDER BY position"
         var args: StatementArguments = [after]
         args += arguments
+        try step(db, sql: sql, arguments: args) { try body(try decode($0)); return true }
+    }
+
+    /// Steps a statement over `columns`, handing each row to `body` until it returns false.
+    public static func step(_ db: Database, sql: String, arguments: StatementArguments, _ body: (StatementEventColumns) throws -> Bool) throws {
         let statement = try db.makeStatement(sql: sql)
-        try statement.setArguments(args)
+        try statement.setArguments(arguments)
         let stmt = statement.sqliteStatement
         let row = StatementEventColumns(stmt)
         while true {
             let rc = sqlite3_step(stmt)
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection))) }
-            try body(try decode(row))
+            if try !body(row) { break }
         }
     }
 
@@ -77,7 +64,9 @@ public enum EventReading {
     /// The first (or, with `newest`, the last) event matching `clause`.
     public static func first(_ db: Database, where clause: String, arguments: StatementArguments = [], newest: Bool = false) throws -> RecordedEvent? {
         let sql = "SELECT \(columns) FROM events WHERE \(clause) ORDER BY position\(newest ? " DESC" : "") LIMIT 1"
-        return try Row.fetchOne(db, sql: sql, arguments: arguments).map(decode)
+        var found: RecordedEvent?
+        try step(db, sql: sql, arguments: arguments) { found = try decode($0); return false }
+        return found
     }
 
     public static func count(_ db: Database) throws -> Int64 {
