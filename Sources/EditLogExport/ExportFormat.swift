@@ -169,14 +169,7 @@ extension ExportLayer {
 
     /// A row's attribute value as JSON, as `query` gives it (dates as epoch milliseconds).
     func value(_ row: Row, _ field: FieldSchema) -> JSONValue {
-        let v: DatabaseValue = row[field.name]
-        switch v.storage {
-        case .null: return .null
-        case .int64(let i): return .int(i)
-        case .double(let d): return .double(d)
-        case .string(let s): return .string(s)
-        case .blob(let d): return .string(d.base64EncodedString())
-        }
+        ProjectedState.jsonValue(row[field.name])
     }
 
     /// The row's Esri JSON geometry, nil when it has none.

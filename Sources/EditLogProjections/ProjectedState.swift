@@ -13,7 +13,8 @@ public struct ProjectedState: CurrentState {
 
     public init(db: Database, schema: ServiceSchema, projector: Projector? = nil) { self.db = db; self.schema = schema; self.projector = projector }
 
-    static func jsonValue(_ dbv: DatabaseValue) -> JSONValue {
+    /// A stored column value as JSON (blobs as base64).
+    public static func jsonValue(_ dbv: DatabaseValue) -> JSONValue {
         switch dbv.storage {
         case .null: return .null
         case .int64(let i): return .int(i)

@@ -59,29 +59,7 @@ import Testing
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path, seed: seed)
         var editor = RandomEditor(rng: SplitMix64(seed: seed), trees: Array(try Fixture.globalIds("Trees").prefix(30)), species: try Fixture.globalIds("Species"))
-        let actors = ["ann", "bob", "cy"]
-        var accepted = 0, rejected = 0
-        var current: [String: String] = [:]
-        for step in 0..<240 {
-            let actor = actors[step % actors.count]
-            var text = editor.line(actor: actor)
-            var opened: String?
-            // Each actor works in its own session: create/edit name a new one, the other steps use it.
-            if text.contains("\"op\":\"create\"") || text.contains("\"op\":\"edit\"") {
-                opened = "\(actor)-\(step)"
-                text = String(text.dropLast()) + ",\"session\":\"\(opened!)\"}"
-            }
-            let marker = "\"session\":\"\(actor)\""
-            if let s = current[actor] { text = text.replacingOccurrences(of: marker, with: "\"session\":\"\(s)\"") }
-            else { text = text.replacingOccurrences(of: marker, with: "\"actor\":\"\(actor)\"").replacingOccurrences(of: "\"op\":\"abandon\"", with: "\"op\":\"cancel\"") }
-            let cmds = try ScriptParser.parse(Array(text.utf8), defaultActor: actor)
-            do {
-                _ = try log.apply(cmds[0])
-                accepted += 1
-                if let opened { current[actor] = opened }
-                if ["finish", "cancel", "abandon"].contains(cmds[0].op.name) { current[actor] = nil }
-            } catch { rejected += 1 }
-        }
+        let (accepted, rejected) = try Self.drive(log, editor: &editor, steps: 240)
         #expect(accepted > 60 && rejected > 10, "accepted \(accepted), rejected \(rejected): the generator should exercise both paths")
         let incremental = try log.digestOfProjections()
         #expect(incremental == (try log.digestOfRebuild()))
@@ -100,5 +78,33 @@ import Testing
         #expect(try log.digestOfRebuild() == d)
         let r = try log.verify()
         #expect(!r.ok && r.problems.first?.contains("p_layer_0") == true)
+    }
+
+    /// Feeds `steps` random pop-up steps to `log`, each actor in its own session (create/edit name a new one,
+    /// the other steps use it); returns how many were accepted and rejected.
+    static func drive(_ log: EditLog, editor: inout RandomEditor, steps: Int) throws -> (accepted: Int, rejected: Int) {
+        let actors = ["ann", "bob", "cy"]
+        var accepted = 0, rejected = 0
+        var current: [String: String] = [:]
+        for step in 0..<steps {
+            let actor = actors[step % actors.count]
+            var text = editor.line(actor: actor)
+            var opened: String?
+            if text.contains("\"op\":\"create\"") || text.contains("\"op\":\"edit\"") {
+                opened = "\(actor)-\(step)"
+                text = String(text.dropLast()) + ",\"session\":\"\(opened!)\"}"
+            }
+            let marker = "\"session\":\"\(actor)\""
+            if let s = current[actor] { text = text.replacingOccurrences(of: marker, with: "\"session\":\"\(s)\"") }
+            else { text = text.replacingOccurrences(of: marker, with: "\"actor\":\"\(actor)\"").replacingOccurrences(of: "\"op\":\"abandon\"", with: "\"op\":\"cancel\"") }
+            let cmds = try ScriptParser.parse(Array(text.utf8), defaultActor: actor)
+            do {
+                _ = try log.apply(cmds[0])
+                accepted += 1
+                if let opened { current[actor] = opened }
+                if ["finish", "cancel", "abandon"].contains(cmds[0].op.name) { current[actor] = nil }
+            } catch { rejected += 1 }
+        }
+        return (accepted, rejected)
     }
 }

@@ -11,26 +11,7 @@ import Testing
     static func randomLog(at path: String, seed: UInt64, steps: Int = 150) throws -> EditLog {
         let log = try Fixture.treesLog(at: path, seed: seed)
         var editor = RebuildPropertyTests.RandomEditor(rng: SplitMix64(seed: seed), trees: Array(try Fixture.globalIds("Trees").prefix(30)), species: try Fixture.globalIds("Species"))
-        let actors = ["ann", "bob", "cy"]
-        var current: [String: String] = [:]
-        for step in 0..<steps {
-            let actor = actors[step % actors.count]
-            var text = editor.line(actor: actor)
-            var opened: String?
-            if text.contains("\"op\":\"create\"") || text.contains("\"op\":\"edit\"") {
-                opened = "\(actor)-\(step)"
-                text = String(text.dropLast()) + ",\"session\":\"\(opened!)\"}"
-            }
-            let marker = "\"session\":\"\(actor)\""
-            if let s = current[actor] { text = text.replacingOccurrences(of: marker, with: "\"session\":\"\(s)\"") }
-            else { text = text.replacingOccurrences(of: marker, with: "\"actor\":\"\(actor)\"").replacingOccurrences(of: "\"op\":\"abandon\"", with: "\"op\":\"cancel\"") }
-            let cmds = try ScriptParser.parse(Array(text.utf8), defaultActor: actor)
-            do {
-                _ = try log.apply(cmds[0])
-                if let opened { current[actor] = opened }
-                if ["finish", "cancel", "abandon"].contains(cmds[0].op.name) { current[actor] = nil }
-            } catch {}
-        }
+        _ = try RebuildPropertyTests.drive(log, editor: &editor, steps: steps)
         return log
     }
 
