@@ -161,7 +161,10 @@ public enum Audit {
         }
         // Children (one-to-many, origin side): each child created or deleted under this feature. The projections
         // find the children whose key points here (deleted ones too); their streams say when.
-        for r in layer.relationships where r.role == .origin {
+        // Composite relationships only (the child belongs to the parent: an inspection under its tree). A species'
+        // trees are not its history; each tree's history shows its re-point instead, and listing hundreds of
+        // children would make a lookup table's history cost grow with its use.
+        for r in layer.relationships where r.role == .origin && r.composite {
             guard let child = schema.layer(id: r.relatedTableId),
                   let fk = child.relationships.first(where: { $0.id == r.id && $0.role == .destination })?.keyField.flatMap(child.field) else { continue }
             let key: String?

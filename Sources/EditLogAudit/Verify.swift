@@ -63,37 +63,45 @@ public enum Verifier {
         var enc = EventHash.Encoder()
         let localLog = Array(logId.utf8)
         let attachmentStaged = Array(EventType.attachmentStaged.rawValue.utf8)
-        try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events ORDER BY position", arguments: []) { row in
+        // Its own stepping loop rather than `EventReading.step`: a closure over this much mutable state made the
+        // chain scan a quarter slower (measured with tools/bench verify).
+        let statement = try db.makeStatement(sql: "SELECT \(EventReading.columns) FROM events ORDER BY position")
+        let stmt = statement.sqliteStatement
+        let row = StatementEventColumns(stmt)
+        rows: while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection))) }
             let position = row.integer(.position)
             if position != expected {
                 r.fail(expected, "position \(expected) is missing (next stored is \(position))")
-                return false
+                break
             }
-            guard let id = row.bytes(.id), id.count == 16 else { r.fail(position, "event id is not 16 bytes"); return false }
-            guard let storedHash = row.bytes(.hash), storedHash.count == 32 else { r.fail(position, "hash is missing"); return false }
+            guard let id = row.bytes(.id), id.count == 16 else { r.fail(position, "event id is not 16 bytes"); break }
+            guard let storedHash = row.bytes(.hash), storedHash.count == 32 else { r.fail(position, "hash is missing"); break }
             let missing = prev.withUnsafeBytes { previous -> EventHash.Column? in
                 do throws(EventHash.MissingColumn) { try EventHash.encode(row, previous: previous, into: &enc); return nil } catch { return error.column }
             }
-            if let missing { r.fail(position, "\(missing.name) is NULL"); return false }
+            if let missing { r.fail(position, "\(missing.name) is NULL"); break }
             if !enc.digestEquals(storedHash) {
                 r.fail(position, "hash mismatch: the event was altered (stored \(Hex.encode(storedHash).prefix(16))…, computed \(Hex.encode(enc.digest()).prefix(16))…)")
-                return false
+                break
             }
             let originLog = row.bytes(.originLog)!  // encode checked every required column
             if row.bytes(.originHash) == nil && (!originLog.elementsEqual(localLog) || row.integer(.originPosition) != position) {
                 r.fail(position, "origin of a local event does not match this log")
-                return false
+                break
             }
             let stream = String(decoding: row.bytes(.stream)!, as: UTF8.self)
             let version = row.integer(.streamVersion)
             let v = (versions[stream] ?? 0) + 1
-            if version != v { r.fail(position, "stream \(stream) version \(version), expected \(v)"); return false }
+            if version != v { r.fail(position, "stream \(stream) version \(version), expected \(v)"); break }
             versions[stream] = v
             // Staged attachments: their bytes must be in `blobs` (checked after the scan).
             if row.bytes(.type)!.elementsEqual(attachmentStaged) {
                 let payload = row.bytes(.payload)!
                 guard let sha = (try? JSONParser.parse(buffer: payload.bindMemory(to: UInt8.self)))?["sha256"]?.stringValue else {
-                    r.fail(position, "\(EventType.attachmentStaged.rawValue) payload has no sha256"); return false
+                    r.fail(position, "\(EventType.attachmentStaged.rawValue) payload has no sha256"); break
                 }
                 r.stagedAttachments.append((position, sha))
             }
@@ -101,7 +109,6 @@ public enum Verifier {
             r.events = position
             expected += 1
             if let progress, position % 20_000 == 0 { progress(position, total) }
-            return true
         }
         r.headHash = Hex.encode(prev)
     }
