@@ -72,11 +72,7 @@ public struct BlameFold: Sendable {
 
     /// Editor tracking as the projector fills it: the event's actor and recording time.
     mutating func track(_ e: RecordedEvent, create: Bool) {
-        guard let info = layer.editFieldsInfo else { return }
-        let ms = Timestamp.parse(e.recordedTime).map { JSONValue.int($0) } ?? .null
-        var set: [(String?, JSONValue)] = [(info.editorField, .string(e.actor)), (info.editDateField, ms)]
-        if create { set += [(info.creatorField, .string(e.actor)), (info.creationDateField, ms)] }
-        for (f, v) in set { if let f = f.flatMap(layer.field) { values[f.name] = entry(e, f.name, v) } }
+        for (f, v) in layer.editorTrackingValues(of: e, create: create) { values[f] = entry(e, f, v) }
     }
 
     public mutating func apply(_ e: RecordedEvent) throws {

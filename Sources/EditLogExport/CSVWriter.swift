@@ -46,7 +46,7 @@ public enum CSVWriter {
             let oid: Int64 = row["_oid"], gid: String = row["_globalid"]
             var cells = [String(oid), gid] + l.schema.attributeFields.map { text(l.value(row, $0)) }
             if l.hasGeometry {
-                let g = l.esriGeometry(row)
+                let g = try l.esriGeometry(row)
                 if isPoint {
                     let p = Geometry.point(g)
                     cells += [p.map { number($0.x) } ?? "", p.map { number($0.y) } ?? ""]

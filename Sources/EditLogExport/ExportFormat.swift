@@ -172,9 +172,14 @@ extension ExportLayer {
         ProjectedState.jsonValue(row[field.name])
     }
 
-    /// The row's Esri JSON geometry, nil when it has none.
-    func esriGeometry(_ row: Row) -> JSONValue? {
+    /// The row's Esri JSON geometry, nil when it has none; a stored geometry that is not JSON is `.corrupt`
+    /// (as `ProjectedState` reports it), never exported as missing.
+    func esriGeometry(_ row: Row) throws -> JSONValue? {
         guard let text: String = row["_geometry"] else { return nil }
-        return try? JSONParser.parse(text)
+        do { return try JSONParser.parse(text) } catch {
+            let position: Int64 = row["_position"]
+            throw EditLogError(.corrupt, "the geometry of \(schema.name) \(row["_globalid"] as String) is not JSON (\(error.description)); run `editlog rebuild`",
+                               at: "position \(position)")
+        }
     }
 }

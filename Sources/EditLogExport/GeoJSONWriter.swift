@@ -37,7 +37,7 @@ public enum GeoJSONWriter {
             for f in l.schema.attributeFields { props[f.name] = l.value(row, f) }
             features.append(.object([
                 "type": .string("Feature"), "id": .int(oid), "properties": .object(props),
-                "geometry": (l.hasGeometry ? geometry(l.esriGeometry(row)) : nil) ?? .null,
+                "geometry": (l.hasGeometry ? geometry(try l.esriGeometry(row)) : nil) ?? .null,
             ]))
         }
         var o: [String: JSONValue] = ["type": .string("FeatureCollection"), "name": .string(l.schema.name), "features": .array(features)]

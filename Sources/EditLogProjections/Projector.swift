@@ -140,23 +140,10 @@ public final class Projector {
         }
     }
 
-    func editorTracking(_ layer: LayerSchema, _ e: RecordedEvent, create: Bool) -> [String: JSONValue] {
-        guard let info = layer.editFieldsInfo else { return [:] }
-        let ms = Timestamp.parse(e.recordedTime).map { JSONValue.int($0) } ?? .null
-        var out: [String: JSONValue] = [:]
-        if let f = info.editorField.flatMap(layer.field) { out[f.name] = .string(e.actor) }
-        if let f = info.editDateField.flatMap(layer.field) { out[f.name] = ms }
-        if create {
-            if let f = info.creatorField.flatMap(layer.field) { out[f.name] = .string(e.actor) }
-            if let f = info.creationDateField.flatMap(layer.field) { out[f.name] = ms }
-        }
-        return out
-    }
-
     func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: Bool = false) throws {
         let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
         if pendingFeatures[g]?.inserted == true { throw e.fields.corrupt("creates feature \(g) a second time") }
-        let tracked = tracking ? editorTracking(layer, e, create: true) : [:]
+        let tracked = tracking ? layer.editorTrackingValues(of: e, create: true) : [:]
         try fold(layer, globalId: g, insertAt: e.position) { c, row in
             for f in layer.attributeFields {
                 row[c.attribute[f.name]!] = Projector.databaseValue(tracked[f.name] ?? attributes[f.name] ?? .null)?.databaseValue ?? .null
@@ -184,7 +171,7 @@ public final class Projector {
     }
 
     func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database) throws {
-        let tracked = editorTracking(layer, e, create: false)
+        let tracked = layer.editorTrackingValues(of: e, create: false)
         try fold(layer, globalId: globalId, insertAt: nil) { c, row in
             for (k, change) in changes {
                 guard let f = layer.field(k), let i = c.attribute[f.name] else {
