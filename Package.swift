@@ -20,17 +20,21 @@ let package = Package(
         // The append-only event store on SQLite.
         .target(name: "EditLogStore", dependencies: ["EditLogCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Feature tables rebuilt from events.
-        .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift")]),
         // Replay and audit: log, history, sessions, verify.
         .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Replay as of a position or time (with checkpoints) and exports: SQLite, GeoPackage, GeoJSON, CSV.
         .target(name: "EditLogExport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The one merge engine: three-way, field-level decisions for imported events (bundles and sync). Pure.
+        .target(name: "EditLogMerge", dependencies: ["EditLogCore"]),
+        // Importing events of another log: merge decisions, conflicts, derived values again (bundles and sync).
+        .target(name: "EditLogImport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift")]),
         // The facade apps use: open a log, record sessions.
-        .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", "EditLogMerge", "EditLogImport", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "editlog", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads.
         .executableTarget(name: "editlog-bench", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", "EditLogMerge", "EditLogImport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

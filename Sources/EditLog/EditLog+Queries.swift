@@ -165,3 +165,12 @@ extension EditLog {
         try read { db in try Projections.rebuiltInMemory(from: db).digest }
     }
 }
+
+extension EditLog {
+    /// Digest of what the data says, independent of the log (`Projections.contentDigest`): logs that merged
+    /// the same events converge when these are equal.
+    public func digestOfContent() throws(EditLogError) -> String {
+        let schema = self.schema
+        return try read { db in try Projections.contentDigest(db, schema: schema) }
+    }
+}

@@ -104,7 +104,7 @@ public final class EditLog {
     func writeMapped<T>(_ body: (Database, inout Appender, Projector) throws -> T) throws(EditLogError) -> T {
         let schema = self.schema
         return try store.write { db, appender in
-            let projector = Projector(schema: try db.tableExists("p_sessions") ? schema : nil)
+            let projector = Projector(schema: try db.tableExists("p_sessions") ? schema : nil, logId: store.logId)
             let result = try body(db, &appender, projector)
             try projector.flush(db)
             return result

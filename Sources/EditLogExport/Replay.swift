@@ -52,7 +52,9 @@ public enum Replay {
     /// Applies events `after+1 ... through` of `source` to `target`, whose projection tables hold the state
     /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses.
     public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database) throws {
-        let projector = Projector(schema: after > 0 ? try schema(source, atOrBefore: after) : nil)
+        let projector = Projector(schema: after > 0 ? try schema(source, atOrBefore: after) : nil, logId: try EventStore.logId(in: source))
+        // A merge decision is recorded just before its imported event: one at `after` still applies to the next.
+        if after > 0, let last = try EventReading.first(source, where: "position = ?", arguments: [after]) { projector.resume(after: last) }
         try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through]) { e in
             try projector.apply(e, target)
         }

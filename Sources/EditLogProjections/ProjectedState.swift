@@ -92,7 +92,7 @@ public struct ProjectedState: CurrentState {
                 return s
             }
             problem = "is not a session state"
-        } catch let e as JSONParseError { problem = "is not JSON (\(e.description))" }
+        } catch { problem = "is not JSON (\(error.description))" }
         throw EditLogError(.corrupt, "the projected state of session \(id) \(problem); the projection was altered: run `editlog rebuild`",
                            at: "position \(startedPosition)")
     }

@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogMerge
 import Foundation
 import GRDB
 
@@ -6,6 +7,10 @@ import GRDB
 /// and replays the whole log (`rebuild`), so the two are equal byte for byte.
 public final class Projector {
     public private(set) var schema: ServiceSchema?
+    /// The log whose events these are: its own `MergeDecided` events apply, other logs' are records only.
+    public var logId: String?
+    /// Decisions of this log waiting for their imported event (by event id).
+    var decisions: [String: MergeDecision] = [:]
     /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
     /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
     public internal(set) var openSessions: [String: SessionState] = [:]
@@ -21,7 +26,7 @@ public final class Projector {
     /// Per layer: the feature table's column layout and its statements.
     var layerColumns: [Int: LayerColumns] = [:]
 
-    public init(schema: ServiceSchema? = nil) { self.schema = schema }
+    public init(schema: ServiceSchema? = nil, logId: String? = nil) { self.schema = schema; self.logId = logId }
 
     /// Sets the schema when the projection tables already exist (incremental use).
     public func setSchema(_ s: ServiceSchema) { schema = s }
@@ -49,8 +54,11 @@ public final class Projector {
         // Types from a newer EditLog change no projection here (an older build can still read the log).
         guard let type = e.eventType else { return }
         let p = e.fields
+        let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.uuidString.lowercased())
         switch type {
         case .schemaDefined:
+            // Another log's schema, imported with its events, never replaces this log's (the import checked they agree).
+            if schema != nil, let logId, e.origin.logId != logId { return }
             let s: ServiceSchema
             do { s = try Projector.decodeSchema(e.payload) } catch { throw p.corrupt("the schema cannot be decoded: \(error.message)") }
             if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
@@ -59,7 +67,11 @@ public final class Projector {
             }
             schema = s
         case .featureBaselined:
-            try insertFeature(e, attributes: try p.object("attributes"), geometry: p.optional("geometry"), db)
+            if let decision, decision.asUpdate {
+                try applyAsUpdate(e, attributes: try p.object("attributes"), decision, db)
+            } else {
+                try insertFeature(e, attributes: try p.object("attributes"), geometry: p.optional("geometry"), db)
+            }
         case .sessionStarted:
             let session = try e.requireSession()
             let st: SessionState
@@ -78,8 +90,9 @@ public final class Projector {
             try updateSession(e, type, db)
         case .sessionCommitted:
             try updateSession(e, type, db)
-            try commit(e, db)
+            try commit(e, decision, db)
         case .featureDeleted:
+            if decision?.skipDelete == true { return }
             let l = try p.layer(in: schema), g = try p.string("globalId")
             try fold(l, globalId: g, insertAt: nil) { c, row in
                 row[c.deleted] = 1.databaseValue
@@ -89,9 +102,23 @@ public final class Projector {
             }
             try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0").execute(arguments: [e.position, g])
         case .featureDerived:
-            try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: try p.object("changes"), geometry: nil, e, db)
+            try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db)
+        case .mergeDecided:
+            let d: MergeDecision
+            do { d = try MergeDecision(json: e.payload) } catch { throw p.corrupt(error.message) }
+            guard d.log == logId else { return }
+            if let target = d.event {
+                decisions[target] = d
+            } else {
+                try revive(d, e, db)
+            }
+        case .conflictResolved:
+            let l = try p.layer(in: schema), g = try p.string("globalId")
+            try revive(decision, e, db)
+            try updateFeature(l, globalId: g, changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db)
         case .scriptRecorded:
-            try db.cachedStatement(sql: "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?)")
+            // The same script recorded by two logs (both imported here) is one row: the first.
+            try db.cachedStatement(sql: "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING")
                 .execute(arguments: [try p.string("sha256"), try p.string("name"), try p.int("lines"), e.position])
         }
     }
@@ -188,11 +215,17 @@ public final class Projector {
         }
     }
 
-    func commit(_ e: RecordedEvent, _ db: Database) throws {
+    func commit(_ e: RecordedEvent, _ decision: MergeDecision?, _ db: Database) throws {
         let p = e.fields
         let layer = try p.layer(in: schema), g = try p.string("globalId")
         let changes = try p.object("changes")
-        if try p.string("kind") == "create" {
+        try revive(decision, e, db)
+        let skipAttachments = Set(decision?.skipAttachments ?? [])
+        if let decision, decision.asUpdate {
+            try applyAsUpdate(e, attributes: changes.mapValues { $0["new"] ?? .null }, decision, db)
+        } else if let decision, !decision.skipFields.isEmpty {
+            try updateFeature(layer, globalId: g, changes: Self.without(decision.skipFields, changes), geometry: nil, e, db)
+        } else if try p.string("kind") == "create" {
             try insertFeature(e, attributes: changes.mapValues { $0["new"] ?? .null }, geometry: p.optional("geometry"), db, tracking: true)
         } else {
             try updateFeature(layer, globalId: g, changes: changes, geometry: nil, e, db)
@@ -209,11 +242,52 @@ public final class Projector {
             guard let id = r["attachmentId"]?.stringValue, let name = r["new"]?.stringValue else {
                 throw p.corrupt("payload \"attachments.renamed\" needs attachmentId and new")
             }
+            if skipAttachments.contains(id) { continue }
             try db.cachedStatement(sql: "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?").execute(arguments: [name, e.position, id])
         }
         for r in try p.array("removed", in: atts, parentKey: "attachments") {
             guard let id = r["attachmentId"]?.stringValue else { throw p.corrupt("payload \"attachments.removed\" needs attachmentId") }
+            if skipAttachments.contains(id) { continue }
             try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?").execute(arguments: [e.position, id])
+        }
+    }
+
+    // MARK: Merge decisions (EditLogMerge)
+
+    /// Starting after `last` (a replay from a checkpoint): a decision of this log recorded there still applies
+    /// to the next event.
+    public func resume(after last: RecordedEvent) {
+        guard last.eventType == .mergeDecided, let d = try? MergeDecision(json: last.payload), d.log == logId, let target = d.event else { return }
+        decisions[target] = d
+    }
+
+    static func without(_ skip: [String]?, _ changes: [String: JSONValue]) -> [String: JSONValue] {
+        guard let skip, !skip.isEmpty else { return changes }
+        return changes.filter { !skip.contains($0.key) }
+    }
+
+    /// A create of a GlobalID this log already has, merged: the fields the decision did not keep, as an update.
+    func applyAsUpdate(_ e: RecordedEvent, attributes: [String: JSONValue], _ d: MergeDecision, _ db: Database) throws {
+        let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
+        try revive(d, e, db)
+        var changes: [String: JSONValue] = [:]
+        for (k, v) in attributes where !d.skipFields.contains(k) && layer.field(k) != nil { changes[k] = ["new": v] }
+        let geometry = d.skipFields.contains(MergeEngine.geometryField) ? nil : e.fields.optional("geometry")
+        try updateFeature(layer, globalId: g, changes: changes, geometry: geometry, e, db)
+    }
+
+    /// A feature (and the attachments its delete detached) live again, when a decision says so.
+    func revive(_ d: MergeDecision?, _ e: RecordedEvent, _ db: Database) throws {
+        guard let d else { return }
+        if d.revive {
+            guard let layer = schema?.layer(id: d.layer) else { throw e.fields.corrupt("revives a feature of layer \(d.layer), which the schema does not have") }
+            try fold(layer, globalId: d.globalId, insertAt: nil) { c, row in
+                row[c.deleted] = 0.databaseValue
+                row[c.position] = e.position.databaseValue
+            }
+        }
+        for id in d.reviveAttachments {
+            try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 0, position = ? WHERE global_id = ?").execute(arguments: [e.position, id])
         }
     }
 }

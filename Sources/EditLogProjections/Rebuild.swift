@@ -13,7 +13,7 @@ public enum Projections {
 
     /// Replays the events of `source` into the (empty) projection tables of `target`.
     public static func replay(from source: Database, into target: Database, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
-        let projector = Projector()
+        let projector = Projector(logId: try EventStore.logId(in: source))
         let total = try EventReading.count(source)
         try EventReading.forEach(source) { e in
             try projector.apply(e, target)

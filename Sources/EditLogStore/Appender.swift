@@ -131,9 +131,12 @@ public struct Appender {
     }
 
     /// Stores attachment bytes under their SHA-256 (content-addressed: the same bytes are stored once).
-    public func storeBlob(_ data: [UInt8]) throws {
+    /// Returns whether the bytes were new to this log.
+    @discardableResult
+    public func storeBlob(_ data: [UInt8]) throws -> Bool {
         let sha = Data(EventHash.sha256(data))
         let stmt = try db.cachedStatement(sql: "INSERT INTO blobs (sha256, size, data) VALUES (?, ?, ?) ON CONFLICT(sha256) DO NOTHING")
         try stmt.execute(arguments: [sha, data.count, Data(data)])
+        return db.changesCount > 0
     }
 }

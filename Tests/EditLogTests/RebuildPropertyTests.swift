@@ -82,7 +82,7 @@ import Testing
 
     /// Feeds `steps` random pop-up steps to `log`, each actor in its own session (create/edit name a new one,
     /// the other steps use it); returns how many were accepted and rejected.
-    static func drive(_ log: EditLog, editor: inout RandomEditor, steps: Int) throws -> (accepted: Int, rejected: Int) {
+    static func drive(_ log: EditLog, editor: inout RandomEditor, steps: Int, sessionPrefix: String = "") throws -> (accepted: Int, rejected: Int) {
         let actors = ["ann", "bob", "cy"]
         var accepted = 0, rejected = 0
         var current: [String: String] = [:]
@@ -91,7 +91,7 @@ import Testing
             var text = editor.line(actor: actor)
             var opened: String?
             if text.contains("\"op\":\"create\"") || text.contains("\"op\":\"edit\"") {
-                opened = "\(actor)-\(step)"
+                opened = "\(sessionPrefix)\(actor)-\(step)"
                 text = String(text.dropLast()) + ",\"session\":\"\(opened!)\"}"
             }
             let marker = "\"session\":\"\(actor)\""

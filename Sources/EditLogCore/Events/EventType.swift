@@ -15,6 +15,10 @@ public enum EventType: String, Sendable, CaseIterable, Hashable {
     case featureDeleted = "FeatureDeleted"
     case featureDerived = "FeatureDerived"
     case scriptRecorded = "ScriptRecorded"
+    /// How this log merged the next imported event (a bundle import, a sync pull): fields kept, conflicts.
+    case mergeDecided = "MergeDecided"
+    /// A conflict re-resolved by hand (`editlog conflicts resolve`): a write of the chosen value.
+    case conflictResolved = "ConflictResolved"
 }
 
 /// Streams: one per feature (`<layerId>:<GlobalID>`), plus system streams that start with `$`.
@@ -37,4 +41,7 @@ public enum Cause {
     public static let system = "system"
     public static func rule(_ name: String) -> String { "rule:\(name)" }
     public static func cascade(from globalId: String) -> String { "cascade:\(globalId)" }
+    /// A merge decision of an import (`import:<origin log id>`).
+    public static func merge(from logId: String) -> String { "merge:\(logId)" }
+    public static let resolution = "resolution"
 }

@@ -41,7 +41,9 @@ public struct RuleEngine {
                     let children = try world.features(layer: child.id, where: fk, equals: key)
                     guard let latest = children.max(by: { a, b in
                         let da = a.attributes[orderBy]?.doubleValue ?? -.infinity, db = b.attributes[orderBy]?.doubleValue ?? -.infinity
-                        return da != db ? da < db : a.objectId < b.objectId
+                        // Ties broken by GlobalID, not ObjectID: ObjectIDs are per log, and logs that merged the
+                        // same children must derive the same value.
+                        return da != db ? da < db : a.globalId < b.globalId
                     }) else { continue }
                     var changes: [String: JSONValue] = [:]
                     for copy in fields {

@@ -33,6 +33,14 @@ public struct ServiceSchema: Sendable, Hashable {
     }
 
     /// The other side of a relationship as the related layer lists it.
+    /// The key value a child stores to point at `parent`: the origin's key field, or its GlobalID.
+    public static func keyValue(of parent: FeatureSnapshot, originSide: RelationshipSchema, origin: LayerSchema) -> JSONValue {
+        if let k = originSide.keyField, k.lowercased() != origin.globalIdField?.lowercased(), let f = origin.field(k) {
+            return parent.attributes[f.name] ?? .null
+        }
+        return .string(parent.globalId)
+    }
+
     public func counterpart(of rel: RelationshipSchema, in layer: LayerSchema) -> (layer: LayerSchema, side: RelationshipSchema)? {
         guard let other = self.layer(id: rel.relatedTableId) else { return nil }
         if let side = other.relationships.first(where: { $0.id == rel.id && $0.relatedTableId == layer.id }) {

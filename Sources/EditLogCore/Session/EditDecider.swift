@@ -87,10 +87,7 @@ public struct EditDecider {
 
     /// The key value a child stores to point at `parent`: the origin's key field, or its GlobalID.
     func keyValue(of parent: FeatureSnapshot, originSide: RelationshipSchema, origin: LayerSchema) -> JSONValue {
-        if let k = originSide.keyField, k.lowercased() != origin.globalIdField?.lowercased(), let f = origin.field(k) {
-            return parent.attributes[f.name] ?? .null
-        }
-        return .string(parent.globalId)
+        ServiceSchema.keyValue(of: parent, originSide: originSide, origin: origin)
     }
 
     /// Parents of a feature across its many-to-one (destination-side, one-to-many) relationships.

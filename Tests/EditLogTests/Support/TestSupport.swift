@@ -34,12 +34,13 @@ enum Fixture {
     }
 
     /// A Trees of Portland log with the baseline, deterministic clock and ids.
-    static func treesLog(at path: String, baseline: Bool = true, seed: UInt64 = 1) throws -> EditLog {
-        let clock = StepClock(start: 1_780_000_000_000, step: 7)
+    static func treesLog(at path: String, baseline: Bool = true, seed: UInt64 = 1, logId: String = "test-log",
+                         clockStart: Int64 = 1_780_000_000_000, clock shared: StepClock? = nil) throws -> EditLog {
+        let clock = shared ?? StepClock(start: clockStart, step: 7)
         return try EditLog.create(
             at: path, service: [("service.json", try json("service.json"))], webmap: try json("webmap.json"),
             rules: try InputFiles.rules(Paths.trees + "/rules.json"), baseline: baseline ? try self.baseline() : [],
-            clock: clock, ids: UUIDv7Generator(clock: clock, seed: seed), logId: "test-log")
+            clock: clock, ids: UUIDv7Generator(clock: clock, seed: seed), logId: logId)
     }
 
     static func features(_ layer: String) throws -> [[String: JSONValue]] {

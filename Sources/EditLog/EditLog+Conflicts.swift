@@ -1,0 +1,144 @@
+import EditLogCore
+import EditLogMerge
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// A conflict as this log knows it: the decision that met it (this log's or, imported, another's) and every
+/// later resolution by hand.
+public struct ConflictRecord: Sendable, Hashable {
+    public var conflict: Conflict
+    /// The log that decided it, and where the decision sits in this log.
+    public var decidedIn: String
+    public var position: Int64
+    public var decidedBy: String
+    public var decidedAt: String
+    public var resolutions: [ConflictResolution]
+
+    /// open (manual, not resolved yet), decided (by the policy) or resolved (by hand, latest resolution).
+    public var status: String { !resolutions.isEmpty ? "resolved" : conflict.winner == .open ? "open" : "decided" }
+
+    public var json: JSONValue {
+        var o = conflict.json.objectValue ?? [:]
+        o["key"] = .string(conflict.key)
+        o["status"] = .string(status)
+        o["decidedIn"] = .string(decidedIn)
+        o["position"] = .int(position)
+        o["decidedBy"] = .string(decidedBy)
+        o["decidedAt"] = .string(decidedAt)
+        o["resolutions"] = .array(resolutions.map(\.json))
+        return .object(o)
+    }
+}
+
+/// A conflict re-resolved by hand: a `ConflictResolved` event.
+public struct ConflictResolution: Sendable, Hashable {
+    public var position: Int64
+    public var take: String
+    public var value: JSONValue
+    public var actor: String
+    public var device: String
+    public var time: String
+    public var log: String
+
+    public var json: JSONValue {
+        .object(["position": .int(position), "take": .string(take), "value": value, "actor": .string(actor), "device": .string(device),
+                 "time": .string(time), "log": .string(log)])
+    }
+}
+
+/// What a resolution takes.
+public enum ConflictChoice: Sendable, Hashable {
+    case local, remote, base
+    case value(JSONValue)
+
+    public var name: String {
+        switch self {
+        case .local: "local"
+        case .remote: "remote"
+        case .base: "base"
+        case .value: "value"
+        }
+    }
+}
+
+extension EditLog {
+    /// Every conflict this log holds (its own decisions and those of the logs it imported), in log order.
+    public func conflicts() throws(EditLogError) -> [ConflictRecord] {
+        try read { db in
+            var records: [ConflictRecord] = []
+            var index: [String: Int] = [:]
+            try EventReading.forEach(db, where: "type IN (?, ?)", arguments: [EventType.mergeDecided.rawValue, EventType.conflictResolved.rawValue]) { e in
+                if e.eventType == .mergeDecided {
+                    let d: MergeDecision
+                    do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
+                    for c in d.conflicts {
+                        index[c.id] = records.count
+                        records.append(ConflictRecord(conflict: c, decidedIn: d.log, position: e.position, decidedBy: e.actor,
+                                                      decidedAt: e.clientTime ?? e.recordedTime, resolutions: []))
+                    }
+                } else if let id = e.payload["conflictId"]?.stringValue, let i = index[id] {
+                    records[i].resolutions.append(ConflictResolution(
+                        position: e.position, take: e.payload["take"]?.stringValue ?? "value", value: e.payload["value"] ?? .null,
+                        actor: e.actor, device: e.device, time: e.clientTime ?? e.recordedTime, log: e.origin.logId))
+                }
+            }
+            return records
+        }
+    }
+
+    /// One conflict by id (a prefix of at least 8 characters is enough when it is unique).
+    public func conflict(id: String) throws(EditLogError) -> ConflictRecord {
+        let all = try conflicts()
+        let hits = all.filter { $0.conflict.id == id || (id.count >= 8 && $0.conflict.id.hasPrefix(id.lowercased())) }
+        guard let first = hits.first else { throw EditLogError(.notFound, "no conflict \(id); `editlog conflicts list` shows them") }
+        guard hits.count == 1 else { throw EditLogError(.invalidInput, "conflict id \(id) is ambiguous (\(hits.count) match); give more of it") }
+        return first
+    }
+
+    /// Re-resolves a field conflict by hand: a `ConflictResolved` event writing the chosen value (never an edit of
+    /// the decision). The value is validated as a pop-up edit of that field would be.
+    @discardableResult
+    public func resolveConflict(id: String, take choice: ConflictChoice, actor: String, device: String, at clientTime: String? = nil) throws(EditLogError) -> RecordedEvent {
+        let record = try conflict(id: id)
+        let c = record.conflict
+        guard c.kind == .field || c.kind == .createCreate, let field = c.field, field != MergeEngine.geometryField else {
+            throw EditLogError(.unsupported, "conflict \(c.id) is a \(c.kind.rawValue) conflict; only field conflicts are resolved by hand "
+                               + "(edit or delete the feature in a session to change the rest)")
+        }
+        guard let layer = schema.layer(id: c.layer), let f = layer.field(field) else {
+            throw EditLogError(.corrupt, "conflict \(c.id) names field \(field) of layer \(c.layer), which the schema does not have")
+        }
+        let raw: JSONValue
+        switch choice {
+        case .local: raw = c.local.value
+        case .remote: raw = c.remote.value
+        case .base: raw = c.base
+        case .value(let v): raw = v
+        }
+        let value = raw.isNull ? JSONValue.null : try FieldValidator.normalize(raw, for: f, layer: layer.name)
+        let schema = self.schema
+        let time = clientTime ?? Timestamp.format(milliseconds: store.clock.now())
+        return try writeMapped { db, appender, projector in
+            let world = ProjectedState(db: db, schema: schema, projector: projector)
+            guard let current = try world.feature(layer: layer.id, globalId: c.globalId) else {
+                throw EditLogError(.notFound, "feature \(c.globalId) of conflict \(c.id) is not in this log")
+            }
+            guard !current.deleted else {
+                throw EditLogError(.conflict, "feature \(c.globalId) is deleted; a value cannot be resolved on it")
+            }
+            let old = current.attributes[f.name] ?? .null
+            let payload: JSONValue = .object([
+                "conflictId": .string(c.id), "layer": .int(Int64(layer.id)), "globalId": .string(c.globalId), "field": .string(f.name),
+                "take": .string(choice.name), "value": value,
+                "changes": .object(old == value ? [:] : [f.name: .object(["old": old, "new": value])]),
+            ])
+            let e = NewEvent(id: appender.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: c.globalId), type: .conflictResolved,
+                             payload: payload, context: EventContext(actor: actor, device: device, clientTime: time), session: nil, cause: Cause.resolution)
+            let r = try appender.append(e)
+            try projector.apply(r, db)
+            return r
+        }
+    }
+}

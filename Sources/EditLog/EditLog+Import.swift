@@ -1,0 +1,41 @@
+import EditLogCore
+import EditLogImport
+import EditLogMerge
+import EditLogStore
+import Foundation
+import GRDB
+
+@_exported import EditLogMerge
+@_exported import struct EditLogImport.ImportReport
+
+extension EditLog {
+    /// Imports events of other logs (a bundle, a sync pull) in one transaction, all or nothing: `feed` calls
+    /// `event` for each event in origin order and `blob` for each attachment's bytes. Events already here are
+    /// skipped; the others keep their id and origin, are chained into this log and merged under `policy`
+    /// (decisions and conflicts recorded as `MergeDecided` events); rules derive their values again after.
+    /// Any error thrown by `feed` or by the merge rolls everything back.
+    public func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
+                             _ feed: (_ event: (RecordedEvent) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void) throws(EditLogError) -> ImportReport {
+        let schema = self.schema
+        let geocoder = self.geocoder
+        let now = Timestamp.format(milliseconds: store.clock.now())
+        return try writeMapped { db, appender, projector in
+            var importer = Importer(schema: schema, policy: policy, ownLog: store.logId,
+                                    context: EventContext(actor: actor, device: device, clientTime: now), source: source)
+            try feed({ e in try importer.importEvent(e, db: db, appender: &appender, projector: projector) },
+                     { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
+            try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
+            return importer.report
+        }
+    }
+
+    /// Every event of this log after `position`, in order (what a bundle or a peer would carry).
+    public func events(after position: Int64 = 0) throws(EditLogError) -> [RecordedEvent] {
+        try read { db in
+            var out: [RecordedEvent] = []
+            try EventReading.forEach(db, after: position) { out.append($0) }
+            return out
+        }
+    }
+
+}

@@ -1,0 +1,105 @@
+import EditLogCore
+import EditLogMerge
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+extension Importer {
+    /// A parent deleted on one side while the other side related a record to it is kept, whatever the policy:
+    /// a merge never leaves an orphan. The decision (a standalone `MergeDecided` reviving the parent) names the
+    /// child as the conflict's local or remote side.
+    mutating func keepRelationshipsWhole(db: Database, appender: inout Appender, projector: Projector) throws {
+        let world = ProjectedState(db: db, schema: schema, projector: projector)
+        var revived = Set<String>()
+        func revive(_ parent: LayerSchema, _ p: FeatureSnapshot, child: LayerSchema, _ c: FeatureSnapshot) throws {
+            guard p.deleted, revived.insert(p.globalId).inserted else { return }
+            let stream = StreamName.feature(layer: parent.id, globalId: p.globalId)
+            var d = MergeDecision(log: engine.ownLog, event: nil, layer: parent.id, globalId: p.globalId)
+            d.revive = true
+            d.reviveAttachments = try detachedWithFeature(stream, p.globalId, db)
+            let parentHistory = try history(of: stream, db)
+            let childHistory = try history(of: StreamName.feature(layer: child.id, globalId: c.globalId), db)
+            let childWriter = childHistory.lastWrite
+            let childIsLocal = childWriter.map { $0.logId == engine.ownLog } ?? true
+            let del = SideValue(value: .null, writer: parentHistory.lastDelete)
+            let kept = SideValue(value: .string(c.globalId), writer: childWriter)
+            d.conflicts = [Conflict(id: appender.ids.next().uuidString.lowercased(), kind: .orphan, layer: parent.id, globalId: p.globalId,
+                                    field: nil, attachmentId: nil, base: .string(p.globalId),
+                                    local: childIsLocal ? kept : del, remote: childIsLocal ? del : kept,
+                                    policy: engine.policy, winner: childIsLocal ? .local : .remote)]
+            let e = NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
+                             session: nil, cause: Cause.merge(from: childWriter?.logId ?? engine.ownLog))
+            try projector.apply(try appender.append(e), db)
+            report.decisions += 1
+            report.conflicts += d.conflicts
+        }
+        // Parents this import deleted that live children still point at.
+        for (lid, g) in deletedParents {
+            guard let layer = schema.layer(id: lid), let p = try world.feature(layer: lid, globalId: g), p.deleted else { continue }
+            for rel in layer.relationships where rel.role == .origin {
+                guard let (child, side) = schema.counterpart(of: rel, in: layer), let fk = side.keyField.flatMap(child.field)?.name else { continue }
+                let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
+                if let c = try world.features(layer: child.id, where: fk, equals: key).first { try revive(layer, p, child: child, c) }
+            }
+        }
+        // Children this import created or changed that point at a parent deleted here.
+        for (g, entry) in touched.sorted(by: { $0.key < $1.key }) {
+            guard let layer = schema.layer(id: entry.layer), let c = try world.feature(layer: entry.layer, globalId: g), !c.deleted else { continue }
+            for rel in layer.relationships where rel.role == .destination {
+                guard let fk = rel.keyField.flatMap(layer.field)?.name, let v = c.attributes[fk], !v.isNull,
+                      let (parent, side) = schema.counterpart(of: rel, in: layer) else { continue }
+                let p: FeatureSnapshot?
+                if let k = side.keyField, k.lowercased() != parent.globalIdField?.lowercased() {
+                    p = nil  // keyed by an attribute: only live parents can be found by it
+                } else {
+                    p = try v.stringValue.flatMap(GlobalID.normalize).flatMap { try world.feature(layer: parent.id, globalId: $0) }
+                }
+                if let p { try revive(parent, p, child: layer, c) }
+            }
+        }
+    }
+
+    /// Values that rules derive never conflict: after the merge they are derived again from the merged state, as
+    /// `FeatureDerived` events naming the rule (cause) and the import (`import` in the payload).
+    mutating func deriveAgain(db: Database, appender: inout Appender, projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
+        guard !schema.rules.isEmpty else { return }
+        let world = ProjectedState(db: db, schema: schema, projector: projector)
+        let rules = RuleEngine(world: world, geocoderOverride: geocoder)
+        var emitted = 0
+        func emit(_ pending: [PendingEvent]) throws {
+            for p in pending {
+                var payload = p.payload.objectValue ?? [:]
+                payload["import"] = .string(source)
+                let e = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: .object(payload), context: context,
+                                 session: p.session, cause: p.cause)
+                try projector.apply(try appender.append(e), db)
+                emitted += 1
+            }
+        }
+        for (lid, g) in created {
+            guard let f = try world.feature(layer: lid, globalId: g), !f.deleted else { continue }
+            try emit(try rules.derive(after: .committed(layer: lid, globalId: g, kind: .create, before: [:], session: nil)))
+        }
+        for (g, entry) in touched.sorted(by: { $0.key < $1.key }) {
+            // Each earlier key value once, so every parent the child left is derived again too.
+            let befores: [[String: JSONValue]] = entry.keys.isEmpty ? [[:]] : entry.keys.flatMap { k, vs in vs.map { [k: $0] } }
+            for before in befores {
+                try emit(try rules.derive(after: .committed(layer: entry.layer, globalId: g, kind: .edit, before: before, session: nil)))
+            }
+        }
+        for (lid, g) in rederive {
+            guard let layer = schema.layer(id: lid), let p = try world.feature(layer: lid, globalId: g), !p.deleted else { continue }
+            for rule in schema.rules {
+                guard case .latestChildRollup(let relId, let parentLayer, let childLayer, _, _) = rule.kind, parentLayer == lid,
+                      let rel = layer.relationships.first(where: { $0.id == relId && $0.role == .origin }),
+                      let child = schema.layer(id: childLayer), let (_, side) = schema.counterpart(of: rel, in: layer),
+                      let fk = side.keyField.flatMap(child.field)?.name else { continue }
+                let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
+                guard let c = try world.features(layer: child.id, where: fk, equals: key).first else { continue }
+                try emit(try rules.derive(after: .committed(layer: child.id, globalId: c.globalId, kind: .edit, before: [:], session: nil)))
+            }
+        }
+        report.derived += emitted
+    }
+}

@@ -1,0 +1,180 @@
+import EditLogCore
+import EditLogMerge
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// What an import did.
+public struct ImportReport: Sendable, Hashable {
+    /// Events appended to this log.
+    public var imported = 0
+    /// Events whose id this log already holds (a second import of the same bundle, an overlapping one, own events).
+    public var alreadyPresent = 0
+    /// `MergeDecided` events recorded (an imported event applied otherwise than as it came, or a parent kept).
+    public var decisions = 0
+    /// Conflicts met by this import, with their decision.
+    public var conflicts: [Conflict] = []
+    /// `FeatureDerived` events recorded after the merge (rules derived again from the merged state).
+    public var derived = 0
+    /// Attachment blobs stored (new to this log).
+    public var blobs = 0
+    /// This log's positions of the first and last event the import appended (nil when nothing was appended).
+    public var firstPosition: Int64?
+    public var lastPosition: Int64?
+
+    public init() {}
+
+    public var json: JSONValue {
+        .object([
+            "imported": .int(Int64(imported)), "alreadyPresent": .int(Int64(alreadyPresent)), "decisions": .int(Int64(decisions)),
+            "conflicts": .array(conflicts.map(\.json)), "derived": .int(Int64(derived)), "blobs": .int(Int64(blobs)),
+            "firstPosition": firstPosition.map(JSONValue.int) ?? .null, "lastPosition": lastPosition.map(JSONValue.int) ?? .null,
+        ])
+    }
+}
+
+/// Imports events recorded in other logs into this one, inside the caller's write transaction: each event
+/// keeps its id, origin and facts and is chained into this log; an event already here is skipped; events about
+/// features this log changed too go through the merge engine, whose decisions (and conflicts) are recorded as
+/// `MergeDecided` events just before the event they decide. `finish` keeps relationships whole and derives the
+/// rules' values again from the merged state. Bundles and service sync both import through this type.
+public struct Importer {
+    public let schema: ServiceSchema
+    public let engine: MergeEngine
+    /// Who runs the import (the actor of the decisions and derived events), and where.
+    public let context: EventContext
+    /// What the import reads from (a bundle's name, a service), named by derived events.
+    public let source: String
+    public internal(set) var report = ImportReport()
+
+    /// Features the import changed: (layer, GlobalID) with every value their relationship keys had before.
+    var touched: [String: (layer: Int, keys: [String: Set<JSONValue>])] = [:]
+    var created: [(layer: Int, globalId: String)] = []
+    var deletedParents: [(layer: Int, globalId: String)] = []
+    var rederive: [(layer: Int, globalId: String)] = []
+    /// Blobs the imported events reference.
+    var referencedBlobs: Set<String> = []
+
+    public init(schema: ServiceSchema, policy: MergePolicy, ownLog: String, context: EventContext, source: String) {
+        self.schema = schema
+        var excluded: [Int: Set<String>] = [:]
+        for rule in schema.rules { for (l, f) in rule.fieldsWritten { excluded[l, default: []].insert(f) } }
+        for l in schema.layers { excluded[l.id, default: []].formUnion(l.editFieldsInfo?.all ?? []) }
+        self.engine = MergeEngine(policy: policy, ownLog: ownLog, excluded: excluded)
+        self.context = context
+        self.source = source
+    }
+
+    static let merged: Set<EventType> = [.featureBaselined, .sessionCommitted, .featureDeleted, .conflictResolved, .featureDerived]
+
+    /// Imports one event of another log. Events must come in their origin order (a bundle's order).
+    public mutating func importEvent(_ e: RecordedEvent, db: Database, appender: inout Appender, projector: Projector) throws {
+        let idBytes = withUnsafeBytes(of: e.id.uuid) { Data($0) }
+        if try Int64.fetchOne(db.cachedStatement(sql: "SELECT position FROM events WHERE id = ?"), arguments: [idBytes]) != nil {
+            report.alreadyPresent += 1
+            return
+        }
+        guard let type = e.eventType else {
+            throw EditLogError(.unsupported, "event \(e.id.uuidString.lowercased()) has type \(e.type), which this build of EditLog does not know: upgrade editlog to import it",
+                               at: "origin position \(e.origin.position) of log \(e.origin.logId)")
+        }
+        let world = ProjectedState(db: db, schema: schema, projector: projector)
+        let feature = StreamName.parseFeature(e.stream)
+        if let feature, Self.merged.contains(type) {
+            guard let layer = schema.layer(id: feature.layer) else {
+                throw EditLogError(.invalidInput, "event \(e.id.uuidString.lowercased()) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
+            }
+            let before = try world.feature(layer: layer.id, globalId: feature.globalId)
+            // A feature new to this log has nothing to merge with: its history is not read.
+            let local = LocalFeature(layer: layer.id, globalId: feature.globalId, snapshot: before,
+                                     attachments: before == nil ? [:] : Dictionary(try world.attachments(of: feature.globalId, includeDeleted: true).map { ($0.globalId, ($0.name, $0.deleted)) },
+                                                                                    uniquingKeysWith: { a, _ in a }),
+                                     history: before == nil ? FeatureHistory(ownLog: engine.ownLog) : try history(of: e.stream, db))
+            var decision = try engine.decide(e, local: local)
+            if decision.revive { decision.reviveAttachments += try detachedWithFeature(e.stream, feature.globalId, db) }
+            if !decision.isPlain {
+                for i in decision.conflicts.indices { decision.conflicts[i].id = appender.ids.next().uuidString.lowercased() }
+                let d = NewEvent(id: appender.ids.next(), stream: e.stream, type: .mergeDecided, payload: decision.json, context: context,
+                                 session: nil, cause: Cause.merge(from: e.origin.logId))
+                try projector.apply(try appender.append(d), db)
+                report.decisions += 1
+                report.conflicts += decision.conflicts
+            }
+            if type == .featureDerived {
+                // A rule's value as the other log derived it: derived again here after the merge.
+                rederive.append((feature.layer, feature.globalId))
+            } else {
+                note(layer, feature.globalId, before: before, type: type)
+            }
+        } else if type == .sessionStarted, let session = e.session,
+                  let other = try world.session(id: session)?.globalId {
+            throw EditLogError(.invalidInput, "event \(e.id.uuidString.lowercased()) opens session \(session), which this log already holds (for feature \(other)): "
+                               + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
+        }
+        // Another log's MergeDecided events are its record: their conflicts are listed here too; their decisions do not apply.
+        if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(sha) }
+        for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(sha) } }
+        switch try appender.appendImported(NewEvent(id: e.id, stream: e.stream, type: type, payload: e.payload,
+                                                    context: EventContext(actor: e.actor, device: e.device, clientTime: e.clientTime),
+                                                    session: e.session, cause: e.cause),
+                                           recordedTime: e.recordedTime, origin: e.origin) {
+        case .appended(let r):
+            try projector.apply(r, db)
+            report.imported += 1
+            if report.firstPosition == nil { report.firstPosition = r.position }
+            report.lastPosition = r.position
+        case .alreadyStored:
+            report.alreadyPresent += 1
+        }
+    }
+
+    /// Stores an attachment's bytes (content-addressed; bytes already here are not stored twice).
+    public mutating func importBlob(_ bytes: [UInt8], db: Database, appender: inout Appender) throws {
+        if try appender.storeBlob(bytes) { report.blobs += 1 }
+    }
+
+    /// After the last event: every referenced blob must be here; a parent deleted on one side while the other
+    /// related a record to it is kept (never an orphan); rules derive their values again from the merged state.
+    public mutating func finish(db: Database, appender: inout Appender, projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
+        for sha in referencedBlobs.sorted() {
+            guard let bytes = Hex.decode(sha), bytes.count == 32,
+                  try Int64.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?"), arguments: [Data(bytes)]) != nil else {
+                throw EditLogError(.invalidInput, "an imported event references attachment bytes \(sha), which neither the import nor this log holds", at: "blobs/\(sha)")
+            }
+        }
+        try keepRelationshipsWhole(db: db, appender: &appender, projector: projector)
+        try deriveAgain(db: db, appender: &appender, projector: projector, geocoder: geocoder)
+    }
+
+    // MARK: Bookkeeping
+
+    mutating func note(_ layer: LayerSchema, _ g: String, before: FeatureSnapshot?, type: EventType) {
+        var entry = touched[g] ?? (layer.id, [:])
+        for r in layer.relationships where r.role == .destination {
+            guard let fk = r.keyField.flatMap(layer.field)?.name else { continue }
+            if let v = before?.attributes[fk], !v.isNull { entry.keys[fk, default: []].insert(v) }
+        }
+        touched[g] = entry
+        if type == .featureDeleted {
+            deletedParents.append((layer.id, g))
+        } else if before == nil, type == .featureBaselined || type == .sessionCommitted {
+            created.append((layer.id, g))
+        }
+    }
+
+    /// The registers of a feature: its stream folded in this log's order.
+    func history(of stream: String, _ db: Database) throws -> FeatureHistory {
+        var h = FeatureHistory(ownLog: engine.ownLog)
+        try EventReading.forEach(db, where: "stream = ?", arguments: [stream]) { h.apply($0) }
+        return h
+    }
+
+    /// Attachments its last applied delete detached along with the feature (they come back with it).
+    func detachedWithFeature(_ stream: String, _ g: String, _ db: Database) throws -> [String] {
+        guard let pos = try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events WHERE stream = ? AND type = ?",
+                                           arguments: [stream, EventType.featureDeleted.rawValue]) else { return [] }
+        return try String.fetchAll(db, sql: "SELECT global_id FROM p_attachments WHERE parent_global_id = ? AND deleted = 1 AND position = ? ORDER BY global_id",
+                                   arguments: [g, pos])
+    }
+}

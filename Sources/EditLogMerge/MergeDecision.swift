@@ -1,0 +1,64 @@
+import EditLogCore
+
+/// How a log applies one imported event when a plain application would be wrong: the payload of a
+/// `MergeDecided` event, recorded just before the imported event. Only the log that made a decision applies
+/// it (`log`); elsewhere it is the record of a conflict.
+public struct MergeDecision: Sendable, Hashable {
+    /// The deciding log.
+    public var log: String
+    /// The imported event this decides (nil: a standalone decision, e.g. a parent revived after the import).
+    public var event: String?
+    public var layer: Int
+    public var globalId: String
+    /// Fields of the event's changes not applied (the local value stays).
+    public var skipFields: [String] = []
+    /// A create of a GlobalID this log already has: applied as an update of the fields not skipped.
+    public var asUpdate = false
+    /// A delete not applied.
+    public var skipDelete = false
+    /// The feature, deleted here, is live again (with the attachments its delete detached) before the event applies.
+    public var revive = false
+    /// Attachment renames or detaches of the event not applied.
+    public var skipAttachments: [String] = []
+    /// Attachments detached here that are live again before the event applies.
+    public var reviveAttachments: [String] = []
+    public var conflicts: [Conflict] = []
+
+    public init(log: String, event: String?, layer: Int, globalId: String) {
+        self.log = log; self.event = event; self.layer = layer; self.globalId = globalId
+    }
+
+    /// Nothing to do differently from a plain application, and nothing to record.
+    public var isPlain: Bool {
+        skipFields.isEmpty && !asUpdate && !skipDelete && !revive && skipAttachments.isEmpty && reviveAttachments.isEmpty && conflicts.isEmpty
+    }
+
+    public var json: JSONValue {
+        var o: [String: JSONValue] = ["log": .string(log), "event": JSONValue(event), "layer": .int(Int64(layer)), "globalId": .string(globalId)]
+        if !skipFields.isEmpty { o["skipFields"] = .array(skipFields.map(JSONValue.string)) }
+        if asUpdate { o["asUpdate"] = true }
+        if skipDelete { o["skipDelete"] = true }
+        if revive { o["revive"] = true }
+        if !skipAttachments.isEmpty { o["skipAttachments"] = .array(skipAttachments.map(JSONValue.string)) }
+        if !reviveAttachments.isEmpty { o["reviveAttachments"] = .array(reviveAttachments.map(JSONValue.string)) }
+        o["conflicts"] = .array(conflicts.map(\.json))
+        return .object(o)
+    }
+
+    public init(json: JSONValue) throws(EditLogError) {
+        guard let log = json["log"]?.stringValue, let layer = json["layer"]?.intValue, let g = json["globalId"]?.stringValue else {
+            throw EditLogError(.corrupt, "a MergeDecided payload lacks log, layer or globalId")
+        }
+        self.init(log: log, event: json["event"]?.stringValue, layer: Int(layer), globalId: g)
+        func strings(_ k: String) -> [String] { json[k]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+        skipFields = strings("skipFields")
+        asUpdate = json["asUpdate"]?.boolValue ?? false
+        skipDelete = json["skipDelete"]?.boolValue ?? false
+        revive = json["revive"]?.boolValue ?? false
+        skipAttachments = strings("skipAttachments")
+        reviveAttachments = strings("reviveAttachments")
+        var cs: [Conflict] = []
+        for c in json["conflicts"]?.arrayValue ?? [] { cs.append(try Conflict(json: c)) }
+        conflicts = cs
+    }
+}

@@ -1,0 +1,196 @@
+import EditLogCore
+
+/// The one merge engine: decides, field by field and three-way (base = what the remote side saw, local = this
+/// log's current state, remote = the new value), how an imported event applies to this log. Pure: no I/O.
+/// Bundles and service sync both use it.
+///
+/// - A field changed on one side only is taken; the same field changed to the same value on both sides is not
+///   a conflict; changed to different values, it is (the policy picks the winner).
+/// - Update against delete, and a GlobalID created on both sides with different content, are conflicts.
+/// - Attachments added on both sides are both kept; rename against rename and rename against detach are conflicts.
+/// - Under `last-in-wins` every field, the feature's existence and each attachment's name are last-writer-wins
+///   registers (by `Writer` order), so logs that exchange everything in any order converge.
+/// - Fields a rule derives and editor-tracking fields never conflict: they are `excluded` (the importer derives
+///   them again from the merged state).
+public struct MergeEngine: Sendable {
+    public var policy: MergePolicy
+    public var ownLog: String
+    /// Fields per layer that never conflict (derived by rules, filled by editor tracking).
+    public var excluded: [Int: Set<String>]
+
+    public init(policy: MergePolicy, ownLog: String, excluded: [Int: Set<String>] = [:]) {
+        self.policy = policy; self.ownLog = ownLog; self.excluded = excluded
+    }
+
+    /// The pseudo-field a create's geometry is merged under.
+    public static let geometryField = "_geometry"
+
+    /// The decision for `remote`, an event of another log about `local`'s feature. Its conflicts have empty ids
+    /// (the importer names them). Throws `.invalidInput` when the event needs a feature this log does not have
+    /// (an earlier bundle is missing).
+    public func decide(_ remote: RecordedEvent, local: LocalFeature) throws(EditLogError) -> MergeDecision {
+        var d = MergeDecision(log: ownLog, event: remote.id.uuidString.lowercased(), layer: local.layer, globalId: local.globalId)
+        guard let type = remote.eventType else { return d }
+        let w = Writer(remote)
+        let skip = excluded[local.layer] ?? []
+        func conflict(_ kind: ConflictKind, field: String? = nil, attachment: String? = nil, base: JSONValue,
+                      local l: SideValue, remote r: SideValue, winner: Winner) {
+            d.conflicts.append(make(kind, field, attachment, base, l, r, winner, local))
+        }
+        func missing() -> EditLogError {
+            EditLogError(.invalidInput, "event \(remote.id.uuidString.lowercased()) (\(remote.type) at origin position \(remote.origin.position) of log "
+                         + "\(remote.origin.logId)) changes feature \(local.globalId), which this log does not have: import the earlier events first",
+                         at: "stream \(remote.stream)")
+        }
+
+        switch type {
+        case _ where type == .featureBaselined || (type == .sessionCommitted && remote.payload["kind"]?.stringValue == "create"):
+            guard let snap = local.snapshot else { return d }  // a new feature: plain
+            d.asUpdate = true
+            let attrs: [String: JSONValue] = type == .featureBaselined
+                ? (remote.payload["attributes"]?.objectValue ?? [:])
+                : (remote.payload["changes"]?.objectValue ?? [:]).mapValues { $0["new"] ?? .null }
+            // The same record made on both sides from the same data (two logs made from one service's baseline)
+            // is the common base, not a conflict: each field differs only where one side edited it since.
+            let born = local.history.created ?? [:]
+            for (f, r) in attrs.sorted(by: { $0.key < $1.key }) {
+                let l = snap.attributes[f] ?? .null
+                if l == r { continue }
+                if local.history.created != nil, (born[f] ?? .null) == r { d.skipFields.append(f); continue }
+                let lw = local.history.fieldWriters[f]
+                let winner = policy.winner(local: lw, remote: w)
+                if winner != .remote { d.skipFields.append(f) }
+                if skip.contains(f) { continue }  // a derived or tracking field: decided, never a conflict
+                conflict(.createCreate, field: f, base: .null, local: SideValue(value: l, writer: lw), remote: SideValue(value: r, writer: w), winner: winner)
+            }
+            if let g = remote.payload["geometry"], !g.isNull, g != (snap.geometry ?? .null), g != (local.history.createdGeometry ?? .null) {
+                let lw = local.history.lastWrite ?? local.history.fieldWriters.values.max { $0.isBefore($1) }
+                let winner = policy.winner(local: lw, remote: w)
+                if winner != .remote { d.skipFields.append(Self.geometryField) }
+                conflict(.createCreate, field: Self.geometryField, base: .null, local: SideValue(value: snap.geometry ?? .null, writer: lw),
+                         remote: SideValue(value: g, writer: w), winner: winner)
+            } else if remote.payload["geometry"] != nil {
+                d.skipFields.append(Self.geometryField)
+            }
+            if snap.deleted { decideRevive(&d, local: local, remote: w) }
+
+        case .sessionCommitted, .conflictResolved:
+            guard let snap = local.snapshot else { throw missing() }
+            for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+                let base = change["old"] ?? .null, r = change["new"] ?? .null, l = snap.attributes[f] ?? .null
+                let lw = local.history.fieldWriters[f]
+                if l == r { continue }
+                if skip.contains(f) {
+                    // A value a rule derives, written by hand: never a conflict (the rule derives it again after the
+                    // merge); under last-in-wins still the later writer's.
+                    if policy == .lastInWins, !lw.isBefore(w) { d.skipFields.append(f) }
+                    continue
+                }
+                if l == base {
+                    // Changed on the remote side only. Under last-in-wins a local write later than the remote one
+                    // (the value changed and changed back here) keeps the register's order.
+                    if policy == .lastInWins, !lw.isBefore(w) {
+                        d.skipFields.append(f)
+                        conflict(.field, field: f, base: base, local: SideValue(value: l, writer: lw), remote: SideValue(value: r, writer: w), winner: .local)
+                    }
+                    continue
+                }
+                let winner = policy.winner(local: lw, remote: w)
+                if winner != .remote { d.skipFields.append(f) }
+                conflict(.field, field: f, base: base, local: SideValue(value: l, writer: lw), remote: SideValue(value: r, writer: w), winner: winner)
+            }
+            if snap.deleted { decideRevive(&d, local: local, remote: w) }
+            decideAttachments(&d, remote, local: local, remote: w)
+
+        case .featureDerived:
+            // A rule's value never conflicts; under last-in-wins the later writer's stays (the importer derives it again).
+            guard local.snapshot != nil else { throw missing() }
+            guard policy == .lastInWins else { return d }
+            for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+                let l = local.value(f), r = change["new"] ?? .null
+                if l != r, !local.history.fieldWriters[f].isBefore(w) { d.skipFields.append(f) }
+            }
+
+        case .featureDeleted:
+            guard let snap = local.snapshot else { throw missing() }
+            guard !snap.deleted else { return d }  // deleted on both sides: nothing to decide
+            let base = remote.payload["attributes"]?.objectValue ?? [:]
+            var changed: [String] = []
+            for (f, v) in snap.attributes where !skip.contains(f) && (base[f] ?? .null) != v { changed.append(f) }
+            let apply: Bool
+            switch policy {
+            case .lastInWins: apply = local.history.lastWrite.isBefore(latest(local.history.lastDelete, w)!)
+            case .remoteWins: apply = true
+            case .localWins, .manual: apply = changed.isEmpty
+            }
+            if !apply { d.skipDelete = true }
+            if !changed.isEmpty || !apply {
+                let winner: Winner = apply ? .remote : (policy == .manual ? .open : .local)
+                let lw = local.history.lastWrite
+                conflict(.updateDelete, base: .object(base.filter { changed.contains($0.key) }),
+                         local: SideValue(value: .object(snap.attributes.filter { changed.contains($0.key) }), writer: lw),
+                         remote: SideValue(value: .null, writer: w), winner: winner)
+            }
+        default:
+            break
+        }
+        d.skipFields.sort()
+        return d
+    }
+
+    /// An update or a create of a feature deleted here: live again when the remote write wins.
+    func make(_ kind: ConflictKind, _ field: String?, _ attachment: String?, _ base: JSONValue, _ l: SideValue, _ r: SideValue,
+              _ winner: Winner, _ local: LocalFeature) -> Conflict {
+        Conflict(id: "", kind: kind, layer: local.layer, globalId: local.globalId, field: field, attachmentId: attachment,
+                 base: base, local: l, remote: r, policy: policy, winner: winner)
+    }
+
+    func decideRevive(_ d: inout MergeDecision, local: LocalFeature, remote w: Writer) {
+        func conflict(_ k: ConflictKind, _ f: String?, _ a: String?, _ b: JSONValue, _ l: SideValue, _ r: SideValue, _ win: Winner) {
+            d.conflicts.append(make(k, f, a, b, l, r, win, local))
+        }
+        let revive: Bool
+        switch policy {
+        case .lastInWins: revive = local.history.lastDelete.isBefore(latest(local.history.lastWrite, w)!)
+        case .remoteWins: revive = true
+        case .localWins, .manual: revive = false
+        }
+        d.revive = revive
+        conflict(.deleteUpdate, nil, nil, .null, SideValue(value: .null, writer: local.history.lastDelete),
+                 SideValue(value: .string("updated"), writer: w), revive ? .remote : (policy == .manual ? .open : .local))
+    }
+
+    /// Renames and detaches of attachments this log renamed or detached too.
+    func decideAttachments(_ d: inout MergeDecision, _ remote: RecordedEvent, local: LocalFeature, remote w: Writer) {
+        func conflict(_ k: ConflictKind, _ f: String?, _ a: String?, _ b: JSONValue, _ l: SideValue, _ r: SideValue, _ win: Winner) {
+            d.conflicts.append(make(k, f, a, b, l, r, win, local))
+        }
+        let atts = remote.payload["attachments"]
+        for r in atts?["renamed"]?.arrayValue ?? [] {
+            guard let id = r["attachmentId"]?.stringValue, let new = r["new"]?.stringValue, let here = local.attachments[id] else { continue }
+            let old = r["old"]?.stringValue
+            let lw = local.history.attachmentWriters[id]
+            if here.deleted {
+                let dw = local.history.detachWriters[id]
+                let winner = policy.winner(local: dw, remote: w)
+                if winner == .remote { d.reviveAttachments.append(id) } else { d.skipAttachments.append(id) }
+                conflict(.detachRename, nil, id, JSONValue(old), SideValue(value: .null, writer: dw), SideValue(value: .string(new), writer: w), winner)
+            } else if here.name != new, here.name != old {
+                let winner = policy.winner(local: lw, remote: w)
+                if winner != .remote { d.skipAttachments.append(id) }
+                conflict(.renameRename, nil, id, JSONValue(old), SideValue(value: .string(here.name), writer: lw), SideValue(value: .string(new), writer: w), winner)
+            } else if policy == .lastInWins, here.name == old, !lw.isBefore(w) {
+                d.skipAttachments.append(id)
+            }
+        }
+        for r in atts?["removed"]?.arrayValue ?? [] {
+            guard let id = r["attachmentId"]?.stringValue, let here = local.attachments[id], !here.deleted else { continue }
+            let base = r["name"]?.stringValue
+            guard let baseName = base, here.name != baseName else { continue }
+            let lw = local.history.attachmentWriters[id]
+            let winner = policy.winner(local: lw, remote: w)
+            if winner != .remote { d.skipAttachments.append(id) }
+            conflict(.renameDetach, nil, id, .string(baseName), SideValue(value: .string(here.name), writer: lw), SideValue(value: .null, writer: w), winner)
+        }
+    }
+}

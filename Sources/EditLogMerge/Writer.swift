@@ -1,0 +1,63 @@
+import EditLogCore
+
+/// Who wrote a value, and the order `last-in-wins` compares: client time (recorded time when the client gave
+/// none), then the origin log id, then the origin position. Every log orders the same two writes the same way,
+/// whatever order it received them in.
+public struct Writer: Sendable, Hashable {
+    public var eventId: String
+    /// Client time (else recorded time), normalized ISO-8601.
+    public var time: String
+    public var millis: Int64
+    public var logId: String
+    public var position: Int64
+    public var actor: String
+    public var device: String
+    public var session: String?
+
+    public init(eventId: String, time: String, logId: String, position: Int64, actor: String, device: String, session: String?) {
+        self.eventId = eventId; self.time = time; self.millis = Timestamp.parse(time) ?? 0
+        self.logId = logId; self.position = position; self.actor = actor; self.device = device; self.session = session
+    }
+
+    /// The writer of an event: its origin (never the position it got in this log). A baseline (the data a
+    /// log was made from) comes before every edit whatever its time: a log made at 10:00 from the service
+    /// must not win against an edit made at 9:00 on a device; two baselines still order by log and position.
+    public init(_ e: RecordedEvent) {
+        self.init(eventId: e.id.uuidString.lowercased(), time: e.clientTime ?? e.recordedTime, logId: e.origin.logId,
+                  position: e.origin.position, actor: e.actor, device: e.device, session: e.session)
+        if e.type == EventType.featureBaselined.rawValue { millis = Int64.min }
+    }
+
+    /// True when `self` was written before `other` in last-in-wins order.
+    public func isBefore(_ other: Writer) -> Bool {
+        if millis != other.millis { return millis < other.millis }
+        if logId != other.logId { return logId < other.logId }
+        return position < other.position
+    }
+
+    public var json: JSONValue {
+        .object(["event": .string(eventId), "time": .string(time), "log": .string(logId), "originPosition": .int(position),
+                 "actor": .string(actor), "device": .string(device), "session": JSONValue(session)])
+    }
+
+    public init?(json: JSONValue) {
+        guard let id = json["event"]?.stringValue, let time = json["time"]?.stringValue, let log = json["log"]?.stringValue,
+              let pos = json["originPosition"]?.intValue, let actor = json["actor"]?.stringValue, let device = json["device"]?.stringValue else { return nil }
+        self.init(eventId: id, time: time, logId: log, position: pos, actor: actor, device: device, session: json["session"]?.stringValue)
+    }
+}
+
+extension Optional where Wrapped == Writer {
+    /// nil (the common base, or nothing) comes before every writer.
+    func isBefore(_ other: Writer) -> Bool {
+        guard let s = self else { return true }
+        return s.isBefore(other)
+    }
+}
+
+/// The later of two writers (nil is the earliest).
+func latest(_ a: Writer?, _ b: Writer?) -> Writer? {
+    guard let a else { return b }
+    guard let b else { return a }
+    return a.isBefore(b) ? b : a
+}

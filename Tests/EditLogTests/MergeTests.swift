@@ -1,0 +1,234 @@
+import EditLog
+import Foundation
+import Testing
+
+/// The merge engine through the import: devices made from the same fixtures exchange their events and converge.
+@Suite struct MergeTests {
+    /// Imports every event of `from` (and the blobs they reference) into `to`.
+    @discardableResult
+    static func exchange(_ from: EditLog, into to: EditLog, policy: MergePolicy = .lastInWins) throws -> ImportReport {
+        let events = try from.events()
+        var shas = Set<String>()
+        for e in events where e.type == EventType.attachmentStaged.rawValue { if let s = e.payload["sha256"]?.stringValue { shas.insert(s) } }
+        return try to.importEvents(policy: policy, actor: "operator", device: "test", source: "test:\(from.logId)") { event, blob in
+            for e in events { try event(e) }
+            for s in shas.sorted() { if let b = try from.blob(sha256: s) { try blob(b) } }
+        }
+    }
+
+    /// A device log made from the fixtures. Devices of one test share a clock (devices whose clocks agree, as
+    /// last-in-wins by client time assumes), unless `clock` is nil.
+    static func device(_ name: String, _ tmp: TempPath, seed: UInt64, baseline: Bool = true, clock: StepClock? = nil) throws -> EditLog {
+        try Fixture.treesLog(at: tmp.path, baseline: baseline, seed: seed, logId: "log-\(name)", clockStart: 1_780_000_000_000 + Int64(seed), clock: clock)
+    }
+
+    static let tree = "{32F8DBAB-B462-43E8-9C41-8A83EB04159C}"
+
+    static func set(_ log: EditLog, _ gid: String, _ fields: [(String, String)], at minute: Int, actor: String, session: String) throws {
+        var lines = [#"{"op":"edit","layer":"Trees","globalId":"\#(gid)","session":"\#(session)","actor":"\#(actor)","at":"2026-06-20T10:\#(String(format: "%02d", minute)):00Z"}"#]
+        for (f, v) in fields { lines.append(#"{"op":"set","field":"\#(f)","value":\#(v),"session":"\#(session)","at":"2026-06-20T10:\#(String(format: "%02d", minute)):10Z"}"#) }
+        lines.append(#"{"op":"finish","session":"\#(session)","at":"2026-06-20T10:\#(String(format: "%02d", minute)):20Z"}"#)
+        for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
+    }
+
+    // MARK: Field by field, three-way
+
+    @Test func oneSideChangesAreTakenSameValuesAreNoConflictDifferentValuesAreOne() throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        try Self.set(a, Self.tree, [("SiteWidth", "10"), ("PlantedBy", "\"crew A\""), ("Wires", "2")], at: 1, actor: "ann", session: "ann-1")
+        try Self.set(b, Self.tree, [("SiteWidth", "20"), ("PlantedDate", "1777334400000"), ("Wires", "2")], at: 5, actor: "bob", session: "bob-2")
+        let intoB = try Self.exchange(a, into: b)
+        let intoA = try Self.exchange(b, into: a)
+        for log in [a, b] {
+            let t = try log.attributes(Self.tree)
+            #expect(t["SiteWidth"] == .double(20) || t["SiteWidth"] == .int(20), "the later write wins: \(String(describing: t["SiteWidth"]))")
+            #expect(t["PlantedBy"] == "crew A")  // changed on A only
+            #expect(t["PlantedDate"] == .int(1777334400000))  // changed on B only
+        }
+        #expect(try a.digestOfContent() == (try b.digestOfContent()))
+        // One conflict each way, on SiteWidth only (Wires: the same value on both sides).
+        for r in [intoA, intoB] {
+            #expect(r.conflicts.count == 1)
+            #expect(r.conflicts.first?.field == "SiteWidth" && r.conflicts.first?.kind == .field)
+        }
+        let c = try #require(intoB.conflicts.first)
+        #expect(c.local.writer?.actor == "bob" && c.remote.writer?.actor == "ann" && c.winner == .local && c.policy == .lastInWins)
+        #expect(c.base != c.local.value && c.base != c.remote.value)
+        // Both logs list the same conflict.
+        #expect(Set(try a.conflicts().map(\.conflict.key)) == Set(try b.conflicts().map(\.conflict.key)))
+        // Rebuild equals incremental with imported events and decisions.
+        for log in [a, b] {
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
+            #expect(try log.verify().ok)
+        }
+    }
+
+    @Test(arguments: [MergePolicy.localWins, .remoteWins, .manual])
+    func eachPolicyDecides(policy: MergePolicy) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        try Self.set(a, Self.tree, [("SiteWidth", "10")], at: 9, actor: "ann", session: "ann-3")
+        try Self.set(b, Self.tree, [("SiteWidth", "20"), ("PlantedBy", "\"b\"")], at: 1, actor: "bob", session: "bob-4")
+        let r = try Self.exchange(a, into: b, policy: policy)
+        let c = try #require(r.conflicts.first)
+        let width = try b.attributes(Self.tree)["SiteWidth"]?.doubleValue
+        switch policy {
+        case .localWins: #expect(c.winner == .local && width == 20)
+        case .remoteWins: #expect(c.winner == .remote && width == 10)
+        case .manual: #expect(c.winner == .open && width == 20)
+        case .lastInWins: Issue.record("not a case here")
+        }
+        // A re-resolution is a new event that writes the chosen value.
+        let before = try b.eventCount()
+        try b.resolveConflict(id: c.id, take: .remote, actor: "investigator", device: "desk")
+        #expect(try b.eventCount() == before + 1)
+        #expect(try b.attributes(Self.tree)["SiteWidth"]?.doubleValue == 10)
+        // Every event of the merged log (imports, decisions, resolutions) validates against the schemas.
+        let v = SchemaFilesTests.validator()
+        for e in try b.events() {
+            let errors = try v.validate(try JSONParser.parse(e.json.serialized()), against: SchemaFilesTests.recordedEvent)
+            #expect(errors.isEmpty, "event \(e.position) \(e.type): \(errors)")
+        }
+        let record = try b.conflict(id: c.id)
+        #expect(record.status == "resolved" && record.resolutions.first?.actor == "investigator")
+        try b.resolveConflict(id: String(c.id.prefix(30)), take: .value(.int(33)), actor: "investigator", device: "desk")
+        #expect(try b.attributes(Self.tree)["SiteWidth"]?.doubleValue == 33)
+        #expect(try b.conflict(id: c.id).resolutions.count == 2)
+        #expect(try b.digestOfProjections() == (try b.digestOfRebuild()))
+        // A value the field refuses is refused, nothing written.
+        let n = try b.eventCount()
+        #expect(throws: EditLogError.self) { try b.resolveConflict(id: c.id, take: .value(.string("wide")), actor: "x", device: "y") }
+        #expect(try b.eventCount() == n)
+        #expect(Set(["manual", "local-wins", "remote-wins"]).contains(policy.rawValue))
+        _ = a
+    }
+
+    // MARK: Update against delete
+
+    @Test func aLaterUpdateKeepsADeletedFeatureAndALaterDeleteWins() throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        let t = try Fixture.treeWithoutInspections()
+        for cmd in try script([#"{"op":"delete","layer":"Trees","globalId":"\#(t)","at":"2026-06-20T10:01:00Z"}"#], actor: "ann") { try a.apply(cmd) }
+        try Self.set(b, t, [("PlantedBy", "\"still here\"")], at: 30, actor: "bob", session: "bob-5")
+        let r1 = try Self.exchange(a, into: b)
+        let r2 = try Self.exchange(b, into: a)
+        #expect(r1.conflicts.contains { $0.kind == .updateDelete && $0.winner == .local })
+        #expect(r2.conflicts.contains { $0.kind == .deleteUpdate && $0.winner == .remote })
+        for log in [a, b] {
+            #expect(try log.show(globalId: t)["deleted"] == false)
+            #expect(try log.attributes(t)["PlantedBy"] == "still here")
+        }
+        #expect(try a.digestOfContent() == (try b.digestOfContent()))
+        for log in [a, b] { #expect(try log.digestOfProjections() == (try log.digestOfRebuild())) }
+    }
+
+    // MARK: Relationships never break (geodiff issue 39)
+
+    @Test(arguments: [false, true])
+    func treesWithInspectionsAndPhotosAddedOnBothSidesStayLinked(aFirst: Bool) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        func addTree(_ log: EditLog, _ n: Int, actor: String) throws -> (tree: String, inspection: String, photo: String) {
+            let tree = newGID(n), insp = newGID(n + 1), photo = newGID(n + 2)
+            let lines = [
+                #"{"op":"create","layer":"Trees","globalId":"\#(tree)","session":"\#(actor)-t","geometry":{"x":-122.63,"y":45.52},"attributes":{"DBH":3}}"#,
+                #"{"op":"attach","attachmentId":"\#(photo)","name":"tree-\#(actor).jpg","contentType":"image/jpeg","dataBase64":"\#(Data(actor.utf8).base64EncodedString())","session":"\#(actor)-t"}"#,
+                #"{"op":"finish","session":"\#(actor)-t"}"#,
+                #"{"op":"create","layer":"Inspections","globalId":"\#(insp)","session":"\#(actor)-i","parent":{"relationship":"Tree_Inspections","globalId":"\#(tree)"},"attributes":{"Condition":"Poor","DBH":4,"CollectedDate":"2026-06-01T00:00:00Z"}}"#,
+                #"{"op":"finish","session":"\#(actor)-i"}"#,
+            ]
+            for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
+            return (tree, insp, photo)
+        }
+        // Both devices number their new records the same way: only GlobalIDs tell them apart.
+        let fromA = try addTree(a, 10, actor: "ann"), fromB = try addTree(b, 20, actor: "bob")
+        if aFirst { try Self.exchange(a, into: b); try Self.exchange(b, into: a) } else { try Self.exchange(b, into: a); try Self.exchange(a, into: b) }
+        for log in [a, b] {
+            for side in [fromA, fromB] {
+                #expect(try log.attributes(side.inspection)["TreeGlobalID"]?.stringValue == side.tree)
+                let atts = try log.show(globalId: side.tree)["attachments"]?.arrayValue ?? []
+                #expect(atts.compactMap { $0["attachmentId"]?.stringValue ?? $0["globalId"]?.stringValue } == [side.photo], "\(atts)")
+                #expect(try log.attributes(side.tree)["Condition"] == "Poor")  // the rollup, derived again after the merge
+            }
+        }
+        #expect(try a.digestOfContent() == (try b.digestOfContent()))
+    }
+
+    // MARK: Identity
+
+    @Test func aWholeLogImportedIntoAnEmptyLogIsEqualAndASecondImportAddsNothing() throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1)
+        let bytes = try InputFiles.bytes(Paths.trees + "/scripts/01-new-plantings.ndjson")
+        _ = try a.record(try ScriptParser.parse(bytes, defaultActor: "t", defaultDevice: "d"), name: "01", sha256: InputFiles.sha256(bytes))
+        let b = try Self.device("b", tb, seed: 2, baseline: false)
+        let count = Int(try a.eventCount())
+        let first = try Self.exchange(a, into: b)
+        #expect(first.imported == count && first.conflicts.isEmpty)
+        #expect(try a.digestOfContent() == (try b.digestOfContent()))
+        let second = try Self.exchange(a, into: b)
+        #expect(second.imported == 0 && second.alreadyPresent == count && second.decisions == 0 && second.derived == 0)
+        #expect(try b.verify().ok)
+    }
+
+    // MARK: Convergence under last-in-wins
+
+    @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6])
+    func threeDevicesConvergeInAnyExchangeOrder(seed: UInt64) throws {
+        let paths = [TempPath("a"), TempPath("b"), TempPath("c")]
+        var logs: [EditLog] = []
+        let clock = StepClock(start: 1_780_000_000_000, step: 7)
+        for (i, name) in ["a", "b", "c"].enumerated() {
+            let log = try Self.device(name, paths[i], seed: seed * 10 + UInt64(i), clock: clock)
+            var editor = RebuildPropertyTests.RandomEditor(rng: SplitMix64(seed: seed * 100 + UInt64(i)), trees: Array(try Fixture.globalIds("Trees").prefix(12)),
+                                                           species: try Fixture.globalIds("Species"))
+            editor.n = 10_000 * (i + 1)
+            _ = try RebuildPropertyTests.drive(log, editor: &editor, steps: 90, sessionPrefix: "\(name)-")
+            logs.append(log)
+        }
+        // Random exchanges, then full rounds (every pair, in a random order) until one adds nothing anywhere.
+        var rng = SplitMix64(seed: seed)
+        for _ in 0..<8 {
+            let from = Int(rng.next() % 3), to = (from + 1 + Int(rng.next() % 2)) % 3
+            try Self.exchange(logs[from], into: logs[to])
+        }
+        var pairs = [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+        var rounds = 0
+        while true {
+            rounds += 1
+            for i in pairs.indices.reversed() { pairs.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
+            var added = 0
+            for (f, t) in pairs { added += try Self.exchange(logs[f], into: logs[t]).imported }
+            if added == 0 { break }
+            try #require(rounds < 10, "seed \(seed): exchanges keep adding events after \(rounds) rounds")
+        }
+        let digests = try logs.map { try $0.digestOfContent() }
+        let diff = Set(digests).count == 1 ? "" : try Self.differences(logs)
+        #expect(Set(digests).count == 1, "seed \(seed): content digests differ: \(diff)")
+        let keys = try logs.map { Set(try $0.conflicts().map(\.conflict.key)) }
+        #expect(keys[0] == keys[1] && keys[1] == keys[2], "seed \(seed): the logs list different conflicts")
+        for log in logs { #expect(try log.digestOfProjections() == (try log.digestOfRebuild()), "seed \(seed): rebuild differs from incremental") }
+    }
+
+    /// Where two logs' data differ (for a failing convergence).
+    static func differences(_ logs: [EditLog]) throws -> String {
+        var out: [String] = []
+        for layer in ["Trees", "Inspections", "Species"] {
+            let sets = try logs.map { log -> [String: JSONValue] in
+                var m: [String: JSONValue] = [:]
+                for f in try log.query(layer: layer)["features"]?.arrayValue ?? [] {
+                    var a = f["attributes"]?.objectValue ?? [:]
+                    for k in ["OBJECTID", "CreationDate", "Creator", "EditDate", "Editor"] { a[k] = nil }
+                    if let g = a["GlobalID"]?.stringValue { m[g] = .object(a) }
+                }
+                return m
+            }
+            for g in Set(sets.flatMap(\.keys)).sorted() where sets.contains(where: { $0[g] != sets[0][g] }) {
+                out.append("\(layer) \(g): " + sets.map { $0[g].map { $0.serialized() } ?? "absent" }.joined(separator: " | "))
+            }
+        }
+        return out.prefix(6).joined(separator: "\n")
+    }
+}
