@@ -45,12 +45,9 @@ public final class BundleReader {
                 throw EditLogError(.corrupt, "not valid JSON: \(error.description)", at: "\(path): \(name)")
             }
         }
+        let manifestJSON = try first(BundleLayout.manifest, max: Self.maxManifestBytes)
         let manifest: BundleManifest
-        do {
-            manifest = try BundleManifest(json: try first(BundleLayout.manifest, max: Self.maxManifestBytes))
-        } catch {
-            throw error.at(path)
-        }
+        do { manifest = try BundleManifest(json: manifestJSON) } catch { throw error.at(path) }
         let schema = try first(BundleLayout.schema, max: Self.maxSchemaBytes)
         self.manifest = manifest
         self.schema = schema
