@@ -42,13 +42,21 @@ extension EditLog {
 
     /// Reads a whole bundle, checking the container, checksums, the chain of its events, blob hashes and the
     /// signature (with `trust`, one of these keys must have signed it). Imports nothing.
-    public static func verifyBundle(at path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default) throws(EditLogError) -> BundleContents {
-        try BundleReader(path: path, limits: limits).read(trust: trust, event: { _ in }, blob: { _, _ in })
+    public static func verifyBundle(at path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default,
+                                    progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleContents {
+        let reader = try BundleReader(path: path, limits: limits)
+        let total = reader.manifest.eventCount
+        var done: Int64 = 0
+        return try reader.read(trust: trust, event: { _ in
+            done += 1
+            if done % 1024 == 0 { progress?(done, total) }
+        }, blob: { _, _ in })
     }
 
     /// The manifest and per-layer, per-type and per-actor counts of a bundle, checked as `verifyBundle` does.
-    public static func inspectBundle(at path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default) throws(EditLogError) -> BundleInspection {
-        try BundleInspection.inspect(path: path, trust: trust, limits: limits)
+    public static func inspectBundle(at path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default,
+                                     progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleInspection {
+        try BundleInspection.inspect(path: path, trust: trust, limits: limits, progress: progress)
     }
 
     /// The recorded exports to a peer, newest last: (from, to, bundle SHA-256, created at).

@@ -24,7 +24,8 @@ public struct BundleInspection: Sendable {
     }
 
     /// Reads and checks the whole bundle (as `verify` does), counting its events.
-    public static func inspect(path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default) throws(EditLogError) -> BundleInspection {
+    public static func inspect(path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default,
+                               progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleInspection {
         let reader = try BundleReader(path: path, limits: limits)
         var names: [Int: String] = [:]
         if let docs = reader.schema["service"]?.arrayValue {
@@ -36,7 +37,11 @@ public struct BundleInspection: Sendable {
             }
         }
         var byLayer: [String: Int] = [:], byType: [String: Int] = [:], byActor: [String: Int] = [:]
+        let total = reader.manifest.eventCount
+        var done: Int64 = 0
         let contents = try reader.read(trust: trust, event: { e in
+            done += 1
+            if done % 1024 == 0 { progress?(done, total) }
             let layer = StreamName.parseFeature(e.stream).map { names[$0.layer] ?? String($0.layer) } ?? e.stream
             byLayer[layer, default: 0] += 1
             byType[e.type, default: 0] += 1

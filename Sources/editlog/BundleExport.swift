@@ -44,7 +44,9 @@ struct BundleExportCommand: ParsableCommand {
         if let since, BundleSince(argument: since) == nil {
             throw ValidationError("--since \"\(since)\" is neither a position, last-export:<peer> nor bundle:<file>")
         }
-        if let until { _ = try auditPoint(until, "--until") }
+        if let until, case .position(let u) = try auditPoint(until, "--until"), case .position(let f)? = since.flatMap(BundleSince.init(argument:)), f > u {
+            throw ValidationError("--since \(f) is after --until \(u): the range is empty the wrong way round")
+        }
         if let peer, peer.isEmpty || peer.contains(where: { $0.isNewline }) { throw ValidationError("--peer needs a name") }
         if case .lastExport(let p)? = since.flatMap(BundleSince.init(argument:)), let peer, p != peer {
             warn("--since last-export:\(p) with --peer \(peer): the range continues \(p)'s exports but is recorded for \(peer)")
@@ -58,9 +60,12 @@ struct BundleExportCommand: ParsableCommand {
             let editLog = try EditLog.open(at: log.db)
             defer { editLog.close() }
             let bar = ProgressBar(label: "export")
-            let s = try editLog.exportBundle(to: outPath, since: since.flatMap(BundleSince.init(argument:)) ?? .position(0),
+            let s: BundleExportSummary
+            do {
+                s = try editLog.exportBundle(to: outPath, since: since.flatMap(BundleSince.init(argument:)) ?? .position(0),
                                              until: try until.map { try auditPoint($0, "--until") }, by: clock.clock, layers: layer,
                                              peer: peer, signingKey: key, overwrite: force, progress: bar.update)
+            } catch { bar.finish(); throw error }
             bar.finish()
             for m in s.missingBlobs { warn("blob \(m) is referenced but not stored in this log: left out of the bundle") }
             if json.json {

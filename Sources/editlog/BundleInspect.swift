@@ -15,7 +15,10 @@ struct BundleInspectCommand: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let i = try EditLog.inspectBundle(at: file)
+            let bar = ProgressBar(label: "inspect")
+            let i: BundleInspection
+            do { i = try EditLog.inspectBundle(at: file, progress: bar.update) } catch { bar.finish(); throw error }
+            bar.finish()
             if json.json {
                 out(i.json.serialized())
                 return

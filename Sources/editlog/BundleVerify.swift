@@ -18,7 +18,10 @@ struct BundleVerifyCommand: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let c = try EditLog.verifyBundle(at: file, trust: try trustedKeys(trust))
+            let bar = ProgressBar(label: "verify")
+            let c: BundleContents
+            do { c = try EditLog.verifyBundle(at: file, trust: try trustedKeys(trust), progress: bar.update) } catch { bar.finish(); throw error }
+            bar.finish()
             let m = c.manifest
             if json.json {
                 out(JSONValue.object([
