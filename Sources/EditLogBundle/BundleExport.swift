@@ -120,34 +120,44 @@ public enum BundleExport {
         let head = try EventReading.count(db)
         let until = options.until ?? head
         guard until <= head else { throw EditLogError(.notFound, "position \(until) is beyond the last event (\(head))", at: store.path) }
+        guard from <= head else { throw EditLogError(.notFound, "--since position \(from) is beyond the last event (\(head))", at: store.path) }
         guard from <= until else {
             throw EditLogError(.invalidInput, "the range is empty the wrong way round: --since is position \(from), after --until \(until)", at: store.path)
         }
         guard let schemaEvent = try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema]) else {
             throw EditLogError(.corrupt, "the log has no schema event", at: store.path)
         }
-        let keep: (RecordedEvent) -> Bool = { e in
+        let keep: (String) -> Bool = { stream in
             guard let layers = options.layers else { return true }
-            if e.stream.hasPrefix("$") { return true }
-            return StreamName.parseFeature(e.stream).map { layers.ids.contains($0.layer) } ?? false
+            if stream.hasPrefix("$") { return true }
+            return StreamName.parseFeature(stream).map { layers.ids.contains($0.layer) } ?? false
         }
         let range = "position <= ?"
         // The hash of the event before `from + 1` (the genesis hash before position 1).
         var previous = from == 0 ? EventHash.genesis
             : try Data.fetchOne(db, sql: "SELECT hash FROM events WHERE position = ?", arguments: [from]).map { [UInt8]($0) } ?? EventHash.genesis
 
-        // Pass 1: what the manifest says.
+        // Pass 1: what the manifest says, from the raw columns (only events that can reference a blob are decoded).
         var count: Int64 = 0
         var firstHash: [UInt8]?
         var lastHash: [UInt8]?
         var blobs: [String] = []
         var seen = Set<String>()
-        try EventReading.forEach(db, after: from, where: range, arguments: [until]) { e in
-            guard keep(e) else { return }
+        let referencing: Set<String> = [EventType.attachmentStaged.rawValue, EventType.sessionCommitted.rawValue]
+        try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events WHERE position > ? AND position <= ? ORDER BY position",
+                              arguments: [from, until]) { row in
+            let text: (EventHash.Column) -> String = { c in row.bytes(c).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+            guard keep(text(.stream)) else { return true }
+            guard let hash = row.bytes(.hash).map({ [UInt8]($0) }) else {
+                throw EditLogError(.corrupt, "hash is NULL", at: "position \(row.integer(.position))")
+            }
             count += 1
-            if firstHash == nil { firstHash = e.hash }
-            lastHash = e.hash
-            for sha in ReadState.blobReferences(e) where seen.insert(sha).inserted { blobs.append(sha) }
+            if firstHash == nil { firstHash = hash }
+            lastHash = hash
+            if referencing.contains(text(.type)) {
+                for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { blobs.append(sha) }
+            }
+            return true
         }
         var present: [(String, Int64)] = []
         var missing: [String] = []
@@ -173,7 +183,7 @@ public enum BundleExport {
             defer { previous = e.hash }
             done += 1
             if done % 1024 == 0 { progress?(done, total) }
-            guard keep(e), case .object(var o) = e.json else { return }
+            guard keep(e.stream), case .object(var o) = e.json else { return }
             o["previousHash"] = .string(Hex.encode(previous))
             try writer.addEventLine(JSONValue.object(o).serializedBytes())
         }
