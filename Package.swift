@@ -29,12 +29,16 @@ let package = Package(
         .target(name: "EditLogMerge", dependencies: ["EditLogCore"]),
         // Importing events of another log: merge decisions, conflicts, derived values again (bundles and sync).
         .target(name: "EditLogImport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The system zlib (gzip members for change bundles).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+        // Change bundles: a tar stream in independent gzip members (export, read, verify, inspect, signatures).
+        .target(name: "EditLogBundle", dependencies: ["EditLogCore", "EditLogStore", "CZlib", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]),
         // The facade apps use: open a log, record sessions.
-        .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", "EditLogMerge", "EditLogImport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "editlog", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads.
         .executableTarget(name: "editlog-bench", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", "EditLogMerge", "EditLogImport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -47,6 +47,21 @@ enum StoreMigrations {
                 BEGIN SELECT RAISE(ABORT, 'blobs are content-addressed: DELETE is not allowed'); END;
                 """)
         }
+        // What `bundle export --peer` sent to whom, so the next `--since last-export:<peer>` starts there. Not part of
+        // the chain: a record of deliveries, like the checkpoints; losing it only means the next export says --since.
+        m.registerMigration("v2-bundle-exports") { db in
+            try db.execute(sql: """
+                CREATE TABLE bundle_exports (
+                    id            INTEGER PRIMARY KEY,
+                    peer          TEXT    NOT NULL,
+                    from_position INTEGER NOT NULL,
+                    to_position   INTEGER NOT NULL,
+                    bundle_sha256 TEXT    NOT NULL,
+                    created_at    TEXT    NOT NULL
+                );
+                CREATE INDEX bundle_exports_peer ON bundle_exports(peer, id);
+                """)
+        }
         return m
     }
 }

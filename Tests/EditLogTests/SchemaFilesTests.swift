@@ -43,7 +43,7 @@ import Testing
 
     @Test func everySchemaFileParsesAndUsesOnlySupportedKeywords() throws {
         let files = Self.schemaFiles()
-        #expect(files.count == 5 + EventType.allCases.count, "schemas/: \(files)")
+        #expect(files.count == 7 + EventType.allCases.count, "schemas/: \(files)")
         let v = Self.validator()
         for f in files {
             do { try v.load(f) } catch { Issue.record("\(f): \(error)") }

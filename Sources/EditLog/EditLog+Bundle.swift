@@ -1,0 +1,69 @@
+import EditLogBundle
+import EditLogCore
+import EditLogStore
+import GRDB
+import Foundation
+
+@_exported import struct EditLogBundle.BundleLimits
+@_exported import struct EditLogBundle.BundleManifest
+@_exported import struct EditLogBundle.BundleContents
+@_exported import class EditLogBundle.BundleReader
+@_exported import struct EditLogBundle.BundleInspection
+@_exported import struct EditLogBundle.BundleExportSummary
+@_exported import enum EditLogBundle.BundleSince
+@_exported import enum EditLogBundle.BundleSignature
+
+/// Change bundles: export a range of this log (with its blobs) to a file anyone can read with gzip and tar;
+/// inspect and verify bundles without importing them.
+extension EditLog {
+    /// Writes the events after `since` up to `until` (a position or a time on `clock`; nil: the head), optionally only
+    /// the named layers' features (system streams always), and every blob they reference, to `out`.
+    /// With `peer`, the export is recorded so the next `since: .lastExport(peer:)` starts after it.
+    public func exportBundle(to out: String, since: BundleSince = .position(0), until: LogMoment? = nil, by clock: EventClock = .default,
+                             layers: [String] = [], peer: String? = nil, signingKey: [UInt8]? = nil, overwrite: Bool = false,
+                             blockSize: Int = 1 << 20, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleExportSummary {
+        var options = BundleExportOptions(since: since, peer: peer, signingKey: signingKey, overwrite: overwrite, blockSize: blockSize)
+        if let until {
+            switch until {
+            case .position(let p): options.until = p
+            case .time:
+                let p = try position(asOf: until, by: clock)
+                guard p > 0 else { throw EditLogError(.notFound, "no event is at or before \(until) on the \(clock.rawValue) clock") }
+                options.until = p
+            }
+        }
+        if !layers.isEmpty {
+            var ids = Set<Int>()
+            for ref in layers { ids.insert(try schema.requireLayer(ref).id) }
+            options.layers = (ids, layers)
+        }
+        return try BundleExport.run(store: store, to: out, options: options, progress: progress)
+    }
+
+    /// Reads a whole bundle, checking the container, checksums, the chain of its events, blob hashes and the
+    /// signature (with `trust`, one of these keys must have signed it). Imports nothing.
+    public static func verifyBundle(at path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default,
+                                    progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleContents {
+        let reader = try BundleReader(path: path, limits: limits)
+        let total = reader.manifest.eventCount
+        var done: Int64 = 0
+        return try reader.read(trust: trust, event: { _ in
+            done += 1
+            if done % 1024 == 0 { progress?(done, total) }
+        }, blob: { _, _ in })
+    }
+
+    /// The manifest and per-layer, per-type and per-actor counts of a bundle, checked as `verifyBundle` does.
+    public static func inspectBundle(at path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default,
+                                     progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleInspection {
+        try BundleInspection.inspect(path: path, trust: trust, limits: limits, progress: progress)
+    }
+
+    /// The recorded exports to a peer, newest last: (from, to, bundle SHA-256, created at).
+    public func bundleExports(peer: String) throws(EditLogError) -> [(from: Int64, to: Int64, sha256: String, createdAt: String)] {
+        try store.read { db in
+            try Row.fetchAll(db, sql: "SELECT from_position, to_position, bundle_sha256, created_at FROM bundle_exports WHERE peer = ? ORDER BY id",
+                             arguments: [peer]).map { ($0[0], $0[1], $0[2], $0[3]) }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import EditLogCore
+import EditLogStore
+import Foundation
+import GRDB
+
+/// What `bundle export` wrote.
+public struct BundleExportSummary: Sendable {
+    public let path: String
+    public let manifest: BundleManifest
+    /// The bundle file's size and SHA-256 (hex).
+    public let bytes: Int64
+    public let sha256: String
+    public let uncompressedBytes: Int64
+    /// Blobs the events reference that this log does not hold (left out of the bundle).
+    public let missingBlobs: [String]
+    /// The peer the export was recorded for (`--peer`).
+    public let peer: String?
+
+    public var json: JSONValue {
+        .object([
+            "path": .string(path), "manifest": manifest.json, "bytes": .int(bytes), "sha256": .string(sha256),
+            "uncompressedBytes": .int(uncompressedBytes), "missingBlobs": .array(missingBlobs.map { .string($0) }), "peer": JSONValue(peer),
+        ])
+    }
+}
+
+/// How to export.
+public struct BundleExportOptions: Sendable {
+    public var since: BundleSince
+    /// The last position to include (nil: the head).
+    public var until: Int64?
+    /// Feature layers to keep (ids), with the names given (for the manifest). nil: every event.
+    public var layers: (ids: Set<Int>, names: [String])?
+    /// Record the export for `--since last-export:<peer>`.
+    public var peer: String?
+    /// A raw Ed25519 private key to sign SHA256SUMS with.
+    public var signingKey: [UInt8]?
+    public var overwrite: Bool
+    /// The user named in `creator`, when known.
+    public var user: String?
+    /// Uncompressed bytes per gzip member (tests force small ones).
+    public var blockSize: Int
+
+    public init(since: BundleSince = .position(0), until: Int64? = nil, layers: (ids: Set<Int>, names: [String])? = nil, peer: String? = nil,
+                signingKey: [UInt8]? = nil, overwrite: Bool = false, user: String? = BundleExport.currentUser(),
+                blockSize: Int = 1 << 20) {
+        self.since = since; self.until = until; self.layers = layers; self.peer = peer; self.signingKey = signingKey
+        self.overwrite = overwrite; self.user = user; self.blockSize = blockSize
+    }
+}
+
+/// Reads a store and writes a bundle: two passes over the range in one read transaction (the first counts and
+/// finds the blobs for the manifest, which comes first; the second writes), so nothing is held whole.
+public enum BundleExport {
+    public static func currentUser() -> String? {
+        let env = ProcessInfo.processInfo.environment
+        return env["USER"] ?? env["LOGNAME"]
+    }
+
+    /// The position a `--since` names in this store.
+    public static func resolve(_ since: BundleSince, store: EventStore) throws(EditLogError) -> Int64 {
+        switch since {
+        case .position(let p):
+            return p
+        case .lastExport(let peer):
+            let p = try store.read { db in
+                try Int64.fetchOne(db, sql: "SELECT to_position FROM bundle_exports WHERE peer = ? ORDER BY id DESC LIMIT 1", arguments: [peer])
+            }
+            guard let p else {
+                throw EditLogError(.notFound, "no export to peer \"\(peer)\" is recorded in this log; export with --since 0 --peer \(peer) first", at: store.path)
+            }
+            return p
+        case .bundle(let path):
+            let manifest = try BundleReader(path: path).manifest
+            guard manifest.originLogId == store.logId else {
+                throw EditLogError(.invalidInput, "the bundle was exported from log \(manifest.originLogId), not from this log (\(store.logId)); --since bundle: needs a bundle of this log", at: path)
+            }
+            return manifest.toPosition
+        }
+    }
+
+    public static func run(store: EventStore, to out: String, options: BundleExportOptions,
+                           progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleExportSummary {
+        if !options.overwrite && FileManager.default.fileExists(atPath: out) {
+            throw EditLogError(.conflict, "\(out) already exists; pass --force to replace it", at: out)
+        }
+        let from = try resolve(options.since, store: store)
+        let partial = out + ".partial"
+        do throws(EditLogError) {
+            let (manifest, written, missing) = try store.read { db in
+                try write(db, store: store, from: from, to: partial, options: options, progress: progress)
+            }
+            if rename(partial, out) != 0 {
+                throw EditLogError(.io, "cannot move the bundle into place: \(String(cString: strerror(errno)))", at: out)
+            }
+            let sha = Hex.encode(written.sha256)
+            if let peer = options.peer {
+                do throws(EditLogError) {
+                    try store.write { db, _ in
+                        try db.execute(sql: "INSERT INTO bundle_exports (peer, from_position, to_position, bundle_sha256, created_at) VALUES (?, ?, ?, ?, ?)",
+                                       arguments: [peer, manifest.fromPosition, manifest.toPosition, sha, manifest.createdAt])
+                    }
+                } catch {
+                    try? FileManager.default.removeItem(atPath: out)
+                    throw error
+                }
+            }
+            return BundleExportSummary(path: out, manifest: manifest, bytes: written.bytes, sha256: sha, uncompressedBytes: written.uncompressed,
+                                       missingBlobs: missing, peer: options.peer)
+        } catch {
+            try? FileManager.default.removeItem(atPath: partial)
+            throw error
+        }
+    }
+
+    struct Written { let sha256: [UInt8]; let bytes: Int64; let uncompressed: Int64 }
+
+    static func write(_ db: Database, store: EventStore, from: Int64, to path: String, options: BundleExportOptions,
+                      progress: ((Int64, Int64) -> Void)?) throws -> (BundleManifest, Written, [String]) {
+        let head = try EventReading.count(db)
+        let until = options.until ?? head
+        guard until <= head else { throw EditLogError(.notFound, "position \(until) is beyond the last event (\(head))", at: store.path) }
+        guard from <= head else { throw EditLogError(.notFound, "--since position \(from) is beyond the last event (\(head))", at: store.path) }
+        guard from <= until else {
+            throw EditLogError(.invalidInput, "the range is empty the wrong way round: --since is position \(from), after --until \(until)", at: store.path)
+        }
+        guard let schemaEvent = try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema]) else {
+            throw EditLogError(.corrupt, "the log has no schema event", at: store.path)
+        }
+        let keep: (String) -> Bool = { stream in
+            guard let layers = options.layers else { return true }
+            if stream.hasPrefix("$") { return true }
+            return StreamName.parseFeature(stream).map { layers.ids.contains($0.layer) } ?? false
+        }
+        let range = "position <= ?"
+        // The hash of the event before `from + 1` (the genesis hash before position 1).
+        var previous = from == 0 ? EventHash.genesis
+            : try Data.fetchOne(db, sql: "SELECT hash FROM events WHERE position = ?", arguments: [from]).map { [UInt8]($0) } ?? EventHash.genesis
+
+        // Pass 1: what the manifest says, from the raw columns (only events that can reference a blob are decoded).
+        var count: Int64 = 0
+        var firstHash: [UInt8]?
+        var lastHash: [UInt8]?
+        var blobs: [String] = []
+        var seen = Set<String>()
+        let referencing: Set<String> = [EventType.attachmentStaged.rawValue, EventType.sessionCommitted.rawValue]
+        try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events WHERE position > ? AND position <= ? ORDER BY position",
+                              arguments: [from, until]) { row in
+            let text: (EventHash.Column) -> String = { c in row.bytes(c).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+            guard keep(text(.stream)) else { return true }
+            guard let hash = row.bytes(.hash).map({ [UInt8]($0) }) else {
+                throw EditLogError(.corrupt, "hash is NULL", at: "position \(row.integer(.position))")
+            }
+            count += 1
+            if firstHash == nil { firstHash = hash }
+            lastHash = hash
+            if referencing.contains(text(.type)) {
+                for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { blobs.append(sha) }
+            }
+            return true
+        }
+        var present: [(String, Int64)] = []
+        var missing: [String] = []
+        for sha in blobs {
+            let size = try Hex.decode(sha).flatMap { try Int64.fetchOne(db, sql: "SELECT size FROM blobs WHERE sha256 = ?", arguments: [Data($0)]) }
+            if let size { present.append((sha, size)) } else { missing.append(sha) }
+        }
+        let now = store.clock.now()
+        let manifest = BundleManifest(
+            originLogId: store.logId, schemaFingerprint: SchemaFingerprint.of(schemaPayload: schemaEvent.payload), fromPosition: from,
+            toPosition: until, eventCount: count, firstEventHash: firstHash.map(Hex.encode), lastEventHash: lastHash.map(Hex.encode),
+            blobCount: Int64(present.count), blobBytes: present.reduce(0) { $0 + $1.1 },
+            creator: "editlog \(EditLogVersion.current)" + (options.user.map { " (user \($0))" } ?? ""),
+            createdAt: Timestamp.format(milliseconds: now), since: options.since.description, layers: options.layers?.names)
+
+        // Pass 2: the bundle.
+        let writer = try BundleWriter(path: path, mtime: now / 1000, blockSize: options.blockSize)
+        try writer.add(BundleLayout.manifest, manifest.json.serializedBytes() + [0x0A])
+        try writer.add(BundleLayout.schema, schemaEvent.payload.serializedBytes())
+        var done: Int64 = 0
+        let total = until - from
+        try EventReading.forEach(db, after: from, where: range, arguments: [until]) { e in
+            defer { previous = e.hash }
+            done += 1
+            if done % 1024 == 0 { progress?(done, total) }
+            guard keep(e.stream), case .object(var o) = e.json else { return }
+            o["previousHash"] = .string(Hex.encode(previous))
+            try writer.addEventLine(JSONValue.object(o).serializedBytes())
+        }
+        progress?(total, total)
+        for (sha, _) in present {
+            guard let bytes = try EventReading.blob(db, sha256: sha) else { throw EditLogError(.corrupt, "blob \(sha) vanished during the export", at: store.path) }
+            guard Hex.encode(EventHash.sha256(bytes)) == sha else {
+                throw EditLogError(.corrupt, "the stored blob \(sha) does not have that SHA-256 (run editlog verify)", at: store.path)
+            }
+            try writer.add(BundleLayout.blobsPrefix + sha, bytes)
+        }
+        let sha = try writer.finish(signingKey: options.signingKey)
+        return (manifest, Written(sha256: sha, bytes: writer.file.bytesWritten, uncompressed: writer.gzip.uncompressedBytes), missing)
+    }
+}

@@ -1,0 +1,243 @@
+import EditLogCore
+import EditLogStore
+import Foundation
+
+/// What a bundle held, once read and checked whole.
+public struct BundleContents: Sendable {
+    public let manifest: BundleManifest
+    public let schema: JSONValue
+    /// The signer's raw Ed25519 public key, when the bundle is signed and the signature verified.
+    public let signer: [UInt8]?
+    public let eventCount: Int
+    /// The SHA-256 (hex) of every blob in the bundle.
+    public let blobShas: Set<String>
+    /// Blobs the events reference that the bundle does not hold (the caller decides whether it has them).
+    public let missingBlobs: Set<String>
+}
+
+/// Reads a bundle as a stream: `init` reads `manifest.json` and `schema.json` (the first two entries), `read`
+/// the rest, checking everything as it goes and at the end (see `read`).
+public final class BundleReader {
+    public let path: String
+    public let limits: BundleLimits
+    public let manifest: BundleManifest
+    public let schema: JSONValue
+    private let tar: TarReader
+    private var sums: [(name: String, sha256: [UInt8])] = []
+    private var consumed = false
+
+    static let maxManifestBytes: Int64 = 1 << 20
+    static let maxSchemaBytes: Int64 = 256 << 20
+
+    public init(path: String, limits: BundleLimits = .default) throws(EditLogError) {
+        self.path = path
+        self.limits = limits
+        let tar = TarReader(source: try GzipInputStream(path: path, limits: limits))
+        self.tar = tar
+        var sums: [(name: String, sha256: [UInt8])] = []
+        func first(_ name: String, max: Int64) throws(EditLogError) -> JSONValue {
+            guard let e = try tar.next() else { throw EditLogError(.corrupt, "the archive is empty; \(name) must come first", at: path) }
+            guard e.name == name else { throw EditLogError(.corrupt, "the entry \"\(e.name.prefix(100))\" is where \(name) must be", at: path) }
+            guard e.size <= max else { throw EditLogError(.corrupt, "\(name) is \(e.size) bytes, more than the \(max) a bundle's \(name) may have", at: path) }
+            let bytes = try tar.readAll()
+            sums.append((name, EventHash.sha256(bytes)))
+            do { return try JSONParser.parse(bytes) } catch {
+                throw EditLogError(.corrupt, "not valid JSON: \(error.description)", at: "\(path): \(name)")
+            }
+        }
+        let manifestJSON = try first(BundleLayout.manifest, max: Self.maxManifestBytes)
+        let manifest: BundleManifest
+        do { manifest = try BundleManifest(json: manifestJSON) } catch { throw error.at(path) }
+        let schema = try first(BundleLayout.schema, max: Self.maxSchemaBytes)
+        self.manifest = manifest
+        self.schema = schema
+        self.sums = sums
+        guard schema.objectValue != nil else { throw EditLogError(.corrupt, "schema.json is not a JSON object (a SchemaDefined payload)", at: path) }
+        if SchemaFingerprint.of(schemaPayload: schema) != manifest.schemaFingerprint {
+            throw EditLogError(.corrupt, "schema.json does not match the manifest's schemaFingerprint", at: path)
+        }
+    }
+
+    /// Streams the rest: each event (decoded, its chain hash re-computed from `previousHash` and checked; the
+    /// manifest's count, first and last hash checked at the end), each blob (its bytes' SHA-256 checked against its
+    /// name), then SHA256SUMS (every entry's hash and the entry list) and the signature (checked; with a non-empty
+    /// `trust` the signer must be one of them and a signature is required). The callbacks run before the final
+    /// checks: do the work in a transaction and roll it back on a throw. Can be called once.
+    public func read(trust: [[UInt8]] = [], event: (RecordedEvent) throws -> Void,
+                     blob: (String, [UInt8]) throws -> Void) throws(EditLogError) -> BundleContents {
+        guard !consumed else { throw EditLogError(.io, "a bundle reader reads once; open the bundle again", at: path) }
+        consumed = true
+        var state = ReadState(manifest: manifest)
+        var sumsBytes: [UInt8]?
+        var signatureBytes: [UInt8]?
+        func corrupt(_ m: String, _ entry: String? = nil) -> EditLogError {
+            EditLogError(.corrupt, m, at: entry.map { "\(path): \($0)" } ?? path)
+        }
+        func callback(_ body: () throws -> Void, _ entry: String) throws(EditLogError) {
+            do { try body() } catch let e as EditLogError { throw e } catch { throw EditLogError.wrapping(error, at: "\(path): \(entry)") }
+        }
+        while let entry = try tar.next() {
+            let name = entry.name
+            if signatureBytes != nil { throw corrupt("the entry \"\(name.prefix(100))\" follows SHA256SUMS.sig, which must be last") }
+            if sumsBytes != nil && name != BundleLayout.signature {
+                throw corrupt("the entry \"\(name.prefix(100))\" follows SHA256SUMS; only SHA256SUMS.sig may")
+            }
+            if name.hasPrefix(BundleLayout.eventsPrefix) {
+                guard state.blobs.isEmpty else { throw corrupt("an event chunk after the blobs: events come first", name) }
+                let expected = BundleLayout.chunkName(state.chunks + 1)
+                guard name == expected else { throw corrupt("the event chunk \"\(name.prefix(100))\" is where \(expected) must be") }
+                guard entry.size <= BundleLayout.maxChunkBytes else { throw corrupt("the chunk is \(entry.size) bytes, more than \(BundleLayout.maxChunkBytes)", name) }
+                state.chunks += 1
+                let bytes = try tar.readAll()
+                sums.append((name, EventHash.sha256(bytes)))
+                guard bytes.last == 0x0A else { throw corrupt("the chunk does not end with a newline", name) }
+                var line = 0
+                var start = 0
+                for i in bytes.indices where bytes[i] == 0x0A {
+                    line += 1
+                    let where_ = "\(name): line \(line)"
+                    let e: RecordedEvent
+                    do { e = try state.event(bytes[start..<i]) } catch { throw error.at("\(path): \(where_)") }
+                    try callback({ try event(e) }, where_)
+                    start = i + 1
+                }
+            } else if name.hasPrefix(BundleLayout.blobsPrefix) {
+                let sha = String(name.dropFirst(BundleLayout.blobsPrefix.count))
+                guard sha.utf8.count == 64, sha == sha.lowercased(), Hex.decode(sha) != nil else {
+                    throw corrupt("a blob entry's name is not blobs/<64 lowercase hex digits>", name)
+                }
+                guard !state.blobs.contains(sha) else { throw corrupt("the blob is in the bundle twice", name) }
+                guard state.referenced.contains(sha) else { throw corrupt("no event of the bundle references this blob", name) }
+                let bytes = try tar.readAll()
+                let digest = EventHash.sha256(bytes)
+                sums.append((name, digest))
+                guard Hex.encode(digest) == sha else { throw corrupt("the blob's bytes have SHA-256 \(Hex.encode(digest)), not its name", name) }
+                state.blobs.insert(sha)
+                state.blobBytes += Int64(bytes.count)
+                try callback({ try blob(sha, bytes) }, name)
+            } else if name == BundleLayout.sums {
+                guard entry.size <= 64 << 20 else { throw corrupt("SHA256SUMS is \(entry.size) bytes", name) }
+                let bytes = try tar.readAll()
+                try checkSums(bytes)
+                sumsBytes = bytes
+            } else if name == BundleLayout.signature {
+                guard sumsBytes != nil else { throw corrupt("SHA256SUMS.sig comes before SHA256SUMS") }
+                guard entry.size <= 1 << 16 else { throw corrupt("SHA256SUMS.sig is \(entry.size) bytes", name) }
+                signatureBytes = try tar.readAll()
+            } else {
+                throw corrupt("unexpected entry \"\(name.prefix(100))\" (a bundle holds manifest.json, schema.json, events/, blobs/, SHA256SUMS and SHA256SUMS.sig)")
+            }
+        }
+        guard let sumsBytes else { throw corrupt("the archive ends without SHA256SUMS (truncated)") }
+        do { try state.finish() } catch { throw error.at(path) }
+        var signer: [UInt8]?
+        if let signatureBytes {
+            do { signer = try BundleSignature.verify(signatureBytes, sums: sumsBytes) } catch { throw error.at(path) }
+        }
+        if !trust.isEmpty {
+            guard let signer else {
+                throw EditLogError(.validation, "the bundle is not signed, and --trust requires a signature by one of \(trust.count) trusted key(s)", at: path)
+            }
+            guard trust.contains(signer) else {
+                throw EditLogError(.validation, "the bundle is signed by \(Data(signer).base64EncodedString()), which is not a trusted key", at: path)
+            }
+        }
+        return BundleContents(manifest: manifest, schema: schema, signer: signer, eventCount: Int(state.count), blobShas: state.blobs,
+                              missingBlobs: state.referenced.subtracting(state.blobs))
+    }
+
+    /// SHA256SUMS lists every entry before it, in order, with the SHA-256 of its data.
+    private func checkSums(_ bytes: [UInt8]) throws(EditLogError) {
+        func bad(_ m: String) -> EditLogError { EditLogError(.corrupt, m, at: "\(path): SHA256SUMS") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw bad("not UTF-8") }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.last == "" else { throw bad("does not end with a newline") }
+        lines.removeLast()
+        guard lines.count == sums.count else { throw bad("lists \(lines.count) entries; the bundle has \(sums.count) before it") }
+        for (k, (line, entry)) in zip(lines, sums).enumerated() {
+            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, parts[1].isEmpty, parts[0].utf8.count == 64 else { throw bad("line \(k + 1) is not \"<sha256>  <name>\"") }
+            guard parts[2] == entry.name else { throw bad("line \(k + 1) names \(parts[2].prefix(100)), but the entry there is \(entry.name)") }
+            guard parts[0].lowercased() == Hex.encode(entry.sha256) else {
+                throw bad("line \(k + 1): \(entry.name) has SHA-256 \(Hex.encode(entry.sha256)), not \(parts[0]) (the entry was changed)")
+            }
+        }
+    }
+}
+
+/// The running checks over a bundle's events.
+struct ReadState {
+    let manifest: BundleManifest
+    var chunks = 0
+    var count: Int64 = 0
+    var first: [UInt8]?
+    var last: RecordedEvent?
+    var referenced = Set<String>()
+    var blobs = Set<String>()
+    var blobBytes: Int64 = 0
+    var encoder = EventHash.Encoder()
+
+    init(manifest: BundleManifest) { self.manifest = manifest }
+
+    /// Decodes and checks one line.
+    mutating func event(_ line: ArraySlice<UInt8>) throws(EditLogError) -> RecordedEvent {
+        let json: JSONValue
+        do { json = try JSONParser.parse(line) } catch { throw EditLogError(.corrupt, "not valid JSON: \(error.description)") }
+        guard case .object(var o) = json else { throw EditLogError(.corrupt, "an event line must be a JSON object") }
+        guard let prevHex = o.removeValue(forKey: "previousHash")?.stringValue, prevHex.utf8.count == 64, let previous = Hex.decode(prevHex) else {
+            throw EditLogError(.corrupt, "\"previousHash\" is missing or not 64 hex digits")
+        }
+        let e: RecordedEvent
+        do { e = try RecordedEvent(json: .object(o)) } catch { throw EditLogError(.corrupt, error.message) }
+        let at = "position \(e.position)"
+        guard e.chainHashMatches(previous: previous, using: &encoder) else {
+            throw EditLogError(.corrupt, "the event's hash does not match its contents and previousHash: the event was changed", at: at)
+        }
+        guard e.position > manifest.fromPosition, e.position <= manifest.toPosition else {
+            throw EditLogError(.corrupt, "the position is outside the manifest's range \(manifest.fromPosition)...\(manifest.toPosition)", at: at)
+        }
+        if let last {
+            guard e.position > last.position else { throw EditLogError(.corrupt, "positions must increase (after \(last.position))", at: at) }
+            if manifest.layers == nil {
+                guard e.position == last.position + 1, previous == last.hash else {
+                    throw EditLogError(.corrupt, "the chain breaks: the event does not follow position \(last.position) (\(Hex.encode(last.hash.prefix(8)))…)", at: at)
+                }
+            }
+        } else if manifest.layers == nil, e.position != manifest.fromPosition + 1 {
+            throw EditLogError(.corrupt, "the first event must be at position \(manifest.fromPosition + 1), after the manifest's fromPosition", at: at)
+        }
+        if e.position == 1, previous != EventHash.genesis { throw EditLogError(.corrupt, "the first event of a log follows the genesis hash (zeros)", at: at) }
+        count += 1
+        if first == nil { first = e.hash }
+        last = e
+        for sha in Self.blobReferences(e) { referenced.insert(sha) }
+        return e
+    }
+
+    /// The SHA-256s of the attachment bytes an event references.
+    static func blobReferences(_ e: RecordedEvent) -> [String] {
+        switch e.type {
+        case EventType.attachmentStaged.rawValue:
+            return e.payload["sha256"]?.stringValue.map { [$0.lowercased()] } ?? []
+        case EventType.sessionCommitted.rawValue:
+            return (e.payload["attachments"]?["added"]?.arrayValue ?? []).compactMap { $0["sha256"]?.stringValue?.lowercased() }
+        default:
+            return []
+        }
+    }
+
+    func finish() throws(EditLogError) {
+        func lie(_ m: String) -> EditLogError { EditLogError(.corrupt, "the manifest does not match the bundle: \(m)", at: "manifest.json") }
+        guard count == manifest.eventCount else { throw lie("eventCount is \(manifest.eventCount), the bundle holds \(count) events") }
+        guard first.map(Hex.encode) == manifest.firstEventHash else { throw lie("firstEventHash is not the first event's hash") }
+        guard last.map({ Hex.encode($0.hash) }) == manifest.lastEventHash else { throw lie("lastEventHash is not the last event's hash") }
+        if manifest.layers == nil, count != manifest.toPosition - manifest.fromPosition {
+            throw lie("the range \(manifest.fromPosition)...\(manifest.toPosition) is \(manifest.toPosition - manifest.fromPosition) events without a layer filter, the bundle holds \(count)")
+        }
+        if manifest.layers == nil, let last, last.position != manifest.toPosition {
+            throw lie("toPosition is \(manifest.toPosition), the last event is at position \(last.position)")
+        }
+        guard Int64(blobs.count) == manifest.blobCount else { throw lie("blobCount is \(manifest.blobCount), the bundle holds \(blobs.count) blobs") }
+        guard blobBytes == manifest.blobBytes else { throw lie("blobBytes is \(manifest.blobBytes), the blobs hold \(blobBytes) bytes") }
+    }
+}

@@ -1,0 +1,98 @@
+import EditLogCore
+
+/// Reads ustar entries from a gunzip stream: headers checked (checksum, magic, regular file), data streamed.
+final class TarReader {
+    struct Entry { let name: String; let size: Int64 }
+
+    let source: GzipInputStream
+    private var remaining: Int64 = 0
+    private var padding = 0
+    private var current: String?
+    private var ended = false
+
+    init(source: GzipInputStream) { self.source = source }
+
+    private var path: String { source.path }
+
+    private func corrupt(_ message: String) -> EditLogError { EditLogError(.corrupt, message, at: path) }
+
+    /// Exactly `count` bytes, or a truncation error naming what was being read.
+    private func readFully(_ count: Int, what: String) throws(EditLogError) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = try source.read(into: &out, at: done, count: count - done)
+            if n == 0 { throw corrupt("the archive ends inside \(what) (truncated)") }
+            done += n
+        }
+        return out
+    }
+
+    /// The next entry's header, or nil at the end-of-archive marker (after which only zero bytes may follow).
+    func next() throws(EditLogError) -> Entry? {
+        if ended { return nil }
+        if let current, remaining > 0 { throw corrupt("\(current): \(remaining) bytes left unread") }
+        if padding > 0 { _ = try readFully(padding, what: "the padding of \(current ?? "an entry")"); padding = 0 }
+        current = nil
+        let h = try readFully(Ustar.block, what: "an entry header")
+        if h.allSatisfy({ $0 == 0 }) {
+            _ = try readFully(Ustar.block, what: "the end-of-archive marker")
+            // Nothing but zeros may follow (reading to the end also checks the last member's CRC).
+            var buf = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = try source.read(into: &buf, at: 0, count: buf.count)
+                if n == 0 { break }
+                if buf[..<n].contains(where: { $0 != 0 }) { throw corrupt("data after the end-of-archive marker") }
+            }
+            ended = true
+            return nil
+        }
+        var sum = 0
+        for (i, b) in h.enumerated() { sum += (148..<156).contains(i) ? 0x20 : Int(b) }
+        guard let stored = Self.octal(h[148..<156]), stored == sum else { throw corrupt("a tar header's checksum does not match (header damaged)") }
+        guard h[257..<262].elementsEqual("ustar".utf8) else { throw corrupt("a tar header is not ustar") }
+        let nameBytes = h[0..<100].prefix { $0 != 0 }
+        let prefixBytes = h[345..<500].prefix { $0 != 0 }
+        guard let name = String(validating: Array(nameBytes), as: UTF8.self), let prefix = String(validating: Array(prefixBytes), as: UTF8.self) else {
+            throw corrupt("a tar entry name is not UTF-8")
+        }
+        let full = prefix.isEmpty ? name : prefix + "/" + name
+        guard h[156] == UInt8(ascii: "0") || h[156] == 0 else { throw corrupt("\(full): not a regular file (type \(Character(Unicode.Scalar(h[156]))))") }
+        guard let size = Self.octal(h[124..<136]).map(Int64.init) else { throw corrupt("\(full): the size field is not octal") }
+        current = full
+        remaining = size
+        padding = Ustar.padding(for: size)
+        return Entry(name: full, size: size)
+    }
+
+    /// Reads the current entry's data in pieces of at most `chunk` bytes; nil when it is all read.
+    func readData(max chunk: Int = 1 << 16) throws(EditLogError) -> [UInt8]? {
+        guard remaining > 0 else { return nil }
+        let n = Int(min(Int64(chunk), remaining))
+        let b = try readFully(n, what: current ?? "an entry")
+        remaining -= Int64(n)
+        return b
+    }
+
+    /// The whole current entry (the caller bounds its size first).
+    func readAll() throws(EditLogError) -> [UInt8] {
+        let b = try readFully(Int(remaining), what: current ?? "an entry")
+        remaining = 0
+        return b
+    }
+
+    /// Parses an octal field: optional leading spaces, digits, then NUL or space.
+    static func octal(_ field: ArraySlice<UInt8>) -> Int? {
+        var v = 0
+        var seenDigit = false
+        for b in field {
+            if b == 0x20 && !seenDigit { continue }
+            if b == 0 || b == 0x20 { break }
+            guard (0x30...0x37).contains(b) else { return nil }
+            guard v < (Int.max >> 4) else { return nil }
+            v = v * 8 + Int(b - 0x30)
+            seenDigit = true
+        }
+        return seenDigit ? v : nil
+    }
+}

@@ -1,0 +1,216 @@
+@testable import EditLogBundle
+import EditLog
+import Foundation
+import Testing
+
+/// Every kind of damaged or dishonest bundle is refused with an EditLogError of the right kind that says where,
+/// and the CLI maps each to its exit code.
+@Suite struct BundleBadInputTests {
+    let shared = SharedBundle.shared
+
+    func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
+    func write(_ b: [UInt8], _ path: String) throws { try Data(b).write(to: URL(fileURLWithPath: path)) }
+
+    func read(_ path: String, limits: BundleLimits = .default) throws { _ = try BundleFixture.read(path, limits: limits) }
+
+    @Test func truncatedFilesAreCorrupt() throws {
+        let d = TempDir()
+        let b = try bytes(shared.bundle)
+        for keep in [1, 10, 100, b.count / 3, b.count / 2, b.count - 9, b.count - 1] {
+            try write(Array(b.prefix(keep)), d.file("t.bundle"))
+            expectBundleError(keep < 2 ? .invalidInput : .corrupt, keep < 2 ? "gzip magic" : "truncated") { try read(d.file("t.bundle")) }
+            // The location names the file once.
+            do { try read(d.file("t.bundle")) } catch let e as EditLogError { #expect(e.description.components(separatedBy: "t.bundle").count == 2, "\(e)") }
+        }
+        try write(Array(b.prefix(b.count / 2)), d.file("t.bundle"))
+        expectBundleError(.corrupt, "truncated") { try read(d.file("t.bundle")) }
+    }
+
+    @Test func flippedBitsAreRefused() throws {
+        let d = TempDir()
+        let b = try bytes(shared.bundle)
+        // Early in the first member (its deflate data), the middle, and in the last member (data and trailer).
+        for (offset, bit) in [(20, 3), (200, 0), (b.count / 2, 5), (b.count - 40, 1), (b.count - 6, 2), (b.count - 2, 7)] {
+            var m = b
+            m[offset] ^= UInt8(1 << bit)
+            try write(m, d.file("f.bundle"))
+            expectBundleError(.corrupt, "f.bundle") { try read(d.file("f.bundle")) }
+        }
+    }
+
+    @Test func wrongMagicIsNotABundle() throws {
+        let d = TempDir()
+        var b = try bytes(shared.bundle)
+        b[0] = 0x50
+        try write(b, d.file("m.bundle"))
+        expectBundleError(.invalidInput, "not an EditLog bundle") { try read(d.file("m.bundle")) }
+        try write(Array("hello\n".utf8), d.file("text.bundle"))
+        expectBundleError(.invalidInput, "gzip magic") { try read(d.file("text.bundle")) }
+        expectBundleError(.notFound, "no bundle at") { try read(d.file("absent.bundle")) }
+        // A gzip that is not a tar, and a tar whose first entry is not the manifest.
+        try BundleFixture.pack([("hello.txt", Array("hi".utf8))], to: d.file("other.bundle"), recomputeSums: false)
+        expectBundleError(.corrupt, "manifest.json must be") { try read(d.file("other.bundle")) }
+    }
+
+    @Test func aFutureFormatIsUnsupported() throws {
+        let d = TempDir()
+        try BundleFixture.edit(shared.bundle, to: d.file("v2.bundle")) { e in
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["formatVersion"] = 2
+            m["somethingNew"] = true
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+        expectBundleError(.unsupported, "format 2") { try read(d.file("v2.bundle")) }
+    }
+
+    @Test func decompressionBombsAreRefusedNotExpanded() throws {
+        let d = TempDir()
+        // 16 MiB of zeros in one gzip member: about 16 KB on disk.
+        let member = GzipMember.compress([UInt8](repeating: 0, count: 16 << 20), level: 9)
+        try write(member, d.file("bomb.gz"))
+        #expect(member.count < 64 << 10)
+        expectBundleError(.invalidInput, "decompression bomb") {
+            try read(d.file("bomb.gz"), limits: BundleLimits(maxTotalBytes: 1 << 40, maxRatio: 100, ratioGrace: 1 << 20))
+        }
+        expectBundleError(.invalidInput, "beyond 4194304 bytes") {
+            try read(d.file("bomb.gz"), limits: BundleLimits(maxTotalBytes: 4 << 20, maxRatio: 1 << 20, ratioGrace: 1 << 40))
+        }
+        // With the defaults, a member-after-member bomb beyond the grace is refused by its ratio.
+        let many = [UInt8]((0..<6).flatMap { _ in member })
+        try write(many, d.file("bomb2.gz"))
+        expectBundleError(.invalidInput, "decompression bomb") { try read(d.file("bomb2.gz")) }
+    }
+
+    @Test func aManifestThatLiesIsCaught() throws {
+        let d = TempDir()
+        let lies: [(String, JSONValue, String)] = [
+            ("eventCount", 5, "eventCount"), ("lastEventHash", .string(String(repeating: "ab", count: 32)), "lastEventHash"),
+            ("firstEventHash", .string(String(repeating: "cd", count: 32)), "firstEventHash"), ("blobCount", 3, "blobCount"),
+            ("blobBytes", 1, "blobBytes"), ("toPosition", .int(shared.head + 5), "0...\(shared.head + 5)"),
+            ("schemaFingerprint", .string(String(repeating: "0", count: 64)), "schemaFingerprint"),
+        ]
+        for (key, value, fragment) in lies {
+            try BundleFixture.edit(shared.bundle, to: d.file("lie.bundle")) { e in
+                var m = try BundleFixture.json(e[0].data).objectValue!
+                m[key] = value
+                e[0].data = JSONValue.object(m).serializedBytes()
+            }
+            expectBundleError(.corrupt, fragment) { try read(d.file("lie.bundle")) }
+        }
+    }
+
+    @Test func eventsWhoseChainBreaksAreCaught() throws {
+        let d = TempDir()
+        // A changed payload: the event's own hash no longer matches.
+        try BundleFixture.edit(shared.bundle, to: d.file("c.bundle")) { e in
+            var lines = BundleFixture.lines(e[2].data)
+            var o = try BundleFixture.json(lines[10]).objectValue!
+            o["actor"] = "mallory"
+            lines[10] = JSONValue.object(o).serializedBytes()
+            e[2].data = BundleFixture.join(lines)
+        }
+        expectBundleError(.corrupt, "events/00000001.ndjson: line 11: position 11: the event's hash does not match") { try read(d.file("c.bundle")) }
+        // A removed event (manifest count adjusted): the next one does not follow.
+        try BundleFixture.edit(shared.bundle, to: d.file("r.bundle")) { e in
+            var lines = BundleFixture.lines(e[2].data)
+            lines.remove(at: 20)
+            e[2].data = BundleFixture.join(lines)
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["eventCount"] = .int(shared.head - 1)
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+        expectBundleError(.corrupt, "the chain breaks") { try read(d.file("r.bundle")) }
+        // Two events swapped.
+        try BundleFixture.edit(shared.bundle, to: d.file("s.bundle")) { e in
+            var lines = BundleFixture.lines(e[2].data)
+            lines.swapAt(30, 31)
+            e[2].data = BundleFixture.join(lines)
+        }
+        expectBundleError(.corrupt, "line 31") { try read(d.file("s.bundle")) }
+        // A line that is not JSON.
+        try BundleFixture.edit(shared.bundle, to: d.file("j.bundle")) { e in
+            var lines = BundleFixture.lines(e[2].data)
+            lines[4] = Array("{\"position\": ".utf8)
+            e[2].data = BundleFixture.join(lines)
+        }
+        expectBundleError(.corrupt, "line 5: not valid JSON") { try read(d.file("j.bundle")) }
+    }
+
+    @Test func blobsMissingOrNotMatchingTheirName() throws {
+        let d = TempDir()
+        let entries = try BundleFixture.unpack(shared.bundle)
+        let blob = entries.first { $0.name.hasPrefix("blobs/") }!
+        // Missing (manifest adjusted): not an error, reported for the caller to decide.
+        try BundleFixture.edit(shared.bundle, to: d.file("m.bundle")) { e in
+            e.removeAll { $0.name == blob.name }
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["blobCount"] = .int(m["blobCount"]!.intValue! - 1)
+            m["blobBytes"] = .int(m["blobBytes"]!.intValue! - Int64(blob.data.count))
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+        let (c, _, blobs) = try BundleFixture.read(d.file("m.bundle"))
+        #expect(c.missingBlobs == [String(blob.name.dropFirst(6))])
+        #expect(blobs[String(blob.name.dropFirst(6))] == nil)
+        // Other bytes under the name.
+        try BundleFixture.edit(shared.bundle, to: d.file("b.bundle")) { e in
+            let i = e.firstIndex { $0.name == blob.name }!
+            e[i].data[0] ^= 1
+        }
+        expectBundleError(.corrupt, "\(blob.name): the blob's bytes have SHA-256") { try read(d.file("b.bundle")) }
+        // A blob no event references.
+        try BundleFixture.edit(shared.bundle, to: d.file("u.bundle")) { e in
+            let extra: [UInt8] = Array("stowaway".utf8)
+            e.insert(("blobs/" + Hex.encode(EventHash.sha256(extra)), extra), at: e.count - 1)
+        }
+        expectBundleError(.corrupt, "no event of the bundle references this blob") { try read(d.file("u.bundle")) }
+    }
+
+    @Test func checksumsThatDoNotMatchTheEntries() throws {
+        let d = TempDir()
+        var entries = try BundleFixture.unpack(shared.bundle)
+        // A changed blob whose name is right but SHA256SUMS line wrong: change SHA256SUMS itself.
+        let i = entries.firstIndex { $0.name == "SHA256SUMS" }!
+        var text = String(decoding: entries[i].data, as: UTF8.self)
+        text = text.replacingOccurrences(of: "  schema.json", with: "  schema2.json")
+        entries[i].data = Array(text.utf8)
+        try BundleFixture.pack(entries, to: d.file("s.bundle"), recomputeSums: false)
+        expectBundleError(.corrupt, "SHA256SUMS: line 2 names schema2.json") { try read(d.file("s.bundle")) }
+        // No SHA256SUMS at all.
+        entries.remove(at: i)
+        try BundleFixture.pack(entries, to: d.file("n.bundle"), recomputeSums: false)
+        expectBundleError(.corrupt, "without SHA256SUMS") { try read(d.file("n.bundle")) }
+        // An entry after SHA256SUMS.
+        var after = try BundleFixture.unpack(shared.bundle)
+        after.append(("notes.txt", Array("hi".utf8)))
+        try BundleFixture.pack(after, to: d.file("a.bundle"), recomputeSums: false)
+        expectBundleError(.corrupt, "follows SHA256SUMS") { try read(d.file("a.bundle")) }
+    }
+
+    @Test func theCLIExitsWithEachErrorsCode() throws {
+        let d = TempDir()
+        let b = try bytes(shared.bundle)
+        try write(Array(b.prefix(b.count / 2)), d.file("trunc.bundle"))
+        try write(Array("hello".utf8), d.file("text.bundle"))
+        try BundleFixture.edit(shared.bundle, to: d.file("v2.bundle")) { e in
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["formatVersion"] = 7
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+        let k = try BundleSignature.generateKeyFiles(name: d.file("k"))
+        let cases: [([String], Int32, String)] = [
+            (["bundle", "verify", shared.bundle], 0, "ok: \(shared.head) events"),
+            (["bundle", "verify", d.file("trunc.bundle")], 69, "truncated"),
+            (["bundle", "verify", d.file("text.bundle")], 65, "not an EditLog bundle"),
+            (["bundle", "verify", d.file("v2.bundle")], 70, "format 7"),
+            (["bundle", "verify", d.file("absent.bundle")], 68, "no bundle at"),
+            (["bundle", "verify", shared.bundle, "--trust", k.publicPath], 66, "not signed"),
+            (["bundle", "inspect", d.file("trunc.bundle")], 69, "truncated"),
+            (["bundle", "export", shared.log, "--out", d.file("x.bundle"), "--since", "yesterday"], 64, "--since"),
+        ]
+        for (args, code, fragment) in cases {
+            let r = try CLI.run(args)
+            #expect(r.status == code, "\(args): \(r.status) \(r.stderr)")
+            #expect((r.stdout + r.stderr).contains(fragment), "\(args): \(r.stdout) \(r.stderr)")
+        }
+    }
+}

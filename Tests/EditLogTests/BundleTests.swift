@@ -1,0 +1,229 @@
+@testable import EditLogBundle
+import EditLog
+import Foundation
+import Testing
+
+/// One recorded fixture log and its full bundle, made once and only read by the tests that share them.
+struct SharedBundle: Sendable {
+    let dir: String
+    let log: String
+    let bundle: String
+    let head: Int64
+
+    static let shared: SharedBundle = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-bundle-shared-\(UUID().uuidString)").path
+        try! FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let log = try! BundleFixture.log(at: dir + "/log.sqlite")
+        defer { log.close() }
+        _ = try! log.exportBundle(to: dir + "/full.bundle")
+        return SharedBundle(dir: dir, log: dir + "/log.sqlite", bundle: dir + "/full.bundle", head: try! log.eventCount())
+    }()
+
+    /// A private copy of the log, for tests that write to it.
+    func copyLog(to path: String) throws {
+        try FileManager.default.copyItem(atPath: log, toPath: path)
+    }
+}
+
+@Suite struct BundleTests {
+    let shared = SharedBundle.shared
+
+    @Test func roundTripIsEventForEventAndBlobForBlob() throws {
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let expected = try BundleFixture.events(log)
+        let (c, events, blobs) = try BundleFixture.read(shared.bundle)
+        #expect(events.count == expected.count)
+        #expect(events == expected)
+        #expect(c.eventCount == expected.count)
+        #expect(c.missingBlobs.isEmpty)
+        #expect(!blobs.isEmpty)
+        for (sha, bytes) in blobs { #expect(try log.blob(sha256: sha) == bytes, "blob \(sha)") }
+        let referenced = Set(expected.flatMap(ReadState.blobReferences))
+        #expect(Set(blobs.keys) == referenced)
+        #expect(c.blobShas == referenced)
+        let m = c.manifest
+        #expect(m.formatVersion == 1 && m.originLogId == "test-log" && m.fromPosition == 0 && m.toPosition == shared.head)
+        #expect(m.eventCount == shared.head && m.firstEventHash == Hex.encode(expected[0].hash) && m.lastEventHash == Hex.encode(expected.last!.hash))
+        #expect(m.blobCount == Int64(blobs.count) && m.blobBytes == Int64(blobs.values.reduce(0) { $0 + $1.count }))
+        #expect(m.schemaFingerprint == SchemaFingerprint.of(schemaPayload: expected[0].payload))
+        #expect(c.schema == expected[0].payload)
+        #expect(m.creator.hasPrefix("editlog \(EditLogVersion.current)"))
+        #expect(Timestamp.parse(m.createdAt) != nil)
+        #expect(c.signer == nil)
+        // The manifest reads back as written.
+        #expect(try BundleManifest(json: m.json) == m)
+    }
+
+    @Test func recordedEventJSONDecodesToTheSameEvent() throws {
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        var encoder = EventHash.Encoder()
+        var previous = EventHash.genesis
+        for e in try BundleFixture.events(log) {
+            let back = try RecordedEvent(json: try JSONParser.parse(e.json.serialized()))
+            #expect(back == e)
+            #expect(back.chainHashMatches(previous: previous, using: &encoder), "position \(e.position)")
+            previous = e.hash
+        }
+        let some = try BundleFixture.events(log)[3].json.objectValue!
+        expectBundleError(.invalidInput, "lacks \"session\"") {
+            var o = some
+            o["session"] = nil
+            _ = try RecordedEvent(json: .object(o))
+        }
+        expectBundleError(.invalidInput, "unknown key \"extra\"") {
+            var o = some
+            o["extra"] = 1
+            _ = try RecordedEvent(json: .object(o))
+        }
+    }
+
+    @Test func systemGzipAndTarReadTheBundle() throws {
+        guard BundleFixture.has("gzip"), BundleFixture.has("tar") else {
+            print("skipped: gzip or tar is not installed"); return
+        }
+        let t = try CLI.sh("gzip -t '\(shared.bundle)'")
+        #expect(t.status == 0, "\(t.stderr)")
+        let l = try CLI.sh("tar -tzf '\(shared.bundle)'")
+        #expect(l.status == 0, "\(l.stderr)")
+        let names = l.stdout.split(separator: "\n").map(String.init)
+        #expect(names.prefix(3) == ["manifest.json", "schema.json", "events/00000001.ndjson"])
+        #expect(names.last == "SHA256SUMS")
+        #expect(names.filter { $0.hasPrefix("blobs/") }.count == 9)
+        #expect(names.allSatisfy { $0 == "manifest.json" || $0 == "schema.json" || $0 == "SHA256SUMS" || $0.hasPrefix("events/") || $0.hasPrefix("blobs/") })
+        if BundleFixture.has("sha256sum") {
+            let d = TempDir()
+            let c = try CLI.sh("cd '\(d.path)' && tar -xzf '\(shared.bundle)' && sha256sum -c --quiet SHA256SUMS")
+            #expect(c.status == 0, "\(c.stdout) \(c.stderr)")
+        }
+    }
+
+    @Test func smallBlocksMakeManyMembersThatGzipAndTarStillRead() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let out = d.file("small.bundle")
+        let s = try log.exportBundle(to: out, blockSize: 4096)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
+        // Every member starts with the gzip magic, CM 8, no flags.
+        var members = 0
+        for i in 0..<(bytes.count - 3) where bytes[i] == 0x1F && bytes[i + 1] == 0x8B && bytes[i + 2] == 8 && bytes[i + 3] == 0 { members += 1 }
+        #expect(members >= Int(s.uncompressedBytes / 4096), "\(members) members for \(s.uncompressedBytes) bytes")
+        let (c, events, _) = try BundleFixture.read(out)
+        #expect(events == (try BundleFixture.events(log)))
+        #expect(c.manifest.eventCount == shared.head)
+        if BundleFixture.has("gzip"), BundleFixture.has("tar") {
+            #expect(try CLI.sh("gzip -t '\(out)'").status == 0)
+            let l = try CLI.sh("tar -tzf '\(out)'")
+            #expect(l.status == 0 && l.stdout.hasPrefix("manifest.json\nschema.json\n"), "\(l.stderr)")
+        } else {
+            print("skipped the system-tool half: gzip or tar is not installed")
+        }
+    }
+
+    @Test func sinceLastExportContinuesWhereThePreviousStopped() throws {
+        let d = TempDir()
+        try shared.copyLog(to: d.file("log.sqlite"))
+        let log = try EditLog.open(at: d.file("log.sqlite"))
+        defer { log.close() }
+        let first = try log.exportBundle(to: d.file("1.bundle"), until: .position(500), peer: "hq")
+        #expect(first.manifest.fromPosition == 0 && first.manifest.toPosition == 500 && first.manifest.eventCount == 500)
+        let second = try log.exportBundle(to: d.file("2.bundle"), since: .lastExport(peer: "hq"), peer: "hq")
+        #expect(second.manifest.fromPosition == 500 && second.manifest.toPosition == shared.head)
+        #expect(second.manifest.since == "last-export:hq")
+        let tree = try Fixture.treeWithoutInspections()
+        try log.run(#"{"op":"edit","layer":"Trees","globalId":"\#(tree)"}"#, #"{"op":"set","field":"Condition","value":"Poor"}"#, #"{"op":"finish"}"#)
+        let third = try log.exportBundle(to: d.file("3.bundle"), since: .lastExport(peer: "hq"), peer: "hq")
+        let newHead = try log.eventCount()
+        #expect(third.manifest.fromPosition == shared.head && third.manifest.toPosition == newHead && third.manifest.eventCount > 0)
+        #expect(try log.bundleExports(peer: "hq").map(\.to) == [500, shared.head, newHead])
+        #expect(try log.bundleExports(peer: "hq").last?.sha256 == third.sha256)
+        // The three bundles hold the whole log once, in order, and each one's first event follows the one before.
+        var all: [RecordedEvent] = []
+        for f in ["1", "2", "3"] { all += try BundleFixture.read(d.file("\(f).bundle")).1 }
+        #expect(all == (try BundleFixture.events(log)))
+        // --since bundle: starts after that bundle; a bundle of another log is refused.
+        let fourth = try log.exportBundle(to: d.file("4.bundle"), since: .bundle(path: d.file("1.bundle")))
+        #expect(fourth.manifest.fromPosition == 500)
+        let other = try EditLog.create(at: d.file("other.sqlite"), service: [("service.json", try Fixture.json("service.json"))], logId: "other-log")
+        defer { other.close() }
+        expectBundleError(.invalidInput, "not from this log") { _ = try other.exportBundle(to: d.file("5.bundle"), since: .bundle(path: d.file("1.bundle"))) }
+        expectBundleError(.notFound, "no export to peer \"nobody\"") { _ = try log.exportBundle(to: d.file("6.bundle"), since: .lastExport(peer: "nobody")) }
+        #expect(!FileManager.default.fileExists(atPath: d.file("5.bundle")) && !FileManager.default.fileExists(atPath: d.file("5.bundle.partial")))
+    }
+
+    @Test func layerFilterKeepsThatLayerAndSystemStreamsWithCheckableHashes() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let trees = try log.layer("Trees").id
+        let s = try log.exportBundle(to: d.file("trees.bundle"), since: .position(100), layers: ["Trees"])
+        #expect(s.manifest.layers == ["Trees"])
+        let (c, events, blobs) = try BundleFixture.read(d.file("trees.bundle"))
+        let expected = try BundleFixture.events(log).filter { $0.position > 100 && ($0.stream.hasPrefix("$") || StreamName.parseFeature($0.stream)?.layer == trees) }
+        #expect(events == expected)
+        #expect(c.eventCount == expected.count && c.eventCount < Int(shared.head - 100))
+        #expect(Set(blobs.keys) == Set(expected.flatMap(ReadState.blobReferences)))
+    }
+
+    @Test func anEmptyRangeIsAnEmptyBundle() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let s = try log.exportBundle(to: d.file("empty.bundle"), since: .position(shared.head))
+        #expect(s.manifest.eventCount == 0 && s.manifest.firstEventHash == nil && s.manifest.blobCount == 0)
+        let (c, events, _) = try BundleFixture.read(d.file("empty.bundle"))
+        #expect(events.isEmpty && c.eventCount == 0)
+    }
+
+    @Test func untilATimeAndFailuresLeaveNoFile() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let events = try BundleFixture.events(log)
+        let cut = events[300]
+        let s = try log.exportBundle(to: d.file("t.bundle"), until: .time(cut.recordedTime), by: .recorded)
+        #expect(s.manifest.toPosition == events.last { $0.recordedTime <= cut.recordedTime }!.position)
+        expectBundleError(.notFound, "beyond the last event") { _ = try log.exportBundle(to: d.file("x.bundle"), until: .position(shared.head + 1)) }
+        expectBundleError(.invalidInput, "wrong way round") { _ = try log.exportBundle(to: d.file("x.bundle"), since: .position(20), until: .position(10)) }
+        expectBundleError(.conflict, "already exists") { _ = try log.exportBundle(to: d.file("t.bundle")) }
+        _ = try log.exportBundle(to: d.file("t.bundle"), overwrite: true)
+        let left = try FileManager.default.contentsOfDirectory(atPath: d.path).sorted()
+        #expect(left == ["t.bundle"])
+    }
+
+    @Test func signedBundlesVerifyAgainstTrustedKeys() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let k = try BundleSignature.generateKeyFiles(name: d.file("alice"))
+        let other = try BundleSignature.generateKeyFiles(name: d.file("bob"))
+        let mode = try FileManager.default.attributesOfItem(atPath: k.privatePath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        expectBundleError(.conflict, "never overwritten") { _ = try BundleSignature.generateKeyFiles(name: d.file("alice")) }
+        let key = try BundleSignature.readKeyFile(k.privatePath)
+        _ = try log.exportBundle(to: d.file("s.bundle"), since: .position(600), signingKey: key)
+        let (c, _, _) = try BundleFixture.read(d.file("s.bundle"), trust: [k.publicKey])
+        #expect(c.signer == k.publicKey)
+        #expect(try BundleFixture.unpack(d.file("s.bundle")).last?.name == "SHA256SUMS.sig")
+        expectBundleError(.validation, "not a trusted key") { _ = try BundleFixture.read(d.file("s.bundle"), trust: [other.publicKey]) }
+        expectBundleError(.validation, "not signed") { _ = try BundleFixture.read(shared.bundle, trust: [k.publicKey]) }
+        // A signature over other SHA256SUMS: an entry was changed (and SHA256SUMS recomputed) after signing.
+        var entries = try BundleFixture.unpack(d.file("s.bundle"))
+        let sig = entries.removeLast()
+        #expect(sig.name == "SHA256SUMS.sig")
+        var m = try BundleFixture.json(entries[0].data).objectValue!
+        m["creator"] = "mallory"
+        entries[0].data = JSONValue.object(m).serializedBytes()
+        try BundleFixture.pack(entries, to: d.file("tmp.bundle"))
+        var forged = try BundleFixture.unpack(d.file("tmp.bundle"))
+        forged.append(sig)
+        try BundleFixture.pack(forged, to: d.file("forged.bundle"), recomputeSums: false)
+        expectBundleError(.corrupt, "does not match SHA256SUMS") { _ = try BundleFixture.read(d.file("forged.bundle")) }
+        // A signature document that is not one.
+        forged[forged.count - 1].data = Array(#"{"algorithm":"ed25519","publicKey":"AAAA","signature":"AAAA"}"#.utf8)
+        try BundleFixture.pack(forged, to: d.file("forged.bundle"), recomputeSums: false)
+        expectBundleError(.corrupt, "publicKey") { _ = try BundleFixture.read(d.file("forged.bundle")) }
+    }
+}
