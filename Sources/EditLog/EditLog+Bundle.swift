@@ -1,5 +1,7 @@
 import EditLogBundle
 import EditLogCore
+import EditLogMerge
+import EditLogProjections
 import EditLogStore
 import GRDB
 import Foundation
@@ -65,5 +67,41 @@ extension EditLog {
             try Row.fetchAll(db, sql: "SELECT from_position, to_position, bundle_sha256, created_at FROM bundle_exports WHERE peer = ? ORDER BY id",
                              arguments: [peer]).map { ($0[0], $0[1], $0[2], $0[3]) }
         }
+    }
+}
+
+extension EditLog {
+    /// Imports a bundle in one transaction, all or nothing: every check of `verifyBundle` (a failed one rolls the
+    /// import back), then the events merged under `policy` and the blobs stored. A bundle of another schema is
+    /// refused unless this log's schema has every layer and field it has (this one may have added some). Events
+    /// already here (a second import, an overlapping bundle, this log's own events) are skipped.
+    public func importBundle(at path: String, policy: MergePolicy = .lastInWins, trust: [[UInt8]] = [], actor: String, device: String,
+                             limits: BundleLimits = .default, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> (report: ImportReport, contents: BundleContents) {
+        let reader = try BundleReader(path: path, limits: limits)
+        let ours = try read { db -> String in
+            guard let e = try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema]) else {
+                throw EditLogError(.corrupt, "the log has no SchemaDefined event", at: path)
+            }
+            return SchemaFingerprint.of(schemaPayload: e.payload)
+        }
+        if reader.manifest.schemaFingerprint != ours {
+            let theirs: ServiceSchema
+            do { theirs = try Projector.decodeSchema(reader.schema) } catch { throw EditLogError(.invalidInput, "the bundle's schema.json cannot be read: \(error.message)", at: path) }
+            if let problem = schema.incompatibility(importing: theirs) {
+                throw EditLogError(.invalidInput, "the bundle was exported from a log of another schema, which this log's cannot hold: \(problem)", at: path)
+            }
+        }
+        let total = reader.manifest.eventCount
+        var done: Int64 = 0
+        var contents: BundleContents?
+        let source = "bundle:" + URL(fileURLWithPath: path).lastPathComponent
+        let report = try importEvents(policy: policy, actor: actor, device: device, source: source) { event, blob in
+            contents = try reader.read(trust: trust, event: { e in
+                try event(e)
+                done += 1
+                if done % 1024 == 0 { progress?(done, total) }
+            }, blob: { _, bytes in try blob(bytes) })
+        }
+        return (report, contents!)
     }
 }

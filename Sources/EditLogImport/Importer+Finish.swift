@@ -61,7 +61,8 @@ extension Importer {
     }
 
     /// Values that rules derive never conflict: after the merge they are derived again from the merged state, as
-    /// `FeatureDerived` events naming the rule (cause) and the import (`import` in the payload).
+    /// `FeatureDerived` events naming the rule (cause) and the import (`import` in the payload). A feature new to
+    /// this log came with the values its own log derived (and any later hand edit of them): it is left as it came.
     mutating func deriveAgain(db: Database, appender: inout Appender, projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
         guard !schema.rules.isEmpty else { return }
         let world = ProjectedState(db: db, schema: schema, projector: projector)
@@ -69,6 +70,7 @@ extension Importer {
         var emitted = 0
         func emit(_ pending: [PendingEvent]) throws {
             for p in pending {
+                if let g = p.payload["globalId"]?.stringValue, created.contains(g) { continue }
                 var payload = p.payload.objectValue ?? [:]
                 payload["import"] = .string(source)
                 let e = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: .object(payload), context: context,
@@ -77,10 +79,6 @@ extension Importer {
                 emitted += 1
             }
         }
-        for (lid, g) in created {
-            guard let f = try world.feature(layer: lid, globalId: g), !f.deleted else { continue }
-            try emit(try rules.derive(after: .committed(layer: lid, globalId: g, kind: .create, before: [:], session: nil)))
-        }
         for (g, entry) in touched.sorted(by: { $0.key < $1.key }) {
             // Each earlier key value once, so every parent the child left is derived again too.
             let befores: [[String: JSONValue]] = entry.keys.isEmpty ? [[:]] : entry.keys.flatMap { k, vs in vs.map { [k: $0] } }
@@ -88,7 +86,7 @@ extension Importer {
                 try emit(try rules.derive(after: .committed(layer: entry.layer, globalId: g, kind: .edit, before: before, session: nil)))
             }
         }
-        for (lid, g) in rederive {
+        for (lid, g) in rederive where !created.contains(g) {
             guard let layer = schema.layer(id: lid), let p = try world.feature(layer: lid, globalId: g), !p.deleted else { continue }
             for rule in schema.rules {
                 guard case .latestChildRollup(let relId, let parentLayer, let childLayer, _, _) = rule.kind, parentLayer == lid,

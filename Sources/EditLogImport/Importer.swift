@@ -50,7 +50,8 @@ public struct Importer {
 
     /// Features the import changed: (layer, GlobalID) with every value their relationship keys had before.
     var touched: [String: (layer: Int, keys: [String: Set<JSONValue>])] = [:]
-    var created: [(layer: Int, globalId: String)] = []
+    /// Features this log did not have before the import.
+    var created: Set<String> = []
     var deletedParents: [(layer: Int, globalId: String)] = []
     var rederive: [(layer: Int, globalId: String)] = []
     /// Blobs the imported events reference.
@@ -159,7 +160,7 @@ public struct Importer {
         if type == .featureDeleted {
             deletedParents.append((layer.id, g))
         } else if before == nil, type == .featureBaselined || type == .sessionCommitted {
-            created.append((layer.id, g))
+            created.insert(g)
         }
     }
 

@@ -6,7 +6,7 @@ struct BundleCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bundle",
         abstract: "Change bundles: a range of the log and its attachments in one file (tar in gzip members; schemas/bundle.md).",
-        subcommands: [BundleExportCommand.self, BundleInspectCommand.self, BundleVerifyCommand.self])
+        subcommands: [BundleExportCommand.self, BundleImportCommand.self, BundleInspectCommand.self, BundleVerifyCommand.self])
 }
 
 /// `--trust` key files, read.

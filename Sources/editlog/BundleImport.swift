@@ -1,0 +1,68 @@
+import ArgumentParser
+import EditLog
+import Foundation
+
+extension MergePolicy: ExpressibleByArgument {}
+
+struct BundleImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import a bundle: one transaction, all or nothing; events already here are skipped.",
+        discussion: """
+            Every check of `bundle verify` runs as the bundle streams in; any failure rolls the import back and \
+            leaves the log byte-identical. Imported events keep their id, origin log, position and hash and are \
+            chained into this log. Events about features this log changed too are merged field by field \
+            (base = what the other side saw, local = this log, remote = the new value) under --policy; every \
+            conflict and decision is recorded as a MergeDecided event (`editlog conflicts` lists them). Values \
+            rules derive never conflict: they are derived again from the merged state. A record deleted on one \
+            side that the other side related a record to is kept (never an orphan).
+            """)
+
+    @OptionGroup var log: LogOptions
+
+    @Argument(help: "The bundle file.")
+    var file: String
+
+    @Option(name: .long, help: ArgumentHelp("How a conflict is decided: last-in-wins (the later commit by client time; ties by origin log id), local-wins, remote-wins, or manual (left open for `editlog conflicts resolve`; everything else applies).", valueName: "policy"))
+    var policy: MergePolicy = .lastInWins
+
+    @Option(name: .long, help: "A trusted public key file (editlog keys generate); repeat for several. With it, the bundle must be signed by one of them.")
+    var trust: [String] = []
+
+    @Option(name: .long, help: "Who runs the import (the actor of its decisions and derived values).")
+    var actor: String = ProcessInfo.processInfo.environment["USER"] ?? "editlog"
+
+    @Option(name: .long, help: "Where the import runs (the device of its decisions).")
+    var device: String = ProcessInfo.processInfo.hostName
+
+    @OptionGroup var json: JSONFlag
+
+    func run() throws {
+        try handleErrors {
+            let editLog = try EditLog.open(at: log.db)
+            let bar = ProgressBar(label: "import")
+            let result: (report: ImportReport, contents: BundleContents)
+            do {
+                result = try editLog.importBundle(at: file, policy: policy, trust: try trustedKeys(trust), actor: actor, device: device, progress: bar.update)
+            } catch { bar.finish(); throw error }
+            bar.finish()
+            let r = result.report, m = result.contents.manifest
+            if json.json {
+                var o = r.json.objectValue ?? [:]
+                o["bundle"] = m.json
+                o["policy"] = .string(policy.rawValue)
+                out(JSONValue.object(o).serialized())
+                return
+            }
+            if m.originLogId == editLog.logId { out("the bundle holds this log's own events: nothing to import") }
+            out("imported \(r.imported) events (\(r.alreadyPresent) already here) from log \(m.originLogId); \(r.blobs) new attachment blobs")
+            if let f = r.firstPosition, let l = r.lastPosition { out("positions \(f)...\(l) of this log") }
+            out("\(r.decisions) merge decisions, \(r.conflicts.count) conflicts (policy \(policy.rawValue)), \(r.derived) values derived again")
+            if !r.conflicts.isEmpty {
+                out(table(["conflict", "kind", "feature", "field", "local", "remote", "winner"], r.conflicts.map { c in
+                    [String(c.id.prefix(13)), c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "", short(c.local.value, 24), short(c.remote.value, 24), c.winner.rawValue]
+                }))
+            }
+        }
+    }
+}

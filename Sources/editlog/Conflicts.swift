@@ -1,0 +1,149 @@
+import ArgumentParser
+import EditLog
+import Foundation
+
+struct ConflictsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "conflicts",
+        abstract: "See and re-resolve the conflicts imports met (bundles, sync).",
+        subcommands: [ConflictsList.self, ConflictsShow.self, ConflictsResolve.self], defaultSubcommand: ConflictsList.self)
+}
+
+/// One line per conflict: the same concurrent pair of writes, whichever log decided it.
+func conflictRow(_ r: ConflictRecord) -> [String] {
+    let c = r.conflict
+    return [String(c.id.prefix(13)), r.status, c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "",
+            short(c.local.value, 20), c.local.writer?.actor ?? "base", short(c.remote.value, 20), c.remote.writer?.actor ?? "base",
+            c.policy.rawValue, r.resolutions.last?.take ?? c.winner.rawValue]
+}
+
+struct ConflictsList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "Every conflict this log holds: its own imports' and those recorded by the logs it imported.",
+        discussion: "A conflict decided by several logs (each met the same two writes) is listed once per decision; --unique keeps one per pair of writes.")
+
+    @OptionGroup var log: LogOptions
+
+    @Option(name: .long, help: ArgumentHelp("Only these: open (manual, unresolved), decided (by the policy) or resolved (by hand).", valueName: "status"))
+    var status: String?
+
+    @Option(name: .long, help: "Only conflicts on this feature (GlobalID).")
+    var feature: String?
+
+    @Flag(name: .long, help: "One line per pair of concurrent writes (the first decision), whichever log decided it.")
+    var unique = false
+
+    @OptionGroup var json: JSONFlag
+
+    func validate() throws {
+        if let status, !["open", "decided", "resolved"].contains(status) {
+            throw ValidationError("--status must be open, decided or resolved, not \"\(status)\"")
+        }
+    }
+
+    func run() throws {
+        try handleErrors {
+            let editLog = try EditLog.open(at: log.db, readonly: true)
+            var records = try editLog.conflicts()
+            if let status { records = records.filter { $0.status == status } }
+            if let feature {
+                let g = GlobalID.normalize(feature) ?? feature
+                records = records.filter { $0.conflict.globalId == g }
+            }
+            if unique {
+                var seen = Set<String>()
+                records = records.filter { seen.insert($0.conflict.key).inserted }
+            }
+            if json.json {
+                for r in records { out(r.json.serialized()) }
+                return
+            }
+            if records.isEmpty { out("no conflicts"); return }
+            out(table(["conflict", "status", "kind", "feature", "field", "local", "by", "remote", "by", "policy", "taken"], records.map(conflictRow)))
+        }
+    }
+}
+
+struct ConflictsShow: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "One conflict: base, local and remote with who wrote each, the policy, the decision and every resolution.")
+
+    @OptionGroup var log: LogOptions
+
+    @Argument(help: "The conflict id (a unique prefix of 8 characters or more is enough).")
+    var id: String
+
+    @OptionGroup var json: JSONFlag
+
+    func run() throws {
+        try handleErrors {
+            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let r = try editLog.conflict(id: id)
+            if json.json { out(r.json.serialized()); return }
+            let c = r.conflict
+            func who(_ w: Writer?) -> String {
+                guard let w else { return "the common base" }
+                return "\(w.actor) on \(w.device) at \(w.time), session \(w.session ?? "-"), event \(w.eventId) of log \(w.logId)"
+            }
+            out("conflict \(c.id) (\(c.kind.rawValue)) on layer \(c.layer) feature \(c.globalId)\(c.field.map { " field \($0)" } ?? "")\(c.attachmentId.map { " attachment \($0)" } ?? "")")
+            out("  base:   \(c.base.serialized())")
+            out("  local:  \(c.local.value.serialized())  by \(who(c.local.writer))")
+            out("  remote: \(c.remote.value.serialized())  by \(who(c.remote.writer))")
+            out("  policy \(c.policy.rawValue): \(c.winner == .open ? "left open" : "\(c.winner.rawValue) won"); decided in log \(r.decidedIn) at position \(r.position) by \(r.decidedBy), \(r.decidedAt)")
+            for s in r.resolutions {
+                out("  resolved at position \(s.position) by \(s.actor) on \(s.device), \(s.time): took \(s.take) = \(s.value.serialized())")
+            }
+            out("  status: \(r.status)")
+        }
+    }
+}
+
+struct ConflictsResolve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resolve",
+        abstract: "Re-resolve a field conflict: a new ConflictResolved event writes the chosen value (the decision stays as it was).")
+
+    @OptionGroup var log: LogOptions
+
+    @Argument(help: "The conflict id (a unique prefix of 8 characters or more is enough).")
+    var id: String
+
+    @Option(name: .long, help: ArgumentHelp("What to take: local, remote, base, or value (with --value).", valueName: "local|remote|base|value"))
+    var take: String
+
+    @Option(name: .long, help: ArgumentHelp("The value to write, as JSON (with --take value).", valueName: "json"))
+    var value: String?
+
+    @Option(name: .long, help: "Who resolves it.")
+    var actor: String = ProcessInfo.processInfo.environment["USER"] ?? "editlog"
+
+    @Option(name: .long, help: "Where it is resolved.")
+    var device: String = ProcessInfo.processInfo.hostName
+
+    @OptionGroup var json: JSONFlag
+
+    func validate() throws {
+        guard ["local", "remote", "base", "value"].contains(take) else { throw ValidationError("--take must be local, remote, base or value, not \"\(take)\"") }
+        if take == "value", value == nil { throw ValidationError("--take value needs --value <json>") }
+        if take != "value", value != nil { throw ValidationError("--value goes with --take value only (--take is \(take))") }
+    }
+
+    func run() throws {
+        try handleErrors {
+            let choice: ConflictChoice
+            switch take {
+            case "local": choice = .local
+            case "remote": choice = .remote
+            case "base": choice = .base
+            default:
+                do { choice = .value(try JSONParser.parse(value ?? "")) } catch {
+                    throw EditLogError(.invalidInput, "--value is not JSON: \(error)")
+                }
+            }
+            let editLog = try EditLog.open(at: log.db)
+            let e = try editLog.resolveConflict(id: id, take: choice, actor: actor, device: device)
+            if json.json { out(e.json.serialized()); return }
+            out("resolved: position \(e.position), \(e.payload["field"]?.stringValue ?? "") = \(e.payload["value"]?.serialized() ?? "null")")
+        }
+    }
+}

@@ -1,0 +1,222 @@
+@testable import EditLogBundle
+import EditLog
+import Foundation
+import Testing
+
+/// Bundles carried between devices: imports are all or nothing, idempotent, merged, and refuse every bad bundle
+/// leaving the log byte-identical.
+@Suite struct BundleImportTests {
+    let shared = SharedBundle.shared
+
+    /// The log's files, byte for byte (main file and WAL).
+    static func fileBytes(_ path: String) -> [Data] {
+        ["", "-wal"].map { (try? Data(contentsOf: URL(fileURLWithPath: path + $0))) ?? Data() }
+    }
+
+    @Test func aWholeLogImportsIntoAnEmptyLogEquallyAndTwiceChangesNothing() throws {
+        let d = TempDir()
+        let source = try EditLog.open(at: shared.log, readonly: true)
+        defer { source.close() }
+        let empty = try Fixture.treesLog(at: d.file("empty.sqlite"), baseline: false, seed: 77, logId: "log-empty")
+        let first = try empty.importBundle(at: shared.bundle, actor: "op", device: "hub")
+        #expect(first.report.imported == Int(shared.head) && first.report.conflicts.isEmpty)
+        let diff = try MergeTests.differences([empty, source])
+        #expect(try empty.digestOfContent() == (try source.digestOfContent()), "\(diff)")
+        #expect(first.report.derived == 0, "nothing to derive again when nothing was merged")
+        #expect(try empty.verify().ok)
+        let before = try empty.eventCount()
+        let second = try empty.importBundle(at: shared.bundle, actor: "op", device: "hub")
+        #expect(second.report.imported == 0 && second.report.alreadyPresent == Int(shared.head) && second.report.derived == 0)
+        #expect(try empty.eventCount() == before)
+        // Imported events keep their origin.
+        let imported = try empty.events().filter { $0.origin.logId == source.logId }
+        let originals = try source.events()
+        #expect(imported.count == originals.count)
+        for (i, o) in zip(imported, originals) { #expect(i.id == o.id && i.origin.position == o.position && i.origin.hash == o.hash && i.payload == o.payload) }
+    }
+
+    @Test func importingYourOwnBundleIsANoOp() throws {
+        let d = TempDir()
+        try shared.copyLog(to: d.file("own.sqlite"))
+        let log = try EditLog.open(at: d.file("own.sqlite"))
+        let n = try log.eventCount()
+        let r = try log.importBundle(at: shared.bundle, actor: "op", device: "hub")
+        #expect(r.report.imported == 0 && r.report.alreadyPresent == Int(n) && r.report.decisions == 0)
+        #expect(try log.eventCount() == n)
+    }
+
+    @Test func everyBadBundleIsRefusedAndTheLogStaysByteIdentical() throws {
+        let d = TempDir()
+        let b = [UInt8](try Data(contentsOf: URL(fileURLWithPath: shared.bundle)))
+        func write(_ bytes: [UInt8], _ name: String) throws -> String { try Data(bytes).write(to: URL(fileURLWithPath: d.file(name))); return d.file(name) }
+        var cases: [(String, String, EditLogError.Kind)] = []
+        cases.append(("truncated", try write(Array(b.prefix(b.count / 2)), "truncated.bundle"), .corrupt))
+        for (i, offset) in [30, b.count / 2, b.count - 5].enumerated() {
+            var m = b
+            m[offset] ^= 0x10
+            cases.append(("flipped bit at \(offset)", try write(m, "flip\(i).bundle"), .corrupt))
+        }
+        var magic = b
+        magic[0] = 0x50
+        cases.append(("wrong magic", try write(magic, "magic.bundle"), .invalidInput))
+        try BundleFixture.edit(shared.bundle, to: d.file("future.bundle")) { e in
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["formatVersion"] = 9
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+        cases.append(("future format", d.file("future.bundle"), .unsupported))
+        let bomb = [UInt8]((0..<6).flatMap { _ in GzipMember.compress([UInt8](repeating: 0, count: 16 << 20), level: 9) })
+        cases.append(("decompression bomb", try write(bomb, "bomb.bundle"), .invalidInput))
+        try BundleFixture.edit(shared.bundle, to: d.file("lie.bundle")) { e in
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["eventCount"] = .int(shared.head + 1)
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+        cases.append(("a manifest that lies", d.file("lie.bundle"), .corrupt))
+        try BundleFixture.edit(shared.bundle, to: d.file("chain.bundle")) { e in
+            var lines = BundleFixture.lines(e[2].data)
+            var o = try BundleFixture.json(lines[Int(shared.head) - 3]).objectValue!
+            o["actor"] = "mallory"
+            lines[Int(shared.head) - 3] = JSONValue.object(o).serializedBytes()
+            e[2].data = BundleFixture.join(lines)
+        }
+        cases.append(("a broken chain near the end", d.file("chain.bundle"), .corrupt))
+        try BundleFixture.edit(shared.bundle, to: d.file("noblob.bundle")) { e in
+            e.removeAll { $0.name.hasPrefix("blobs/") }
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["blobCount"] = 0
+            m["blobBytes"] = 0
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+        cases.append(("events referencing missing blobs", d.file("noblob.bundle"), .invalidInput))
+        try BundleFixture.edit(shared.bundle, to: d.file("badblob.bundle")) { e in
+            let i = e.firstIndex { $0.name.hasPrefix("blobs/") }!
+            e[i].data[0] ^= 0xFF
+        }
+        cases.append(("a blob that does not match its hash", d.file("badblob.bundle"), .corrupt))
+        // Signed, but by a key the importer does not trust.
+        try shared.copyLog(to: d.file("signer.sqlite"))
+        let signer = try EditLog.open(at: d.file("signer.sqlite"))
+        let key = BundleSignature.generateKeyPair(), other = BundleSignature.generateKeyPair()
+        _ = try signer.exportBundle(to: d.file("signed.bundle"), signingKey: key.privateKey)
+        signer.close()
+        let target = try Fixture.treesLog(at: d.file("target.sqlite"), baseline: false, seed: 78, logId: "log-target")
+        let bytesBefore = Self.fileBytes(d.file("target.sqlite"))
+        let n = try target.eventCount()
+        for (name, path, kind) in cases {
+            expectBundleError(kind, "") { _ = try target.importBundle(at: path, actor: "op", device: "hub") }
+            #expect(try target.eventCount() == n, "\(name): events were written")
+            #expect(Self.fileBytes(d.file("target.sqlite")) == bytesBefore, "\(name): the log's bytes changed")
+        }
+        expectBundleError(.validation, "") { _ = try target.importBundle(at: d.file("signed.bundle"), trust: [other.publicKey], actor: "op", device: "hub") }
+        #expect(Self.fileBytes(d.file("target.sqlite")) == bytesBefore, "untrusted signature: the log's bytes changed")
+        // The same bundle with its signature's bytes altered.
+        try BundleFixture.edit(d.file("signed.bundle"), to: d.file("badsig.bundle")) { e in
+            let i = e.firstIndex { $0.name == BundleLayout.signature }!
+            var o = try BundleFixture.json(e[i].data).objectValue!
+            var sig = [UInt8](Data(base64Encoded: o["signature"]!.stringValue!)!)
+            sig[5] ^= 1
+            o["signature"] = .string(Data(sig).base64EncodedString())
+            e[i].data = JSONValue.object(o).serializedBytes()
+        }
+        #expect(throws: EditLogError.self) { _ = try target.importBundle(at: d.file("badsig.bundle"), trust: [key.publicKey], actor: "op", device: "hub") }
+        #expect(Self.fileBytes(d.file("target.sqlite")) == bytesBefore, "bad signature: the log's bytes changed")
+        // A trusted signature imports.
+        let ok = try target.importBundle(at: d.file("signed.bundle"), trust: [key.publicKey], actor: "op", device: "hub")
+        #expect(ok.report.imported == Int(shared.head) && ok.contents.signer == key.publicKey)
+        #expect(try target.verify().ok)
+    }
+}
+
+extension BundleImportTests {
+    @Test func aBundleOfAnotherSchemaIsRefusedUnlessThisLogOnlyAddedFields() throws {
+        let d = TempDir()
+        // A log whose Trees layer lacks the Wires field cannot hold the bundle's events.
+        var service = try Fixture.json("service.json")
+        func dropWires(_ v: JSONValue) -> JSONValue {
+            guard var o = v.objectValue else { return v }
+            if o["name"]?.stringValue == "Trees", let fields = o["fields"]?.arrayValue {
+                o["fields"] = .array(fields.filter { $0["name"]?.stringValue != "Wires" })
+            }
+            for k in ["layers", "tables"] { if let a = o[k]?.arrayValue { o[k] = .array(a.map(dropWires)) } }
+            return .object(o)
+        }
+        service = dropWires(service)
+        let clock = StepClock(start: 1_780_000_000_000, step: 7)
+        let narrow = try EditLog.create(at: d.file("narrow.sqlite"), service: [("service.json", service)], webmap: try Fixture.json("webmap.json"),
+                                        rules: try InputFiles.rules(Paths.trees + "/rules.json"), clock: clock, ids: UUIDv7Generator(clock: clock, seed: 9), logId: "log-narrow")
+        let before = Self.fileBytes(d.file("narrow.sqlite"))
+        expectBundleError(.invalidInput, "field Trees.Wires is not in this log's schema") { _ = try narrow.importBundle(at: shared.bundle, actor: "op", device: "hub") }
+        #expect(Self.fileBytes(d.file("narrow.sqlite")) == before)
+    }
+
+    /// The issue's "done when": device A and device B, made from the fixtures, edit concurrently (both add trees with
+    /// inspections and photos, both edit one tree), exchange bundles both ways through the CLI, and converge under
+    /// last-in-wins with no mislinked record and the conflict visible in `editlog conflicts`.
+    @Test(arguments: [true, false])
+    func twoDevicesExchangeBundlesThroughTheCLIAndConverge(aFirst: Bool) throws {
+        let d = TempDir()
+        let clock = StepClock(start: 1_780_000_000_000, step: 7)
+        let a = try Fixture.treesLog(at: d.file("a.sqlite"), seed: 1, logId: "device-a", clock: clock)
+        let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "device-b", clock: clock)
+        func add(_ log: EditLog, _ n: Int, _ actor: String) throws {
+            let lines = [
+                #"{"op":"create","layer":"Trees","globalId":"\#(newGID(n))","session":"\#(actor)-t","geometry":{"x":-122.63,"y":45.52},"attributes":{"DBH":3}}"#,
+                #"{"op":"attach","attachmentId":"\#(newGID(n + 1))","name":"\#(actor).jpg","contentType":"image/jpeg","dataBase64":"\#(Data("photo by \(actor)".utf8).base64EncodedString())","session":"\#(actor)-t"}"#,
+                #"{"op":"finish","session":"\#(actor)-t"}"#,
+                #"{"op":"create","layer":"Inspections","globalId":"\#(newGID(n + 2))","session":"\#(actor)-i","parent":{"relationship":"Tree_Inspections","globalId":"\#(newGID(n))"},"attributes":{"Condition":"Poor","DBH":4,"CollectedDate":"2026-06-01T00:00:00Z"}}"#,
+                #"{"op":"finish","session":"\#(actor)-i"}"#,
+            ]
+            for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
+        }
+        try add(a, 100, "ann")
+        try add(b, 200, "bob")
+        try MergeTests.set(a, MergeTests.tree, [("SiteWidth", "10")], at: 1, actor: "ann", session: "ann-w")
+        try MergeTests.set(b, MergeTests.tree, [("SiteWidth", "20")], at: 2, actor: "bob", session: "bob-w")
+        a.close(); b.close()
+        for (log, name) in [("a.sqlite", "a.bundle"), ("b.sqlite", "b.bundle")] {
+            let r = try CLI.run("bundle", "export", d.file(log), "--out", d.file(name), "--peer", "hub")
+            #expect(r.status == 0, "\(r.stderr)")
+            if BundleFixture.has("gzip") { #expect(try CLI.sh("gzip -t '\(d.file(name))'").status == 0) }
+            if BundleFixture.has("tar") {
+                let t = try CLI.sh("tar -tzf '\(d.file(name))'")
+                #expect(t.status == 0 && t.stdout.hasPrefix("manifest.json\nschema.json\nevents/") && t.stdout.contains("SHA256SUMS"), "\(t.stdout.prefix(200))")
+            }
+        }
+        let order = aFirst ? [("b.sqlite", "a.bundle"), ("a.sqlite", "b.bundle")] : [("a.sqlite", "b.bundle"), ("b.sqlite", "a.bundle")]
+        for (log, bundle) in order {
+            let r = try CLI.run("bundle", "import", d.file(log), d.file(bundle), "--json", "--actor", "operator")
+            #expect(r.status == 0, "\(r.stderr)")
+            let j = try JSONParser.parse(r.stdout)
+            #expect((j["imported"]?.intValue ?? 0) > 0)
+        }
+        let la = try EditLog.open(at: d.file("a.sqlite")), lb = try EditLog.open(at: d.file("b.sqlite"))
+        #expect(try la.digestOfContent() == (try lb.digestOfContent()))
+        for log in [la, lb] {
+            for (n, actor) in [(100, "ann"), (200, "bob")] {
+                #expect(try log.attributes(newGID(n + 2))["TreeGlobalID"]?.stringValue == newGID(n), "an inspection was mislinked")
+                let atts = try log.show(globalId: newGID(n))["attachments"]?.arrayValue ?? []
+                #expect(atts.count == 1 && atts.first?["name"]?.stringValue == "\(actor).jpg", "\(atts)")
+            }
+            #expect(try log.attributes(MergeTests.tree)["SiteWidth"]?.doubleValue == 20)
+        }
+        // The conflict, with base, local and remote and who wrote each, in both logs.
+        for log in ["a.sqlite", "b.sqlite"] {
+            let r = try CLI.run("conflicts", "list", d.file(log), "--json")
+            #expect(r.status == 0, "\(r.stderr)")
+            let rows = try r.stdout.split(separator: "\n").map { try JSONParser.parse(String($0)) }
+            let c = try #require(rows.first { $0["field"]?.stringValue == "SiteWidth" }, "\(r.stdout)")
+            #expect(c["local"]?["writer"]?["actor"] != nil && c["remote"]?["writer"]?["actor"] != nil && c["base"] != nil)
+            #expect(Set([c["local"]?["writer"]?["actor"]?.stringValue, c["remote"]?["writer"]?["actor"]?.stringValue]) == Set(["ann", "bob"]))
+            let show = try CLI.run("conflicts", "show", d.file(log), c["id"]!.stringValue!)
+            #expect(show.status == 0 && show.stdout.contains("base:") && show.stdout.contains("last-in-wins"), "\(show.stdout)\(show.stderr)")
+        }
+        // An investigator re-resolves: a new event, the value changes.
+        let id = try JSONParser.parse(try CLI.run("conflicts", "list", d.file("b.sqlite"), "--json").stdout.split(separator: "\n").first.map(String.init) ?? "")["id"]!.stringValue!
+        let res = try CLI.run("conflicts", "resolve", d.file("b.sqlite"), id, "--take", "value", "--value", "15", "--actor", "investigator")
+        #expect(res.status == 0, "\(res.stderr)")
+        #expect(try lb.attributes(MergeTests.tree)["SiteWidth"]?.doubleValue == 15)
+        let bad = try CLI.run("conflicts", "resolve", d.file("b.sqlite"), id, "--take", "value")
+        #expect(bad.status == 64)
+    }
+}
