@@ -66,10 +66,16 @@ public enum ConflictChoice: Sendable, Hashable {
 extension EditLog {
     /// Every conflict this log holds (its own decisions and those of the logs it imported), in log order.
     public func conflicts() throws(EditLogError) -> [ConflictRecord] {
-        try read { db in
+        try read { db in try Self.conflicts(db, stream: nil) }
+    }
+
+    /// The conflicts of one feature's stream (through the stream index), or of the whole log.
+    static func conflicts(_ db: Database, stream: String?) throws -> [ConflictRecord] {
             var records: [ConflictRecord] = []
             var index: [String: Int] = [:]
-            try EventReading.forEach(db, where: "type IN (?, ?)", arguments: [EventType.mergeDecided.rawValue, EventType.conflictResolved.rawValue]) { e in
+            let types: StatementArguments = [EventType.mergeDecided.rawValue, EventType.conflictResolved.rawValue]
+            try EventReading.forEach(db, where: stream == nil ? "type IN (?, ?)" : "stream = ? AND type IN (?, ?)",
+                                     arguments: stream.map { [$0] + types } ?? types) { e in
                 if e.eventType == .mergeDecided {
                     let d: MergeDecision
                     do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
@@ -85,7 +91,6 @@ extension EditLog {
                 }
             }
             return records
-        }
     }
 
     /// One conflict by id (a prefix of at least 8 characters is enough when it is unique).

@@ -39,7 +39,19 @@ extension EditLog {
     public func show(globalId: String) throws(EditLogError) -> JSONValue {
         let g = try normalizeGlobalId(globalId)
         let schema = self.schema
-        guard let v = try read({ db in try ProjectedState(db: db, schema: schema).featureDocument(globalId: g) }) else {
+        guard let v = try read({ db -> JSONValue? in
+            let state = ProjectedState(db: db, schema: schema)
+            guard var doc = try state.featureDocument(globalId: g)?.objectValue, let layer = try state.locate(globalId: g) else { return nil }
+            // The conflicts behind its values (imports that met concurrent changes), through the stream index.
+            let conflicts = try Self.conflicts(db, stream: StreamName.feature(layer: layer.id, globalId: g))
+            if !conflicts.isEmpty {
+                doc["conflicts"] = .array(conflicts.map { r in
+                    .object(["id": .string(r.conflict.id), "kind": .string(r.conflict.kind.rawValue), "field": JSONValue(r.conflict.field),
+                             "winner": .string(r.conflict.winner.rawValue), "status": .string(r.status), "position": .int(r.position)])
+                })
+            }
+            return .object(doc)
+        }) else {
             throw EditLogError(.notFound, "no feature \(g) in this log")
         }
         return v

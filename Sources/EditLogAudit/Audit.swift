@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogMerge
 import EditLogProjections
 import EditLogStore
 import Foundation
@@ -133,16 +134,34 @@ public enum Audit {
             HistoryEntry(position: e.position, time: clock.time(of: e), recordedTime: e.recordedTime, clock: clock, actor: e.actor,
                          device: e.device, session: e.session, field: field, old: old, new: new, cause: e.cause, relationship: relationship)
         }
+        // This log's merge decisions: an imported event's value that the merge did not take is not history here.
+        let ownLog = try EventStore.logId(in: db)
+        var decisions: [String: MergeDecision] = [:]
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
             guard asOf?.includes(e, clock: clock) ?? true else { return }
+            let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.uuidString.lowercased())
+            let skip = Set(decision?.skipFields ?? [])
             func add(_ field: String, _ old: JSONValue, _ new: JSONValue) {
+                guard !skip.contains(field) else { return }
                 out.append(entry(e, field, old, new, relationship: keyRelationship[field.lowercased()]))
             }
             let p = e.fields
+            if decision?.revive == true { add("@deleted", true, false) }
             switch e.eventType {
             case .featureBaselined?:
                 for (k, v) in try p.object("attributes").sorted(by: { $0.key < $1.key }) where !v.isNull { add(k, .null, v) }
-            case .sessionCommitted?, .featureDerived?:
+            case .mergeDecided?:
+                // Every conflict an import met on this feature, by whichever log decided it: local → remote, who won.
+                let d: MergeDecision
+                do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
+                if d.log == ownLog, let target = d.event { decisions[target] = d }
+                if d.log == ownLog, d.event == nil, d.revive { add("@deleted", true, false) }
+                for c in d.conflicts {
+                    var h = entry(e, c.field ?? c.attachmentId.map { "@attachment:\($0)" } ?? "@\(c.kind.rawValue)", c.local.value, c.remote.value)
+                    h.cause = "\(e.cause) conflict \(c.id) (\(c.kind.rawValue), \(c.policy.rawValue): \(c.winner == .open ? "open" : "\(c.winner.rawValue) won"))"
+                    out.append(h)
+                }
+            case .sessionCommitted?, .featureDerived?, .conflictResolved?:
                 for (k, c) in try p.object("changes").sorted(by: { $0.key < $1.key }) { add(k, c["old"] ?? .null, c["new"] ?? .null) }
                 if e.eventType == .sessionCommitted {
                     let atts = try p.object("attachments")
@@ -151,7 +170,7 @@ public enum Audit {
                     for a in try p.array("removed", in: atts, parentKey: "attachments") { add("@attachment", a["name"] ?? .null, .null) }
                 }
             case .featureDeleted?:
-                add("@deleted", false, true)
+                if decision?.skipDelete != true { add("@deleted", false, true) }
             case .sessionCanceled?:
                 add("@session", "open", "canceled")
             case .sessionAbandoned?:

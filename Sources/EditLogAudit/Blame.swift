@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogMerge
 import EditLogProjections
 import EditLogStore
 import GRDB
@@ -20,6 +21,10 @@ public struct BlameEntry: Sendable, Hashable {
     public var cause: String
     /// For a rule: the feature it read (`from`, `polygon`), if it says.
     public var source: String?
+    /// The log the event was first recorded in, when it is not this one (a bundle import, a sync pull).
+    public var importedFrom: String?
+    /// The conflict behind the value, when an import met one on this field (its id).
+    public var conflict: String?
 
     public var json: JSONValue {
         var o: [String: JSONValue] = [
@@ -27,6 +32,8 @@ public struct BlameEntry: Sendable, Hashable {
             "device": .string(device), "session": JSONValue(session), "time": .string(time), "clock": .string(clock.rawValue), "cause": .string(cause),
         ]
         if let source { o["source"] = .string(source) }
+        if let importedFrom { o["importedFrom"] = .string(importedFrom) }
+        if let conflict { o["conflict"] = .string(conflict) }
         return .object(o)
     }
 }
@@ -59,12 +66,29 @@ public struct BlameFold: Sendable {
     public private(set) var values: [String: BlameEntry] = [:]
     public private(set) var deleted: BlameEntry?
     public private(set) var exists = false
+    /// This log: its merge decisions say which imported values applied; events of other logs are marked imported.
+    public let ownLog: String?
+    var decisions: [String: MergeDecision] = [:]
+    /// The decision for the event being applied.
+    var decision: MergeDecision?
 
-    public init(layer: LayerSchema, clock: EventClock) { self.layer = layer; self.clock = clock }
+    public init(layer: LayerSchema, clock: EventClock, ownLog: String? = nil) { self.layer = layer; self.clock = clock; self.ownLog = ownLog }
 
     func entry(_ e: RecordedEvent, _ field: String, _ value: JSONValue, source: String? = nil) -> BlameEntry {
         BlameEntry(field: field, value: value, position: e.position, type: e.type, actor: e.actor, device: e.device, session: e.session,
-                   time: clock.time(of: e), clock: clock, cause: e.cause, source: source)
+                   time: clock.time(of: e), clock: clock, cause: e.cause, source: source,
+                   importedFrom: ownLog != nil && e.origin.logId != ownLog ? e.origin.logId : nil,
+                   conflict: field == "@deleted" ? decision?.conflicts.first?.id : decision?.conflicts.first { $0.field == field }?.id)
+    }
+
+    /// Sets a field unless this log's merge decision kept the local value.
+    mutating func set(_ e: RecordedEvent, _ field: String, _ value: JSONValue, source: String? = nil) {
+        if let decision, decision.skipFields.contains(field) {
+            // The local value stayed: it now stands against the conflict the import met.
+            if let c = decision.conflicts.first(where: { $0.field == field }) { values[field]?.conflict = c.id }
+            return
+        }
+        values[field] = entry(e, field, value, source: source)
     }
 
     /// The field's schema spelling.
@@ -77,29 +101,36 @@ public struct BlameFold: Sendable {
 
     public mutating func apply(_ e: RecordedEvent) throws {
         let p = e.fields
+        decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.uuidString.lowercased())
+        defer { decision = nil }
+        if decision?.revive == true { deleted = nil }
+        let merged = decision?.asUpdate == true  // a create of a feature this log had: an update of the fields it took
         switch e.eventType {
         case .featureBaselined?:
             exists = true
             let attrs = try p.object("attributes")
-            for f in layer.attributeFields { values[f.name] = entry(e, f.name, .null) }
-            for (k, v) in attrs { values[name(k)] = entry(e, name(k), v) }
-            if let g = p.optional("geometry"), !g.isNull { values["@geometry"] = entry(e, "@geometry", g) }
-        case .sessionCommitted?:
+            if !merged { for f in layer.attributeFields { values[f.name] = entry(e, f.name, .null) } }
+            for (k, v) in attrs { set(e, name(k), v) }
+            if let g = p.optional("geometry"), !g.isNull { set(e, "@geometry", g) }
+        case .sessionCommitted?, .conflictResolved?:
             let changes = try p.object("changes")
-            let create = try p.string("kind") == "create"
+            let create = try e.eventType == .sessionCommitted && p.string("kind") == "create"
             if create {
                 exists = true
-                for f in layer.attributeFields { values[f.name] = entry(e, f.name, .null) }
-                if let g = p.optional("geometry"), !g.isNull { values["@geometry"] = entry(e, "@geometry", g) }
+                if !merged { for f in layer.attributeFields { values[f.name] = entry(e, f.name, .null) } }
+                if let g = p.optional("geometry"), !g.isNull { set(e, "@geometry", g) }
             }
-            for (k, c) in changes { values[name(k)] = entry(e, name(k), c["new"] ?? .null) }
-            track(e, create: create)
+            for (k, c) in changes { set(e, name(k), c["new"] ?? .null) }
+            track(e, create: create && !merged)
         case .featureDerived?:
             let source = p.optional("from")?.stringValue ?? p.optional("polygon")?.stringValue
-            for (k, c) in try p.object("changes") { values[name(k)] = entry(e, name(k), c["new"] ?? .null, source: source) }
+            for (k, c) in try p.object("changes") { set(e, name(k), c["new"] ?? .null, source: source) }
             track(e, create: false)
         case .featureDeleted?:
-            deleted = entry(e, "@deleted", true)
+            if decision?.skipDelete != true { deleted = entry(e, "@deleted", true) }
+        case .mergeDecided?:
+            guard let d = try? MergeDecision(json: e.payload), d.log == ownLog else { break }
+            if let target = d.event { decisions[target] = d } else if d.revive { deleted = nil }
         default: break
         }
     }
@@ -118,7 +149,7 @@ extension Audit {
     /// Folds one feature's stream up to `asOf` (every event when nil). Nil when no layer holds the GlobalID.
     public static func blame(_ db: Database, schema: ServiceSchema, globalId: String, asOf: LogMoment? = nil, clock: EventClock = .default) throws -> Blame? {
         guard let layer = try ProjectedState(db: db, schema: schema).locate(globalId: globalId) else { return nil }
-        var fold = BlameFold(layer: layer, clock: clock)
+        var fold = BlameFold(layer: layer, clock: clock, ownLog: try EventStore.logId(in: db))
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
             guard asOf?.includes(e, clock: clock) ?? true else { return }
             try fold.apply(e)

@@ -55,6 +55,14 @@ import Testing
         let c = try #require(intoB.conflicts.first)
         #expect(c.local.writer?.actor == "bob" && c.remote.writer?.actor == "ann" && c.winner == .local && c.policy == .lastInWins)
         #expect(c.base != c.local.value && c.base != c.remote.value)
+        // history, blame and show name the conflict behind the value; blame says where an imported value came from.
+        let bBlame = try b.blame(globalId: Self.tree).fields
+        #expect(bBlame.first { $0.field == "SiteWidth" }?.conflict == c.id, "the kept local value names its conflict")
+        #expect(bBlame.first { $0.field == "SiteWidth" }?.actor == "bob")
+        #expect(bBlame.first { $0.field == "PlantedBy" }?.importedFrom == "log-a")
+        #expect(try b.history(globalId: Self.tree).entries.contains { $0.cause.contains("conflict \(c.id)") && $0.field == "SiteWidth" })
+        #expect(try !b.history(globalId: Self.tree).entries.contains { $0.field == "SiteWidth" && $0.new.doubleValue == 10 && !$0.cause.contains("conflict") }, "a value the merge did not take is not history")
+        #expect(try b.show(globalId: Self.tree)["conflicts"]?.arrayValue?.first?["id"]?.stringValue == c.id)
         // Both logs list the same conflict.
         #expect(Set(try a.conflicts().map(\.conflict.key)) == Set(try b.conflicts().map(\.conflict.key)))
         // Rebuild equals incremental with imported events and decisions.
