@@ -21,25 +21,34 @@ extension EditLog {
     }
 
     /// Replays the log up to a moment in memory and returns what it did, with the digest of the tables.
-    public func replayDigest(asOf point: LogMoment, by basis: EventClock = .default, useCheckpoints: Bool = true) throws(EditLogError) -> ReplayOutcome {
-        try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints) { _, _, outcome in outcome }
+    /// `progress` gets (events applied, events to apply) after the checkpoint the replay starts from.
+    public func replayDigest(asOf point: LogMoment, by basis: EventClock = .default, useCheckpoints: Bool = true,
+                             progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> ReplayOutcome {
+        try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints, progress: progress) { _, _, outcome in outcome }
     }
 
     /// Materializes every layer and table as it was at a moment and writes it to `out` (format by extension).
+    /// `progress` gets (events applied, events to apply) while replaying from the checkpoint; `writeProgress`
+    /// (rows written, rows to write) while writing.
     public func replay(asOf point: LogMoment, by basis: EventClock = .default, to out: String, layers: [String] = [],
-                       useCheckpoints: Bool = true, overwrite: Bool = false) throws(EditLogError) -> (ReplayOutcome, ExportSummary) {
+                       useCheckpoints: Bool = true, overwrite: Bool = false, progress: ((Int64, Int64) -> Void)? = nil,
+                       writeProgress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> (ReplayOutcome, ExportSummary) {
         let format = try Self.format(out)
-        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints) { log, state, outcome in
-            let summary = try Self.write(log, state: state, through: outcome.position, layers: layers, to: out, format: format, overwrite: overwrite)
+        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints, progress: progress) { log, state, outcome in
+            let summary = try Self.write(log, state: state, through: outcome.position, layers: layers, to: out, format: format, overwrite: overwrite,
+                                         progress: writeProgress)
             return (outcome, summary)
         }
     }
 
-    /// Writes the live state (the log's projections) to `out` (format by extension).
-    public func export(to out: String, layers: [String] = [], overwrite: Bool = false) throws(EditLogError) -> ExportSummary {
+    /// Writes the live state (the log's projections) to `out` (format by extension). `progress` gets (rows written,
+    /// rows to write).
+    public func export(to out: String, layers: [String] = [], overwrite: Bool = false,
+                       progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> ExportSummary {
         let format = try Self.format(out)
         return try read { db in
-            try Self.write(db, state: db, through: try EventReading.count(db), layers: layers, to: out, format: format, overwrite: overwrite)
+            try Self.write(db, state: db, through: try EventReading.count(db), layers: layers, to: out, format: format, overwrite: overwrite,
+                           progress: progress)
         }
     }
 
@@ -69,14 +78,14 @@ extension EditLog {
         return f
     }
 
-    func replayed<T>(asOf point: LogMoment, by basis: EventClock, useCheckpoints: Bool,
+    func replayed<T>(asOf point: LogMoment, by basis: EventClock, useCheckpoints: Bool, progress: ((Int64, Int64) -> Void)?,
                      _ body: (Database, Database, ReplayOutcome) throws -> T) throws(EditLogError) -> T {
         let store = useCheckpoints ? checkpointStore : nil
         return try read { db in
             let p = try Replay.position(db, point, by: basis)
             let memory = try DatabaseQueue()
             return try memory.write { state in
-                var outcome = try Replay.materialize(db, through: p, into: state, checkpoints: store)
+                var outcome = try Replay.materialize(db, through: p, into: state, checkpoints: store, progress: progress)
                 if basis == .client, case .time(let t) = point { outcome.laterClientEvents = try Replay.laterClientEvents(db, through: p, time: t) }
                 return try body(db, state, outcome)
             }
@@ -84,13 +93,13 @@ extension EditLog {
     }
 
     static func write(_ log: Database, state: Database, through position: Int64, layers refs: [String], to out: String,
-                      format: ExportFormat, overwrite: Bool) throws -> ExportSummary {
+                      format: ExportFormat, overwrite: Bool, progress: ((Int64, Int64) -> Void)?) throws -> ExportSummary {
         guard let schemaEvent = try Replay.schemaEvent(log, atOrBefore: position) else {
             throw EditLogError(.notFound, "the log has no schema at or before position \(position)")
         }
         let schema = try Projector.decodeSchema(schemaEvent.payload)
         let layers = try Exporter.layers(refs, schema: schema, schemaPayload: schemaEvent.payload)
         let lastChange = try String.fetchOne(log, sql: "SELECT recorded_time FROM events WHERE position = ?", arguments: [position]) ?? schemaEvent.recordedTime
-        return try Exporter.write(state, layers: layers, to: out, format: format, lastChange: lastChange, overwrite: overwrite)
+        return try Exporter.write(state, layers: layers, to: out, format: format, lastChange: lastChange, overwrite: overwrite, progress: progress)
     }
 }

@@ -195,8 +195,9 @@ extension Audit {
     /// What changed between `from` (exclusive) and `to` (inclusive): reads only the events in between
     /// (positions, or times on `clock`), optionally of one layer. With `geometry`, a changed feature whose
     /// events carry no geometry gets the projection's.
+    /// `progress` gets (positions scanned, positions in the window) as the scan moves and at the end.
     public static func diff(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, layer: Int? = nil, clock: EventClock = .default,
-                            geometry: Bool = false) throws -> DiffResult {
+                            geometry: Bool = false, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffResult {
         var parts = ["type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')"]
         var args: StatementArguments = []
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
@@ -205,7 +206,12 @@ extension Audit {
         var fold = DiffFold(schema: schema)
         // A position window starts the scan at `from` (the rowid), so the work grows with the changes only.
         let after: Int64 = if case .position(let p) = from { p } else { 0 }
-        try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) { try fold.apply($0) }
+        let scan = try ScanProgress(db, after: after, to: to, report: progress)
+        try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) {
+            try fold.apply($0)
+            scan?.at($0.position)
+        }
+        scan?.finish()
         var changes = fold.changes
         if geometry {
             let world = ProjectedState(db: db, schema: schema)
@@ -215,4 +221,31 @@ extension Audit {
         }
         return DiffResult(from: from, to: to, clock: clock, events: fold.events, changes: changes)
     }
+}
+
+/// Progress of a scan of the events after `after` up to a moment, by position (the scan reads them in
+/// position order): reported every 10,000 positions and at the end.
+final class ScanProgress {
+    let after: Int64
+    let span: Int64
+    let report: (Int64, Int64) -> Void
+    private var next: Int64
+
+    /// nil when there is nothing to report to.
+    init?(_ db: Database, after: Int64, to: LogMoment, report: ((Int64, Int64) -> Void)?) throws {
+        guard let report else { return nil }
+        let end: Int64 = if case .position(let p) = to { p } else { try EventReading.count(db) }
+        self.after = after
+        span = max(0, end - after)
+        self.report = report
+        next = after + 10_000
+    }
+
+    func at(_ position: Int64) {
+        guard position >= next else { return }
+        report(min(position - after, span), span)
+        next = position + 10_000
+    }
+
+    func finish() { report(span, span) }
 }

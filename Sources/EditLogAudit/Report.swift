@@ -38,15 +38,20 @@ public struct AuditReport: Sendable {
 
     static func causeKind(_ c: String) -> String { c.hasPrefix("cascade:") ? "cascade" : c }
 
-    /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`).
-    public static func build(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock) throws -> AuditReport {
+    /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`). `progress` gets (done, total)
+    /// over the two scans of the window (the figures, then the changed features).
+    public static func build(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
+                             progress: ((Int64, Int64) -> Void)? = nil) throws -> AuditReport {
         var r = AuditReport(from: from, to: to, clock: clock)
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         var args: StatementArguments = aa
         args += ba
         let after: Int64 = if case .position(let p) = from { p } else { 0 }
+        // Two scans of the window: the first half of the bar, then the diff's.
+        let scan = try ScanProgress(db, after: after, to: to, report: progress.map { p in { d, t in p(d, 2 * t) } })
         try EventReading.forEach(db, after: after, where: "\(a) AND \(b) AND type IN ('SessionStarted', 'FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')",
                                  arguments: args) { e in
+            scan?.at(e.position)
             let layerName = StreamName.parseFeature(e.stream).flatMap { schema.layer(id: $0.layer)?.name } ?? e.stream
             switch e.eventType {
             case .sessionStarted?:
@@ -69,7 +74,8 @@ public struct AuditReport: Sendable {
             let beforeTo: Bool = switch to { case .position(let x): p <= x; case .time(let x): t <= x }
             return afterFrom && beforeTo
         }.sorted { ($0.endedPosition ?? 0) < ($1.endedPosition ?? 0) }
-        r.changes = try Audit.diff(db, schema: schema, from: from, to: to, clock: clock, geometry: true).changes
+        r.changes = try Audit.diff(db, schema: schema, from: from, to: to, clock: clock, geometry: true,
+                                   progress: progress.map { p in { d, t in p(t + d, 2 * t) } }).changes
         return r
     }
 
@@ -191,7 +197,8 @@ public struct AuditReport: Sendable {
 }
 
 extension Audit {
-    public static func report(_ db: Database, schema: ServiceSchema, from: LogMoment?, to: LogMoment?, clock: EventClock = .default) throws -> AuditReport {
-        try AuditReport.build(db, schema: schema, from: from ?? .position(0), to: to ?? .position(try EventReading.count(db)), clock: clock)
+    public static func report(_ db: Database, schema: ServiceSchema, from: LogMoment?, to: LogMoment?, clock: EventClock = .default,
+                              progress: ((Int64, Int64) -> Void)? = nil) throws -> AuditReport {
+        try AuditReport.build(db, schema: schema, from: from ?? .position(0), to: to ?? .position(try EventReading.count(db)), clock: clock, progress: progress)
     }
 }

@@ -50,19 +50,24 @@ public enum Replay {
     }
 
     /// Applies events `after+1 ... through` of `source` to `target`, whose projection tables hold the state
-    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses.
-    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database) throws {
+    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses. `progress`
+    /// gets (events applied, events to apply) every 10,000 positions and at the end.
+    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database,
+                             progress: ((Int64, Int64) -> Void)? = nil) throws {
         let projector = Projector(schema: after > 0 ? try schema(source, atOrBefore: after) : nil)
+        let total = through - after
         try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through]) { e in
             try projector.apply(e, target)
+            if let progress, e.position % 10_000 == 0 { progress(e.position - after, total) }
         }
         try projector.flush(target)
+        progress?(total, total)
     }
 
     /// Replays events 1...`position` of the log `source` into the empty database `target`, starting from the
     /// nearest usable checkpoint at or before `position` when `checkpoints` is given.
     public static func materialize(_ source: Database, through position: Int64, into target: Database,
-                                   checkpoints: CheckpointStore?) throws -> ReplayOutcome {
+                                   checkpoints: CheckpointStore?, progress: ((Int64, Int64) -> Void)? = nil) throws -> ReplayOutcome {
         let head = try EventReading.count(source)
         guard position >= 1 else { throw EditLogError(.notFound, "no event at or before that moment (the log starts at position 1)") }
         guard position <= head else { throw EditLogError(.notFound, "position \(position) is beyond the log's last event (\(head))") }
@@ -79,7 +84,7 @@ public enum Replay {
                 break
             }
         }
-        try apply(source, after: start, through: position, into: target)
+        try apply(source, after: start, through: position, into: target, progress: progress)
         return ReplayOutcome(position: position, checkpoint: start, digest: try Projections.digest(target).digest, skippedCheckpoints: skipped)
     }
 }

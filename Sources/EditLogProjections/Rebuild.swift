@@ -20,6 +20,7 @@ public enum Projections {
             if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
         }
         try projector.flush(target)
+        progress?(total, total)
         return projector
     }
 
