@@ -30,6 +30,12 @@ public struct ExportSummary: Sendable {
     public var files: [String] = []
     /// Live features (rows) written per layer name, in layer order.
     public var features: [(layer: String, count: Int)] = []
+
+    public init(format: ExportFormat, files: [String] = [], features: [(layer: String, count: Int)] = []) {
+        self.format = format
+        self.files = files
+        self.features = features
+    }
 }
 
 /// A layer to export: its schema, where its rows are, and its spatial reference.
@@ -146,6 +152,17 @@ public enum Exporter {
         return layers.map { l in
             let safe = String(l.schema.name.map { "/\\:".contains($0) ? "_" : $0 })
             return (l, dir + "/" + (safe.hasPrefix(".") ? "_" + safe : safe) + "." + format.fileExtension)
+        }
+    }
+
+    /// Renames a finished file into place (an existing `path` only when `overwrite`).
+    public static func place(_ file: String, at path: String, overwrite: Bool) throws {
+        if FileManager.default.fileExists(atPath: path) && !overwrite {
+            throw EditLogError(.conflict, "\(path) already exists (--force to replace it)")
+        }
+        guard rename(file, path) == 0 else {
+            let e = errno
+            throw EditLogError(.io, "cannot write \(path): \(String(cString: strerror(e)))")
         }
     }
 
