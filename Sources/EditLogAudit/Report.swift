@@ -132,33 +132,66 @@ public struct AuditReport: Sendable {
     }
 
     /// The changed features on a plain projection of their geometries' centres, coloured by kind of change.
-    func mapSVG() -> String {
-        let placed = changes.compactMap { c -> (FeatureChange, Double, Double)? in
-            guard let b = Geometry.bounds(c.geometry) else { return nil }
-            return (c, (b.minX + b.maxX) / 2, (b.minY + b.maxY) / 2)
+    func mapSVG(_ emit: (String) -> Void) {
+        let placed = changes.indices.compactMap { i -> (Int, Double, Double)? in
+            guard let b = Geometry.bounds(changes[i].geometry) else { return nil }
+            return (i, (b.minX + b.maxX) / 2, (b.minY + b.maxY) / 2)
         }
-        guard !placed.isEmpty else { return "<p>No edited features with a geometry in this window.</p>" }
-        let xs = placed.map(\.1), ys = placed.map(\.2)
-        let (x0, x1, y0, y1) = (xs.min()!, xs.max()!, ys.min()!, ys.max()!)
+        guard !placed.isEmpty else { return emit("<p>No edited features with a geometry in this window.</p>") }
+        var (x0, x1, y0, y1) = (placed[0].1, placed[0].1, placed[0].2, placed[0].2)
+        for (_, x, y) in placed { x0 = min(x0, x); x1 = max(x1, x); y0 = min(y0, y); y1 = max(y1, y) }
         let w = 640.0, h = 420.0, pad = 20.0
         let sx = (w - 2 * pad) / max(x1 - x0, 1e-9), sy = (h - 2 * pad) / max(y1 - y0, 1e-9)
         let k = min(sx, sy)
-        var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"map\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\"><title>Features edited in the window</title><rect width=\"100%\" height=\"100%\" fill=\"#f4f1ea\"/>"
-        for (c, x, y) in placed {
+        emit("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"map\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\"><title>Features edited in the window</title><rect width=\"100%\" height=\"100%\" fill=\"#f4f1ea\"/>")
+        for (i, x, y) in placed {
+            let c = changes[i]
             let px = pad + (x - x0) * k, py = h - pad - (y - y0) * k
-            s += "<circle class=\"feature \(c.kind.rawValue)\" data-change=\"\(c.kind.rawValue)\" cx=\"\(String(format: "%.1f", px))\" cy=\"\(String(format: "%.1f", py))\" r=\"5\" fill=\"\(Self.colors[c.kind]!)\" stroke=\"#222\" stroke-width=\"0.5\"><title>\(Self.esc(c.layerName)) \(Self.esc(c.globalId)): \(c.kind.rawValue)</title></circle>"
+            emit("<circle class=\"feature \(c.kind.rawValue)\" data-change=\"\(c.kind.rawValue)\" cx=\"\(String(format: "%.1f", px))\" cy=\"\(String(format: "%.1f", py))\" r=\"5\" fill=\"\(Self.colors[c.kind]!)\" stroke=\"#222\" stroke-width=\"0.5\"><title>\(Self.esc(c.layerName)) \(Self.esc(c.globalId)): \(c.kind.rawValue)</title></circle>")
         }
         var ly = 18
+        var s = ""
         for kind in [FeatureChange.Kind.added, .updated, .deleted] {
             s += "<circle cx=\"\(Int(w) - 90)\" cy=\"\(ly - 4)\" r=\"5\" fill=\"\(Self.colors[kind]!)\"/><text x=\"\(Int(w) - 80)\" y=\"\(ly)\" font-size=\"12\">\(kind.rawValue)</text>"
             ly += 18
         }
-        return s + "</svg>"
+        emit(s + "</svg>")
     }
 
+    /// The page as one string (small windows and tests; `writeHTML` streams it to a file).
     public var html: String {
-        let kinds = Dictionary(grouping: changes, by: \.kind).mapValues(\.count)
-        var h = """
+        var s = ""
+        render { s += $0 }
+        return s
+    }
+
+    /// Writes the page to `path` in pieces of about 1 MiB: the page is never one string in memory.
+    public func writeHTML(to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let fh = FileHandle(forWritingAtPath: path) else {
+            throw EditLogError(.io, "cannot write \(path)")
+        }
+        defer { try? fh.close() }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 20)
+        var failure: Error?
+        func flush() {
+            guard failure == nil, !buffer.isEmpty else { return }
+            do { try fh.write(contentsOf: buffer) } catch { failure = error }
+            buffer.removeAll(keepingCapacity: true)
+        }
+        render { piece in
+            buffer.append(contentsOf: piece.utf8)
+            if buffer.count >= 1 << 20 { flush() }
+        }
+        flush()
+        if let failure { throw EditLogError(.io, "cannot write \(path): \(failure.localizedDescription)") }
+    }
+
+    /// The page, handed to `emit` piece by piece.
+    func render(_ emit: (String) -> Void) {
+        var kinds: [FeatureChange.Kind: Int] = [:]
+        for c in changes { kinds[c.kind, default: 0] += 1 }
+        emit("""
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><title>EditLog report</title>
             <style>
@@ -179,20 +212,21 @@ public struct AuditReport: Sendable {
             \(countTable("By layer", "layer", byLayer))\(countTable("By actor", "actor", byActor))\(countTable("By cause", "cause", byCause))
             <h2>Derived edits</h2>
             <table id="derived"><tr><th>pos</th><th>time (\(clock.rawValue))</th><th>layer</th><th>feature</th><th>cause</th><th>triggering session</th><th>fields</th></tr>
-            """
+            """)
         for d in derived {
-            h += "<tr class=\"derived\"><td>\(d.position)</td><td>\(Self.esc(String(d.time.prefix(19))))</td><td>\(Self.esc(d.layer))</td><td>\(Self.esc(d.globalId))</td><td>\(Self.esc(d.cause))</td><td>\(Self.esc(d.session ?? "-"))</td><td>\(Self.esc(d.fields.joined(separator: ", ")))</td></tr>"
+            emit("<tr class=\"derived\"><td>\(d.position)</td><td>\(Self.esc(String(d.time.prefix(19))))</td><td>\(Self.esc(d.layer))</td><td>\(Self.esc(d.globalId))</td><td>\(Self.esc(d.cause))</td><td>\(Self.esc(d.session ?? "-"))</td><td>\(Self.esc(d.fields.joined(separator: ", ")))</td></tr>")
         }
-        h += "</table>\n<h2>Canceled and abandoned sessions</h2>\n<table id=\"discarded\"><tr><th>session</th><th>status</th><th>actor</th><th>feature</th><th>ended (\(clock.rawValue))</th><th>discarded</th></tr>"
+        emit("</table>\n<h2>Canceled and abandoned sessions</h2>\n<table id=\"discarded\"><tr><th>session</th><th>status</th><th>actor</th><th>feature</th><th>ended (\(clock.rawValue))</th><th>discarded</th></tr>")
         for s in discarded {
             let st = s.state
             var what = st.staged.map { "\($0.field) = \($0.value.serialized())" }
             what += st.attachmentsAdded.map { "attachment \($0.name) (\($0.size) bytes, sha256 \($0.sha256))" }
             what += s.relationships.map { "\($0.name) → \($0.globalId)" }
-            h += "<tr class=\"discarded \(st.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(st.status.rawValue)</td><td>\(Self.esc(st.actor))</td><td>\(Self.esc(st.globalId))</td><td>\(Self.esc(String((s.endedTime ?? "").prefix(19))))</td><td>\(Self.esc(what.joined(separator: "; ")))</td></tr>"
+            emit("<tr class=\"discarded \(st.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(st.status.rawValue)</td><td>\(Self.esc(st.actor))</td><td>\(Self.esc(st.globalId))</td><td>\(Self.esc(String((s.endedTime ?? "").prefix(19))))</td><td>\(Self.esc(what.joined(separator: "; ")))</td></tr>")
         }
-        h += "</table>\n<h2>Map of edited features</h2>\n\(mapSVG())\n</body></html>\n"
-        return h
+        emit("</table>\n<h2>Map of edited features</h2>\n")
+        mapSVG(emit)
+        emit("\n</body></html>\n")
     }
 }
 

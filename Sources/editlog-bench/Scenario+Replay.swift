@@ -88,7 +88,7 @@ enum ReportWhole: Scenario {
         var watch = Stopwatch()
         let r = try watch.time { () throws -> AuditReport in
             let r = try log.report()
-            try Data(r.html.utf8).write(to: URL(fileURLWithPath: out))
+            try r.writeHTML(to: out)
             return r
         }
         let rss = Memory.peakBytes()
