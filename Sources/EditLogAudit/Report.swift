@@ -21,7 +21,9 @@ public struct AuditReport: Sendable {
     public var derived: [Derived] = []
     /// Sessions canceled or abandoned in the window, with what they discarded.
     public var discarded: [SessionSummary] = []
-    /// The features changed in the window (the net diff), with their geometry.
+    /// The features changed in the window (the net diff): layer, GlobalID, kind of change and geometry (the map);
+    /// their fields, actors and sessions are left empty (`diff` gives them), so a report of a long window holds
+    /// one small entry per changed feature.
     public var changes: [FeatureChange] = []
 
     public struct Derived: Sendable, Hashable {
@@ -74,7 +76,7 @@ public struct AuditReport: Sendable {
             let beforeTo: Bool = switch to { case .position(let x): p <= x; case .time(let x): t <= x }
             return afterFrom && beforeTo
         }.sorted { ($0.endedPosition ?? 0) < ($1.endedPosition ?? 0) }
-        r.changes = try Audit.diff(db, schema: schema, from: from, to: to, clock: clock, geometry: true,
+        r.changes = try Audit.diff(db, schema: schema, from: from, to: to, clock: clock, geometry: true, fields: false,
                                    progress: progress.map { p in { d, t in p(t + d, 2 * t) } }).changes
         return r
     }
