@@ -12,14 +12,30 @@ public enum RowBytes {
         let statement = try db.makeStatement(sql: sql)
         let stmt = statement.sqliteStatement
         let columns = sqlite3_column_count(stmt)
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(1 << 17)
+        let capacity = 1 << 16
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        defer { buffer.deallocate() }
+        var used = 0
         func flush() {
-            guard !buffer.isEmpty else { return }
-            buffer.withUnsafeBytes { sink($0) }
-            buffer.removeAll(keepingCapacity: true)
+            if used > 0 { sink(UnsafeRawBufferPointer(start: buffer, count: used)) }
+            used = 0
         }
-        func append(_ v: UInt64) { withUnsafeBytes(of: v.bigEndian) { buffer.append(contentsOf: $0) } }
+        func tag(_ t: UInt8, _ word: UInt64?) {
+            if used + 9 > capacity { flush() }
+            buffer.storeBytes(of: t, toByteOffset: used, as: UInt8.self)
+            used += 1
+            if let word {
+                buffer.storeBytes(of: word.bigEndian, toByteOffset: used, as: UInt64.self)
+                used += 8
+            }
+        }
+        func bytes(_ p: UnsafeRawPointer?, _ n: Int) {
+            guard let p, n > 0 else { return }
+            if used + n > capacity { flush() }
+            if n > capacity { return sink(UnsafeRawBufferPointer(start: p, count: n)) }
+            (buffer + used).copyMemory(from: p, byteCount: n)
+            used += n
+        }
         while true {
             let rc = sqlite3_step(stmt)
             if rc == SQLITE_DONE { break }
@@ -27,24 +43,23 @@ public enum RowBytes {
             for i in 0..<columns {
                 switch sqlite3_column_type(stmt, i) {
                 case SQLITE_NULL:
-                    buffer.append(0)
+                    tag(0, nil)
                 case SQLITE_INTEGER:
-                    buffer.append(1); append(UInt64(bitPattern: sqlite3_column_int64(stmt, i)))
+                    tag(1, UInt64(bitPattern: sqlite3_column_int64(stmt, i)))
                 case SQLITE_FLOAT:
-                    buffer.append(2); append(sqlite3_column_double(stmt, i).bitPattern)
+                    tag(2, sqlite3_column_double(stmt, i).bitPattern)
                 case SQLITE_TEXT:
                     let p = sqlite3_column_text(stmt, i)
                     let n = Int(sqlite3_column_bytes(stmt, i))
-                    buffer.append(3); append(UInt64(n))
-                    if let p, n > 0 { buffer.append(contentsOf: UnsafeBufferPointer(start: p, count: n)) }
+                    tag(3, UInt64(n))
+                    bytes(UnsafeRawPointer(p), n)
                 default:
                     let p = sqlite3_column_blob(stmt, i)
                     let n = Int(sqlite3_column_bytes(stmt, i))
-                    buffer.append(4); append(UInt64(n))
-                    if let p, n > 0 { buffer.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n)) }
+                    tag(4, UInt64(n))
+                    bytes(p, n)
                 }
             }
-            if buffer.count >= 1 << 16 { flush() }
         }
         flush()
     }
