@@ -179,6 +179,11 @@ public struct DiffFold: Sendable {
         return copy.takeChanges()
     }
 
+    /// The centre of a geometry's envelope as an Esri point (all the report's map reads of a changed feature).
+    public static func centre(_ g: JSONValue?) -> JSONValue? {
+        Geometry.bounds(g).map { b in ["x": .double((b.minX + b.maxX) / 2), "y": .double((b.minY + b.maxY) / 2)] }
+    }
+
     /// `changes`, emptying the fold as it goes (its memory and the result's are not both held).
     public mutating func takeChanges() -> [FeatureChange] {
         var out: [FeatureChange] = []
@@ -191,7 +196,8 @@ public struct DiffFold: Sendable {
             if !detail {
                 let kind: FeatureChange.Kind = f.deleted ? .deleted : f.created ? .added : .updated
                 if kind == .updated && !f.fields.contains(where: { $0.value.old != $0.value.new }) { continue }
-                out.append(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [], geometry: f.geometry))
+                out.append(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [],
+                                         geometry: Self.centre(f.geometry)))
                 continue
             }
             if f.deleted {
@@ -215,7 +221,8 @@ public struct DiffFold: Sendable {
             out.append(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: fields, actors: f.actors,
                                      sessions: f.sessions, geometry: f.geometry))
         }
-        return out.sorted { ($0.layer, $0.globalId) < ($1.layer, $1.globalId) }
+        out.sort { ($0.layer, $0.globalId) < ($1.layer, $1.globalId) }
+        return out
     }
 }
 
@@ -246,7 +253,8 @@ extension Audit {
         if geometry {
             let world = ProjectedState(db: db, schema: schema)
             for i in changes.indices where changes[i].geometry == nil {
-                changes[i].geometry = try world.feature(layer: changes[i].layer, globalId: changes[i].globalId)?.geometry
+                let g = try world.feature(layer: changes[i].layer, globalId: changes[i].globalId)?.geometry
+                changes[i].geometry = fields ? g : DiffFold.centre(g)
             }
         }
         return DiffResult(from: from, to: to, clock: clock, events: events, changes: changes)

@@ -21,7 +21,8 @@ public struct AuditReport: Sendable {
     public var derived: [Derived] = []
     /// Sessions canceled or abandoned in the window, with what they discarded.
     public var discarded: [SessionSummary] = []
-    /// The features changed in the window (the net diff): layer, GlobalID, kind of change and geometry (the map);
+    /// The features changed in the window (the net diff): layer, GlobalID, kind of change and the centre of its
+    /// geometry as an Esri point (the map);
     /// their fields, actors and sessions are left empty (`diff` gives them), so a report of a long window holds
     /// one small entry per changed feature.
     public var changes: [FeatureChange] = []
