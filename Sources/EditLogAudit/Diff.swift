@@ -142,11 +142,11 @@ public struct DiffFold: Sendable {
             if detail || !f.created {
                 for (k, v) in try p.object("attributes") where !v.isNull { change(name(k), .null, v) }
             }
-            if let g = p.optional("geometry"), !g.isNull { f.geometry = g }
+            if let g = p.optional("geometry"), !g.isNull { f.geometry = detail ? g : Self.centre(g) }
         case .sessionCommitted, .featureDerived:
             if type == .sessionCommitted, try p.string("kind") == "create" {
                 if first { f.created = true }
-                if let g = p.optional("geometry"), !g.isNull { f.geometry = g }
+                if let g = p.optional("geometry"), !g.isNull { f.geometry = detail ? g : Self.centre(g) }
             }
             if !detail && f.created { break }
             for (k, c) in try p.object("changes") { change(name(k), c["old"] ?? .null, c["new"] ?? .null) }
@@ -197,7 +197,7 @@ public struct DiffFold: Sendable {
                 let kind: FeatureChange.Kind = f.deleted ? .deleted : f.created ? .added : .updated
                 if kind == .updated && !f.fields.contains(where: { $0.value.old != $0.value.new }) { continue }
                 out.append(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [],
-                                         geometry: Self.centre(f.geometry)))
+                                         geometry: f.geometry))
                 continue
             }
             if f.deleted {

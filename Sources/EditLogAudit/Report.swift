@@ -52,6 +52,16 @@ public struct AuditReport: Sendable {
         let after: Int64 = if case .position(let p) = from { p } else { 0 }
         // Two scans of the window: the first half of the bar, then the diff's.
         let scan = try ScanProgress(db, after: after, to: to, report: progress.map { p in { d, t in p(d, 2 * t) } })
+        final class Interned {
+            var strings: [String: String] = [:]
+            var fieldLists: [[String]: [String]] = [:]
+            func string(_ s: String) -> String {
+                if let t = strings[s] { return t }
+                strings[s] = s
+                return s
+            }
+        }
+        let interned = Interned()
         try EventReading.forEach(db, after: after, where: "\(a) AND \(b) AND type IN ('SessionStarted', 'FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')",
                                  arguments: args) { e in
             scan?.at(e.position)
@@ -61,8 +71,11 @@ public struct AuditReport: Sendable {
                 r.sessionsByActorDay[e.actor, default: [:]][String(clock.time(of: e).prefix(10)), default: 0] += 1
                 return
             case .featureDerived?:
-                r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName, globalId: try e.fields.string("globalId"),
-                                         cause: e.cause, session: e.session, fields: try e.fields.object("changes").keys.sorted()))
+                // Causes, features and field lists repeat across derived edits: one copy of each is kept.
+                let fields = try e.fields.object("changes").keys.sorted()
+                r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName,
+                                         globalId: interned.string(try e.fields.string("globalId")), cause: interned.string(e.cause),
+                                         session: e.session, fields: interned.fieldLists[fields] ?? { interned.fieldLists[fields] = fields; return fields }()))
             default: break
             }
             r.byLayer[layerName, default: 0] += 1
