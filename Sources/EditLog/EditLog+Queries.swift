@@ -93,10 +93,12 @@ extension EditLog {
         return b
     }
 
-    /// The figures of `editlog report` for a window (the whole log when `from`/`to` are nil).
-    public func report(from: LogMoment? = nil, to: LogMoment? = nil, clock: EventClock = .default) throws(EditLogError) -> AuditReport {
+    /// The figures of `editlog report` for a window (the whole log when `from`/`to` are nil). `progress` gets
+    /// (done, total) over the two scans of the window.
+    public func report(from: LogMoment? = nil, to: LogMoment? = nil, clock: EventClock = .default,
+                       progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> AuditReport {
         let schema = self.schema
-        return try read { db in try Audit.report(db, schema: schema, from: from, to: to, clock: clock) }
+        return try read { db in try Audit.report(db, schema: schema, from: from, to: to, clock: clock, progress: progress) }
     }
 
     /// Features added, deleted and updated between two moments (`from` exclusive, `to` inclusive).

@@ -20,26 +20,56 @@ extension EditLog {
         try read { db in try Replay.position(db, point, by: basis) }
     }
 
-    /// Replays the log up to a moment in memory and returns what it did, with the digest of the tables.
-    public func replayDigest(asOf point: LogMoment, by basis: EventClock = .default, useCheckpoints: Bool = true) throws(EditLogError) -> ReplayOutcome {
-        try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints) { _, _, outcome in outcome }
+    /// Replays the log up to a moment (into a scratch file in the temporary directory, removed afterwards) and
+    /// returns what it did, with the digest of the tables. `progress` gets (events applied, events to apply) after
+    /// the checkpoint the replay starts from.
+    public func replayDigest(asOf point: LogMoment, by basis: EventClock = .default, useCheckpoints: Bool = true,
+                             progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> ReplayOutcome {
+        let scratch = NSTemporaryDirectory() + "/editlog-replay-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sqlite"
+        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints, scratch: scratch, progress: progress) { _, _, outcome in outcome }
     }
 
     /// Materializes every layer and table as it was at a moment and writes it to `out` (format by extension).
+    /// `progress` gets (events applied, events to apply) while replaying from the checkpoint; `writeProgress`
+    /// (rows written, rows to write) while writing.
     public func replay(asOf point: LogMoment, by basis: EventClock = .default, to out: String, layers: [String] = [],
-                       useCheckpoints: Bool = true, overwrite: Bool = false) throws(EditLogError) -> (ReplayOutcome, ExportSummary) {
+                       useCheckpoints: Bool = true, overwrite: Bool = false, progress: ((Int64, Int64) -> Void)? = nil,
+                       writeProgress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> (ReplayOutcome, ExportSummary) {
         let format = try Self.format(out)
-        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints) { log, state, outcome in
-            let summary = try Self.write(log, state: state, through: outcome.position, layers: layers, to: out, format: format, overwrite: overwrite)
+        if (format == .sqlite || format == .gpkg) && !overwrite && FileManager.default.fileExists(atPath: out) {
+            throw EditLogError(.conflict, "\(out) already exists (--force to replace it)")
+        }
+        // The state is replayed into a scratch file beside the output; a .sqlite output is that file itself.
+        var base = out
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        let scratch = base + ".replay-\(getpid())"
+        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints, scratch: scratch, progress: progress) { log, state, outcome in
+            if format == .sqlite {
+                let summary = try state.writeWithoutTransaction { db in
+                    try Self.keepLayers(log, state: db, through: outcome.position, layers: layers)
+                }
+                try state.close()
+                try Exporter.place(scratch, at: out, overwrite: overwrite)
+                let n = Int64(summary.features.map(\.count).reduce(0, +))
+                writeProgress?(n, n)
+                return (outcome, ExportSummary(format: .sqlite, files: [out], features: summary.features))
+            }
+            let summary = try state.read { db in
+                try Self.write(log, state: db, through: outcome.position, layers: layers, to: out, format: format, overwrite: overwrite,
+                               progress: writeProgress)
+            }
             return (outcome, summary)
         }
     }
 
-    /// Writes the live state (the log's projections) to `out` (format by extension).
-    public func export(to out: String, layers: [String] = [], overwrite: Bool = false) throws(EditLogError) -> ExportSummary {
+    /// Writes the live state (the log's projections) to `out` (format by extension). `progress` gets (rows written,
+    /// rows to write).
+    public func export(to out: String, layers: [String] = [], overwrite: Bool = false,
+                       progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> ExportSummary {
         let format = try Self.format(out)
         return try read { db in
-            try Self.write(db, state: db, through: try EventReading.count(db), layers: layers, to: out, format: format, overwrite: overwrite)
+            try Self.write(db, state: db, through: try EventReading.count(db), layers: layers, to: out, format: format, overwrite: overwrite,
+                           progress: progress)
         }
     }
 
@@ -69,28 +99,49 @@ extension EditLog {
         return f
     }
 
-    func replayed<T>(asOf point: LogMoment, by basis: EventClock, useCheckpoints: Bool,
-                     _ body: (Database, Database, ReplayOutcome) throws -> T) throws(EditLogError) -> T {
+    /// Replays into the scratch file `scratch` (removed afterwards unless `body` renamed it) and hands the log, the
+    /// open state and the outcome to `body`.
+    func replayed<T>(asOf point: LogMoment, by basis: EventClock, useCheckpoints: Bool, scratch: String, progress: ((Int64, Int64) -> Void)?,
+                     _ body: (Database, DatabaseQueue, ReplayOutcome) throws -> T) throws(EditLogError) -> T {
         let store = useCheckpoints ? checkpointStore : nil
         return try read { db in
             let p = try Replay.position(db, point, by: basis)
-            let memory = try DatabaseQueue()
-            return try memory.write { state in
-                var outcome = try Replay.materialize(db, through: p, into: state, checkpoints: store)
-                if basis == .client, case .time(let t) = point { outcome.laterClientEvents = try Replay.laterClientEvents(db, through: p, time: t) }
-                return try body(db, state, outcome)
+            let (state, first) = try Replay.materialize(db, through: p, file: scratch, checkpoints: store, progress: progress)
+            defer {
+                try? state.close()
+                Replay.removeScratch(scratch)
             }
+            var outcome = first
+            if basis == .client, case .time(let t) = point { outcome.laterClientEvents = try Replay.laterClientEvents(db, through: p, time: t) }
+            return try body(db, state, outcome)
         }
     }
 
+    /// A `.sqlite` replay: drops the `p_layer_` tables of the layers not asked for and counts the live features of
+    /// the others (the summary `write` gives).
+    static func keepLayers(_ log: Database, state: Database, through position: Int64, layers refs: [String]) throws -> ExportSummary {
+        guard let schemaEvent = try Replay.schemaEvent(log, atOrBefore: position) else {
+            throw EditLogError(.notFound, "the log has no schema at or before position \(position)")
+        }
+        let schema = try Projector.decodeSchema(schemaEvent.payload)
+        let layers = try Exporter.layers(refs, schema: schema, schemaPayload: schemaEvent.payload)
+        let keep = Set(layers.map(\.table))
+        for t in try ProjectionTables.all(state) where t.hasPrefix("p_layer_") && !keep.contains(t) { try state.execute(sql: "DROP TABLE \(t)") }
+        var summary = ExportSummary(format: .sqlite)
+        for l in layers {
+            summary.features.append((l.schema.name, try Int.fetchOne(state, sql: "SELECT COUNT(*) FROM \(l.table) WHERE _deleted = 0") ?? 0))
+        }
+        return summary
+    }
+
     static func write(_ log: Database, state: Database, through position: Int64, layers refs: [String], to out: String,
-                      format: ExportFormat, overwrite: Bool) throws -> ExportSummary {
+                      format: ExportFormat, overwrite: Bool, progress: ((Int64, Int64) -> Void)?) throws -> ExportSummary {
         guard let schemaEvent = try Replay.schemaEvent(log, atOrBefore: position) else {
             throw EditLogError(.notFound, "the log has no schema at or before position \(position)")
         }
         let schema = try Projector.decodeSchema(schemaEvent.payload)
         let layers = try Exporter.layers(refs, schema: schema, schemaPayload: schemaEvent.payload)
         let lastChange = try String.fetchOne(log, sql: "SELECT recorded_time FROM events WHERE position = ?", arguments: [position]) ?? schemaEvent.recordedTime
-        return try Exporter.write(state, layers: layers, to: out, format: format, lastChange: lastChange, overwrite: overwrite)
+        return try Exporter.write(state, layers: layers, to: out, format: format, lastChange: lastChange, overwrite: overwrite, progress: progress)
     }
 }

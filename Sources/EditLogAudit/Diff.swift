@@ -104,8 +104,14 @@ public struct DiffFold: Sendable {
     var features: [String: Feature] = [:]
     public private(set) var events = 0
     let schema: ServiceSchema
+    /// False: only each feature's kind of change and geometry are kept (no field values, actors or sessions),
+    /// and nothing at all of the fields of a feature created in the window (the report's map needs no more).
+    let detail: Bool
 
-    public init(schema: ServiceSchema) { self.schema = schema }
+    public init(schema: ServiceSchema, fields detail: Bool = true) {
+        self.schema = schema
+        self.detail = detail
+    }
 
     static func note(_ list: inout [String], _ s: String?) { if let s, !list.contains(s) { list.append(s) } }
 
@@ -114,28 +120,35 @@ public struct DiffFold: Sendable {
               let (layerId, globalId) = StreamName.parseFeature(e.stream) else { return }
         events += 1
         let p = e.fields
-        var f = features[globalId] ?? Feature(layer: layerId)
+        // Taken out of the dictionary while it changes, so its field table is not copied on write.
+        var f = features.removeValue(forKey: globalId) ?? Feature(layer: layerId)
+        defer { features[globalId] = f }
         let layer = schema.layer(id: layerId)
         func name(_ k: String) -> String { layer?.field(k)?.name ?? k }
+        let detail = self.detail
         func change(_ k: String, _ old: JSONValue, _ new: JSONValue) {
-            var c = f.fields[k] ?? Field(old: old, new: new)
+            if !detail && f.created { return }
+            var c = f.fields.removeValue(forKey: k) ?? Field(old: old, new: new)
             c.new = new
-            Self.note(&c.actors, e.actor); Self.note(&c.sessions, e.session); Self.note(&c.causes, e.cause)
+            if detail { Self.note(&c.actors, e.actor); Self.note(&c.sessions, e.session); Self.note(&c.causes, e.cause) }
             f.fields[k] = c
         }
         let first = !f.seen
         f.seen = true
-        Self.note(&f.actors, e.actor); Self.note(&f.sessions, e.session)
+        if detail { Self.note(&f.actors, e.actor); Self.note(&f.sessions, e.session) }
         switch type {
         case .featureBaselined:
             if first { f.created = true }
-            for (k, v) in try p.object("attributes") where !v.isNull { change(name(k), .null, v) }
-            if let g = p.optional("geometry"), !g.isNull { f.geometry = g }
+            if detail || !f.created {
+                for (k, v) in try p.object("attributes") where !v.isNull { change(name(k), .null, v) }
+            }
+            if let g = p.optional("geometry"), !g.isNull { f.geometry = detail ? g : Self.centre(g) }
         case .sessionCommitted, .featureDerived:
             if type == .sessionCommitted, try p.string("kind") == "create" {
                 if first { f.created = true }
-                if let g = p.optional("geometry"), !g.isNull { f.geometry = g }
+                if let g = p.optional("geometry"), !g.isNull { f.geometry = detail ? g : Self.centre(g) }
             }
+            if !detail && f.created { break }
             for (k, c) in try p.object("changes") { change(name(k), c["old"] ?? .null, c["new"] ?? .null) }
             if type == .sessionCommitted {
                 let atts = try p.object("attachments")
@@ -151,21 +164,42 @@ public struct DiffFold: Sendable {
             }
         case .featureDeleted:
             f.deleted = true
-            f.deletedAttributes = try p.object("attributes")
-            f.deletedBy = (e.actor, e.session, e.cause)
+            if detail {
+                f.deletedAttributes = try p.object("attributes")
+                f.deletedBy = (e.actor, e.session, e.cause)
+            }
         default: break
         }
-        features[globalId] = f
     }
 
     /// The net changes: a feature created and deleted in between is left out, as is a field changed and changed back.
+    /// Without `fields`, each change has its kind and geometry only.
     public var changes: [FeatureChange] {
+        var copy = self
+        return copy.takeChanges()
+    }
+
+    /// The centre of a geometry's envelope as an Esri point (all the report's map reads of a changed feature).
+    public static func centre(_ g: JSONValue?) -> JSONValue? {
+        Geometry.bounds(g).map { b in ["x": .double((b.minX + b.maxX) / 2), "y": .double((b.minY + b.maxY) / 2)] }
+    }
+
+    /// `changes`, emptying the fold as it goes (its memory and the result's are not both held).
+    public mutating func takeChanges() -> [FeatureChange] {
         var out: [FeatureChange] = []
-        for (g, f) in features {
+        out.reserveCapacity(features.count)
+        while let (g, f) = features.popFirst() {
             let layerName = schema.layer(id: f.layer)?.name ?? "layer \(f.layer)"
             let kind: FeatureChange.Kind
             var fields: [FieldChange]
             if f.created && f.deleted { continue }
+            if !detail {
+                let kind: FeatureChange.Kind = f.deleted ? .deleted : f.created ? .added : .updated
+                if kind == .updated && !f.fields.contains(where: { $0.value.old != $0.value.new }) { continue }
+                out.append(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [],
+                                         geometry: f.geometry))
+                continue
+            }
             if f.deleted {
                 kind = .deleted
                 // Its values at `from`: the first old of a field changed in between, else its last value.
@@ -187,7 +221,8 @@ public struct DiffFold: Sendable {
             out.append(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: fields, actors: f.actors,
                                      sessions: f.sessions, geometry: f.geometry))
         }
-        return out.sorted { ($0.layer, $0.globalId) < ($1.layer, $1.globalId) }
+        out.sort { ($0.layer, $0.globalId) < ($1.layer, $1.globalId) }
+        return out
     }
 }
 
@@ -195,24 +230,60 @@ extension Audit {
     /// What changed between `from` (exclusive) and `to` (inclusive): reads only the events in between
     /// (positions, or times on `clock`), optionally of one layer. With `geometry`, a changed feature whose
     /// events carry no geometry gets the projection's.
+    /// `progress` gets (positions scanned, positions in the window) as the scan moves and at the end.
+    /// Without `fields`, each change has its kind and geometry only (`DiffFold(fields:)`; the report's map).
     public static func diff(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, layer: Int? = nil, clock: EventClock = .default,
-                            geometry: Bool = false) throws -> DiffResult {
+                            geometry: Bool = false, fields: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffResult {
         var parts = ["type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')"]
         var args: StatementArguments = []
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         parts += [a, b]; args += aa; args += ba
         if let layer { parts.append("stream >= ? AND stream < ?"); args += ["\(layer):", "\(layer);"] }
-        var fold = DiffFold(schema: schema)
+        var fold = DiffFold(schema: schema, fields: fields)
         // A position window starts the scan at `from` (the rowid), so the work grows with the changes only.
         let after: Int64 = if case .position(let p) = from { p } else { 0 }
-        try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) { try fold.apply($0) }
-        var changes = fold.changes
+        let scan = try ScanProgress(db, after: after, to: to, report: progress)
+        try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) {
+            try fold.apply($0)
+            scan?.at($0.position)
+        }
+        scan?.finish()
+        let events = fold.events
+        var changes = fold.takeChanges()
         if geometry {
             let world = ProjectedState(db: db, schema: schema)
             for i in changes.indices where changes[i].geometry == nil {
-                changes[i].geometry = try world.feature(layer: changes[i].layer, globalId: changes[i].globalId)?.geometry
+                let g = try world.feature(layer: changes[i].layer, globalId: changes[i].globalId)?.geometry
+                changes[i].geometry = fields ? g : DiffFold.centre(g)
             }
         }
-        return DiffResult(from: from, to: to, clock: clock, events: fold.events, changes: changes)
+        return DiffResult(from: from, to: to, clock: clock, events: events, changes: changes)
     }
+}
+
+/// Progress of a scan of the events after `after` up to a moment, by position (the scan reads them in
+/// position order): reported every 10,000 positions and at the end.
+final class ScanProgress {
+    let after: Int64
+    let span: Int64
+    let report: (Int64, Int64) -> Void
+    private var next: Int64
+
+    /// nil when there is nothing to report to.
+    init?(_ db: Database, after: Int64, to: LogMoment, report: ((Int64, Int64) -> Void)?) throws {
+        guard let report else { return nil }
+        let end: Int64 = if case .position(let p) = to { p } else { try EventReading.count(db) }
+        self.after = after
+        span = max(0, end - after)
+        self.report = report
+        next = after + 10_000
+    }
+
+    func at(_ position: Int64) {
+        guard position >= next else { return }
+        report(min(position - after, span), span)
+        next = position + 10_000
+    }
+
+    func finish() { report(span, span) }
 }

@@ -21,7 +21,10 @@ public struct AuditReport: Sendable {
     public var derived: [Derived] = []
     /// Sessions canceled or abandoned in the window, with what they discarded.
     public var discarded: [SessionSummary] = []
-    /// The features changed in the window (the net diff), with their geometry.
+    /// The features changed in the window (the net diff): layer, GlobalID, kind of change and the centre of its
+    /// geometry as an Esri point (the map);
+    /// their fields, actors and sessions are left empty (`diff` gives them), so a report of a long window holds
+    /// one small entry per changed feature.
     public var changes: [FeatureChange] = []
 
     public struct Derived: Sendable, Hashable {
@@ -38,23 +41,41 @@ public struct AuditReport: Sendable {
 
     static func causeKind(_ c: String) -> String { c.hasPrefix("cascade:") ? "cascade" : c }
 
-    /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`).
-    public static func build(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock) throws -> AuditReport {
+    /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`). `progress` gets (done, total)
+    /// over the two scans of the window (the figures, then the changed features).
+    public static func build(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
+                             progress: ((Int64, Int64) -> Void)? = nil) throws -> AuditReport {
         var r = AuditReport(from: from, to: to, clock: clock)
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         var args: StatementArguments = aa
         args += ba
         let after: Int64 = if case .position(let p) = from { p } else { 0 }
+        // Two scans of the window: the first half of the bar, then the diff's.
+        let scan = try ScanProgress(db, after: after, to: to, report: progress.map { p in { d, t in p(d, 2 * t) } })
+        final class Interned {
+            var strings: [String: String] = [:]
+            var fieldLists: [[String]: [String]] = [:]
+            func string(_ s: String) -> String {
+                if let t = strings[s] { return t }
+                strings[s] = s
+                return s
+            }
+        }
+        let interned = Interned()
         try EventReading.forEach(db, after: after, where: "\(a) AND \(b) AND type IN ('SessionStarted', 'FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')",
                                  arguments: args) { e in
+            scan?.at(e.position)
             let layerName = StreamName.parseFeature(e.stream).flatMap { schema.layer(id: $0.layer)?.name } ?? e.stream
             switch e.eventType {
             case .sessionStarted?:
                 r.sessionsByActorDay[e.actor, default: [:]][String(clock.time(of: e).prefix(10)), default: 0] += 1
                 return
             case .featureDerived?:
-                r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName, globalId: try e.fields.string("globalId"),
-                                         cause: e.cause, session: e.session, fields: try e.fields.object("changes").keys.sorted()))
+                // Causes, features and field lists repeat across derived edits: one copy of each is kept.
+                let fields = try e.fields.object("changes").keys.sorted()
+                r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName,
+                                         globalId: interned.string(try e.fields.string("globalId")), cause: interned.string(e.cause),
+                                         session: e.session, fields: interned.fieldLists[fields] ?? { interned.fieldLists[fields] = fields; return fields }()))
             default: break
             }
             r.byLayer[layerName, default: 0] += 1
@@ -69,7 +90,8 @@ public struct AuditReport: Sendable {
             let beforeTo: Bool = switch to { case .position(let x): p <= x; case .time(let x): t <= x }
             return afterFrom && beforeTo
         }.sorted { ($0.endedPosition ?? 0) < ($1.endedPosition ?? 0) }
-        r.changes = try Audit.diff(db, schema: schema, from: from, to: to, clock: clock, geometry: true).changes
+        r.changes = try Audit.diff(db, schema: schema, from: from, to: to, clock: clock, geometry: true, fields: false,
+                                   progress: progress.map { p in { d, t in p(t + d, 2 * t) } }).changes
         return r
     }
 
@@ -103,10 +125,12 @@ public struct AuditReport: Sendable {
     }
 
     /// Sessions per actor per day: one row per actor, one cell per day, the count inside.
-    func sessionsSVG() -> String {
+    /// Emitted a row at a time: a long window has one cell per actor per day (1.2k days by 50 actors in the
+    /// benchmark's 1M-event log).
+    func sessionsSVG(_ emit: (String) -> Void) {
         let actors = sessionsByActorDay.keys.sorted()
         let days = Set(sessionsByActorDay.values.flatMap(\.keys)).sorted()
-        guard !actors.isEmpty else { return "<p>No sessions in this window.</p>" }
+        guard !actors.isEmpty else { return emit("<p>No sessions in this window.</p>") }
         let maxN = sessionsByActorDay.values.flatMap(\.values).max() ?? 1
         let cw = 64, ch = 26, left = 130, top = 70
         var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"sessions-chart\" width=\"\(left + cw * days.count + 70)\" height=\"\(top + ch * actors.count + 10)\" role=\"img\"><title>Sessions per actor per day</title>"
@@ -114,6 +138,8 @@ public struct AuditReport: Sendable {
             s += "<text x=\"\(left + j * cw + cw / 2)\" y=\"\(top - 8)\" transform=\"rotate(-40 \(left + j * cw + cw / 2) \(top - 8))\" font-size=\"11\">\(Self.esc(d))</text>"
         }
         for (i, a) in actors.enumerated() {
+            emit(s)
+            s = ""
             s += "<text x=\"4\" y=\"\(top + i * ch + 17)\" font-size=\"12\">\(Self.esc(a))</text>"
             for (j, d) in days.enumerated() {
                 let n = sessionsByActorDay[a]?[d] ?? 0
@@ -122,37 +148,70 @@ public struct AuditReport: Sendable {
                 if n > 0 { s += "<text x=\"\(left + j * cw + cw / 2 - 4)\" y=\"\(top + i * ch + 18)\" font-size=\"12\">\(n)</text>" }
             }
         }
-        return s + "</svg>"
+        emit(s + "</svg>")
     }
 
     /// The changed features on a plain projection of their geometries' centres, coloured by kind of change.
-    func mapSVG() -> String {
-        let placed = changes.compactMap { c -> (FeatureChange, Double, Double)? in
-            guard let b = Geometry.bounds(c.geometry) else { return nil }
-            return (c, (b.minX + b.maxX) / 2, (b.minY + b.maxY) / 2)
+    func mapSVG(_ emit: (String) -> Void) {
+        let placed = changes.indices.compactMap { i -> (Int, Double, Double)? in
+            guard let b = Geometry.bounds(changes[i].geometry) else { return nil }
+            return (i, (b.minX + b.maxX) / 2, (b.minY + b.maxY) / 2)
         }
-        guard !placed.isEmpty else { return "<p>No edited features with a geometry in this window.</p>" }
-        let xs = placed.map(\.1), ys = placed.map(\.2)
-        let (x0, x1, y0, y1) = (xs.min()!, xs.max()!, ys.min()!, ys.max()!)
+        guard !placed.isEmpty else { return emit("<p>No edited features with a geometry in this window.</p>") }
+        var (x0, x1, y0, y1) = (placed[0].1, placed[0].1, placed[0].2, placed[0].2)
+        for (_, x, y) in placed { x0 = min(x0, x); x1 = max(x1, x); y0 = min(y0, y); y1 = max(y1, y) }
         let w = 640.0, h = 420.0, pad = 20.0
         let sx = (w - 2 * pad) / max(x1 - x0, 1e-9), sy = (h - 2 * pad) / max(y1 - y0, 1e-9)
         let k = min(sx, sy)
-        var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"map\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\"><title>Features edited in the window</title><rect width=\"100%\" height=\"100%\" fill=\"#f4f1ea\"/>"
-        for (c, x, y) in placed {
+        emit("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"map\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\"><title>Features edited in the window</title><rect width=\"100%\" height=\"100%\" fill=\"#f4f1ea\"/>")
+        for (i, x, y) in placed {
+            let c = changes[i]
             let px = pad + (x - x0) * k, py = h - pad - (y - y0) * k
-            s += "<circle class=\"feature \(c.kind.rawValue)\" data-change=\"\(c.kind.rawValue)\" cx=\"\(String(format: "%.1f", px))\" cy=\"\(String(format: "%.1f", py))\" r=\"5\" fill=\"\(Self.colors[c.kind]!)\" stroke=\"#222\" stroke-width=\"0.5\"><title>\(Self.esc(c.layerName)) \(Self.esc(c.globalId)): \(c.kind.rawValue)</title></circle>"
+            emit("<circle class=\"feature \(c.kind.rawValue)\" data-change=\"\(c.kind.rawValue)\" cx=\"\(String(format: "%.1f", px))\" cy=\"\(String(format: "%.1f", py))\" r=\"5\" fill=\"\(Self.colors[c.kind]!)\" stroke=\"#222\" stroke-width=\"0.5\"><title>\(Self.esc(c.layerName)) \(Self.esc(c.globalId)): \(c.kind.rawValue)</title></circle>")
         }
         var ly = 18
+        var s = ""
         for kind in [FeatureChange.Kind.added, .updated, .deleted] {
             s += "<circle cx=\"\(Int(w) - 90)\" cy=\"\(ly - 4)\" r=\"5\" fill=\"\(Self.colors[kind]!)\"/><text x=\"\(Int(w) - 80)\" y=\"\(ly)\" font-size=\"12\">\(kind.rawValue)</text>"
             ly += 18
         }
-        return s + "</svg>"
+        emit(s + "</svg>")
     }
 
+    /// The page as one string (small windows and tests; `writeHTML` streams it to a file).
     public var html: String {
-        let kinds = Dictionary(grouping: changes, by: \.kind).mapValues(\.count)
-        var h = """
+        var s = ""
+        render { s += $0 }
+        return s
+    }
+
+    /// Writes the page to `path` in pieces of about 1 MiB: the page is never one string in memory.
+    public func writeHTML(to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let fh = FileHandle(forWritingAtPath: path) else {
+            throw EditLogError(.io, "cannot write \(path)")
+        }
+        defer { try? fh.close() }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 20)
+        var failure: Error?
+        func flush() {
+            guard failure == nil, !buffer.isEmpty else { return }
+            do { try fh.write(contentsOf: buffer) } catch { failure = error }
+            buffer.removeAll(keepingCapacity: true)
+        }
+        render { piece in
+            buffer.append(contentsOf: piece.utf8)
+            if buffer.count >= 1 << 20 { flush() }
+        }
+        flush()
+        if let failure { throw EditLogError(.io, "cannot write \(path): \(failure.localizedDescription)") }
+    }
+
+    /// The page, handed to `emit` piece by piece.
+    func render(_ emit: (String) -> Void) {
+        var kinds: [FeatureChange.Kind: Int] = [:]
+        for c in changes { kinds[c.kind, default: 0] += 1 }
+        emit("""
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><title>EditLog report</title>
             <style>
@@ -168,30 +227,36 @@ public struct AuditReport: Sendable {
             Features changed: <b id="changed-added">\(kinds[.added] ?? 0)</b> added, <b id="changed-updated">\(kinds[.updated] ?? 0)</b> updated,
             <b id="changed-deleted">\(kinds[.deleted] ?? 0)</b> deleted.</p>
             <h2>Sessions per actor over time</h2>
-            \(sessionsSVG())
+
+            """)
+        sessionsSVG(emit)
+        emit("""
+
             <h2>Counts</h2>
             \(countTable("By layer", "layer", byLayer))\(countTable("By actor", "actor", byActor))\(countTable("By cause", "cause", byCause))
             <h2>Derived edits</h2>
             <table id="derived"><tr><th>pos</th><th>time (\(clock.rawValue))</th><th>layer</th><th>feature</th><th>cause</th><th>triggering session</th><th>fields</th></tr>
-            """
+            """)
         for d in derived {
-            h += "<tr class=\"derived\"><td>\(d.position)</td><td>\(Self.esc(String(d.time.prefix(19))))</td><td>\(Self.esc(d.layer))</td><td>\(Self.esc(d.globalId))</td><td>\(Self.esc(d.cause))</td><td>\(Self.esc(d.session ?? "-"))</td><td>\(Self.esc(d.fields.joined(separator: ", ")))</td></tr>"
+            emit("<tr class=\"derived\"><td>\(d.position)</td><td>\(Self.esc(String(d.time.prefix(19))))</td><td>\(Self.esc(d.layer))</td><td>\(Self.esc(d.globalId))</td><td>\(Self.esc(d.cause))</td><td>\(Self.esc(d.session ?? "-"))</td><td>\(Self.esc(d.fields.joined(separator: ", ")))</td></tr>")
         }
-        h += "</table>\n<h2>Canceled and abandoned sessions</h2>\n<table id=\"discarded\"><tr><th>session</th><th>status</th><th>actor</th><th>feature</th><th>ended (\(clock.rawValue))</th><th>discarded</th></tr>"
+        emit("</table>\n<h2>Canceled and abandoned sessions</h2>\n<table id=\"discarded\"><tr><th>session</th><th>status</th><th>actor</th><th>feature</th><th>ended (\(clock.rawValue))</th><th>discarded</th></tr>")
         for s in discarded {
             let st = s.state
             var what = st.staged.map { "\($0.field) = \($0.value.serialized())" }
             what += st.attachmentsAdded.map { "attachment \($0.name) (\($0.size) bytes, sha256 \($0.sha256))" }
             what += s.relationships.map { "\($0.name) → \($0.globalId)" }
-            h += "<tr class=\"discarded \(st.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(st.status.rawValue)</td><td>\(Self.esc(st.actor))</td><td>\(Self.esc(st.globalId))</td><td>\(Self.esc(String((s.endedTime ?? "").prefix(19))))</td><td>\(Self.esc(what.joined(separator: "; ")))</td></tr>"
+            emit("<tr class=\"discarded \(st.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(st.status.rawValue)</td><td>\(Self.esc(st.actor))</td><td>\(Self.esc(st.globalId))</td><td>\(Self.esc(String((s.endedTime ?? "").prefix(19))))</td><td>\(Self.esc(what.joined(separator: "; ")))</td></tr>")
         }
-        h += "</table>\n<h2>Map of edited features</h2>\n\(mapSVG())\n</body></html>\n"
-        return h
+        emit("</table>\n<h2>Map of edited features</h2>\n")
+        mapSVG(emit)
+        emit("\n</body></html>\n")
     }
 }
 
 extension Audit {
-    public static func report(_ db: Database, schema: ServiceSchema, from: LogMoment?, to: LogMoment?, clock: EventClock = .default) throws -> AuditReport {
-        try AuditReport.build(db, schema: schema, from: from ?? .position(0), to: to ?? .position(try EventReading.count(db)), clock: clock)
+    public static func report(_ db: Database, schema: ServiceSchema, from: LogMoment?, to: LogMoment?, clock: EventClock = .default,
+                              progress: ((Int64, Int64) -> Void)? = nil) throws -> AuditReport {
+        try AuditReport.build(db, schema: schema, from: from ?? .position(0), to: to ?? .position(try EventReading.count(db)), clock: clock, progress: progress)
     }
 }

@@ -36,7 +36,7 @@ public enum CSVWriter {
         }
     }
 
-    public static func document(_ state: Database, layer l: ExportLayer) throws -> [UInt8] {
+    public static func document(_ state: Database, layer l: ExportLayer, tick: (() -> Void)? = nil) throws -> [UInt8] {
         let isPoint = l.hasGeometry && l.schema.geometryType == "esriGeometryPoint"
         var header = [l.objectIdName, l.globalIdName] + l.schema.attributeFields.map(\.name)
         if l.hasGeometry { header += isPoint ? ["x", "y"] : ["wkt"] }
@@ -55,6 +55,7 @@ public enum CSVWriter {
                 }
             }
             out += cells.map(field).joined(separator: ",") + "\r\n"
+            tick?()
         }
         return Array(out.utf8)
     }

@@ -44,24 +44,41 @@ public struct CheckpointStore: Sendable {
         return try DatabaseQueue(path: path, configuration: config)
     }
 
-    /// Copies a checkpoint into `target` (empty) and checks it: nil when usable, else why not.
-    public func load(_ c: Checkpoint, log: Database, into target: Database) throws -> String? {
+    /// Checks an open checkpoint file against the log (position, log id, the event's hash) and its own digest:
+    /// nil when usable, else why not.
+    func check(_ c: Checkpoint, _ db: Database, log: Database) throws -> String? {
+        guard try db.tableExists("checkpoint"),
+              let meta = try Row.fetchOne(db, sql: "SELECT position, log_id, event_hash, digest FROM checkpoint") else {
+            return "has no checkpoint row"
+        }
+        guard (meta[0] as Int64) == c.position else { return "names position \(meta[0] as Int64), not \(c.position)" }
+        guard (meta[1] as String) == logId else { return "belongs to log \(meta[1] as String)" }
+        let hash = try Data.fetchOne(log, sql: "SELECT hash FROM events WHERE position = ?", arguments: [c.position])
+        guard let hash, hash == (meta[2] as Data) else { return "the log's event \(c.position) is not the one the checkpoint was made after" }
+        guard try Projections.digest(db).digest == (meta[3] as String) else { return "its tables do not match its digest" }
+        return nil
+    }
+
+    /// Checks a checkpoint where it is: nil when usable, else why not.
+    public func check(_ c: Checkpoint, log: Database) throws -> String? {
         let file: DatabaseQueue
         do { file = try Self.openFile(c.path, readonly: true) } catch { return "cannot be opened (\(error))" }
         defer { try? file.close() }
+        do { return try file.read { db in try check(c, db, log: log) } } catch { return "cannot be read (\(error))" }
+    }
+
+    /// Copies a checkpoint's file to `path` (a replay's scratch state), checks the copy, and drops its `checkpoint`
+    /// table: nil when the copy holds the projection tables after event `c.position`, else why not (the caller
+    /// removes the copy).
+    public func copy(_ c: Checkpoint, log: Database, to path: String) throws -> String? {
+        do { try FileManager.default.copyItem(atPath: c.path, toPath: path) } catch { return "cannot be copied (\(error.localizedDescription))" }
+        let state: DatabaseQueue
+        do { state = try Replay.openScratch(path) } catch { return "cannot be opened (\(error))" }
+        defer { try? state.close() }
         do {
-            return try file.read { db -> String? in
-                guard try db.tableExists("checkpoint"),
-                      let meta = try Row.fetchOne(db, sql: "SELECT position, log_id, event_hash, digest FROM checkpoint") else {
-                    return "has no checkpoint row"
-                }
-                guard (meta[0] as Int64) == c.position else { return "names position \(meta[0] as Int64), not \(c.position)" }
-                guard (meta[1] as String) == logId else { return "belongs to log \(meta[1] as String)" }
-                let hash = try Data.fetchOne(log, sql: "SELECT hash FROM events WHERE position = ?", arguments: [c.position])
-                guard let hash, hash == (meta[2] as Data) else { return "the log's event \(c.position) is not the one the checkpoint was made after" }
-                try ProjectionCopy.copy(from: db, to: target)
-                let digest = try Projections.digest(target).digest
-                guard digest == (meta[3] as String) else { return "its tables do not match its digest" }
+            return try state.writeWithoutTransaction { db -> String? in
+                if let problem = try check(c, db, log: log) { return problem }
+                try db.execute(sql: "DROP TABLE checkpoint")
                 return nil
             }
         } catch {
@@ -69,27 +86,32 @@ public struct CheckpointStore: Sendable {
         }
     }
 
-    /// Writes a checkpoint of `state` (the projection tables after event `position` of `log`).
-    func write(_ state: Database, position: Int64, log: Database) throws -> Checkpoint {
+    /// Writes a checkpoint of `state` (the projection tables after event `position` of `log`): a copy of its file
+    /// (no transaction open) with the `checkpoint` row added.
+    func write(_ state: DatabaseQueue, position: Int64, log: Database) throws -> Checkpoint {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = directory + "/" + Self.fileName(position)
         let partial = path + ".partial-\(getpid())"
-        try? FileManager.default.removeItem(atPath: partial)
-        let digest = try Projections.digest(state).digest
+        Replay.removeScratch(partial)
+        let digest = try state.read { db in try Projections.digest(db).digest }
         guard let hash = try Data.fetchOne(log, sql: "SELECT hash FROM events WHERE position = ?", arguments: [position]) else {
             throw EditLogError(.notFound, "no event at position \(position)")
         }
-        let file = try Self.openFile(partial, readonly: false)
         do {
-            try file.write { db in
-                try ProjectionCopy.copy(from: state, to: db)
-                try db.execute(sql: "CREATE TABLE checkpoint (position INTEGER NOT NULL, log_id TEXT NOT NULL, event_hash BLOB NOT NULL, digest TEXT NOT NULL)")
-                try db.execute(sql: "INSERT INTO checkpoint VALUES (?, ?, ?, ?)", arguments: [position, logId, hash, digest])
+            try FileManager.default.copyItem(atPath: state.path, toPath: partial)
+            let file = try Self.openFile(partial, readonly: false)
+            do {
+                try file.write { db in
+                    try db.execute(sql: "CREATE TABLE checkpoint (position INTEGER NOT NULL, log_id TEXT NOT NULL, event_hash BLOB NOT NULL, digest TEXT NOT NULL)")
+                    try db.execute(sql: "INSERT INTO checkpoint VALUES (?, ?, ?, ?)", arguments: [position, logId, hash, digest])
+                }
+                try file.close()
+            } catch {
+                try? file.close()
+                throw error
             }
-            try file.close()
         } catch {
-            try? file.close()
-            try? FileManager.default.removeItem(atPath: partial)
+            Replay.removeScratch(partial)
             throw error
         }
         if rename(partial, path) != 0 { throw EditLogError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
@@ -97,8 +119,8 @@ public struct CheckpointStore: Sendable {
     }
 
     /// Makes the missing checkpoints at every multiple of `every` up to the log's last event, incrementally:
-    /// from the newest usable checkpoint below the first missing one, one pass over the events after it.
-    /// Returns the checkpoints written.
+    /// from the newest usable checkpoint below the first missing one, one pass over the events after it, the state
+    /// in a scratch file beside the checkpoints. Returns the checkpoints written.
     @discardableResult
     public func create(log: Database, every: Int64) throws -> [Checkpoint] {
         guard every > 0 else { throw EditLogError(.invalidInput, "--every must be a positive number of events") }
@@ -107,30 +129,32 @@ public struct CheckpointStore: Sendable {
         let present = Set(try list().map(\.position))
         let wanted = stride(from: every, through: head, by: Int(every)).map { Int64($0) }
         guard let firstMissing = wanted.first(where: { !present.contains($0) }) else { return [] }
-        let memory = try DatabaseQueue()
-        return try memory.write { state in
-            var start: Int64 = 0
-            for c in try list().reversed() where c.position < firstMissing {
-                if try load(c, log: log, into: state) == nil { start = c.position; break }
-                try ProjectionTables.dropAll(state)
-            }
-            var written: [Checkpoint] = []
-            var at = start
-            for p in wanted where p >= firstMissing {
-                try Replay.apply(log, after: at, through: p, into: state)
-                at = p
-                if !present.contains(p) { written.append(try write(state, position: p, log: log)) }
-            }
-            return written
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scratch = directory + "/building-\(getpid()).state"
+        Replay.removeScratch(scratch)
+        defer { Replay.removeScratch(scratch) }
+        var start: Int64 = 0
+        for c in try list().reversed() where c.position < firstMissing {
+            if try copy(c, log: log, to: scratch) == nil { start = c.position; break }
+            Replay.removeScratch(scratch)
         }
+        let state = try Replay.openScratch(scratch)
+        defer { try? state.close() }
+        var written: [Checkpoint] = []
+        var at = start
+        for p in wanted where p >= firstMissing {
+            try state.write { db in try Replay.apply(log, after: at, through: p, into: db) }
+            at = p
+            if !present.contains(p) { written.append(try write(state, position: p, log: log)) }
+        }
+        return written
     }
 
     /// Checks every checkpoint (log id, event hash, digest): the problems found, one line each.
     public func verify(log: Database) throws -> [String] {
         var problems: [String] = []
         for c in try list() {
-            let memory = try DatabaseQueue()
-            if let p = try memory.write({ try load(c, log: log, into: $0) }) { problems.append("\(c.path): \(p)") }
+            if let p = try check(c, log: log) { problems.append("\(c.path): \(p)") }
         }
         return problems
     }

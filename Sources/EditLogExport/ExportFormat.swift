@@ -30,6 +30,12 @@ public struct ExportSummary: Sendable {
     public var files: [String] = []
     /// Live features (rows) written per layer name, in layer order.
     public var features: [(layer: String, count: Int)] = []
+
+    public init(format: ExportFormat, files: [String] = [], features: [(layer: String, count: Int)] = []) {
+        self.format = format
+        self.files = files
+        self.features = features
+    }
 }
 
 /// A layer to export: its schema, where its rows are, and its spatial reference.
@@ -90,34 +96,43 @@ public enum Exporter {
     /// Writes the projection tables of `state` (a replay, or the live log) to `out` in `format`.
     /// `lastChange` (the recording time of the last event included) dates the GeoPackage's contents, so the
     /// same moment always gives the same bytes. An existing output is refused unless `overwrite`.
+    /// `progress` gets (rows written, rows to write) every 10,000 rows and at the end: the live features of the
+    /// chosen layers, or for `.sqlite` every row of the tables copied.
     public static func write(_ state: Database, layers: [ExportLayer], to out: String, format: ExportFormat, lastChange: String,
-                             overwrite: Bool) throws -> ExportSummary {
+                             overwrite: Bool, progress: ((Int64, Int64) -> Void)? = nil) throws -> ExportSummary {
         var summary = ExportSummary(format: format)
         for l in layers {
             let n = try Int.fetchOne(state, sql: "SELECT COUNT(*) FROM \(l.table) WHERE _deleted = 0") ?? 0
             summary.features.append((l.schema.name, n))
         }
+        let keep = Set(layers.map(\.table))
+        func copied(_ table: String) -> Bool { !table.hasPrefix("p_layer_") || keep.contains(table) }
+        var total = Int64(summary.features.map(\.count).reduce(0, +))
+        if format == .sqlite, progress != nil {
+            total = 0
+            for t in try ProjectionTables.all(state) where copied(t) { total += try Int64.fetchOne(state, sql: "SELECT COUNT(*) FROM \(t)") ?? 0 }
+        }
+        let ticker = ProgressTicker(total: total, report: progress)
+        let tick: (() -> Void)? = progress == nil ? nil : ticker.tick
         switch format {
         case .sqlite:
-            let keep = Set(layers.map(\.table))
             try atomically(out, overwrite: overwrite) { path in
                 let q = try DatabaseQueue(path: path)
-                try q.write { db in
-                    try ProjectionCopy.copy(from: state, to: db) { table in !table.hasPrefix("p_layer_") || keep.contains(table) }
-                }
+                try q.write { db in try ProjectionCopy.copy(from: state, to: db, include: copied, tick: tick) }
                 try q.close()
             }
             summary.files = [out]
         case .gpkg:
-            try atomically(out, overwrite: overwrite) { path in try GeoPackageWriter.write(state, layers: layers, to: path, lastChange: lastChange) }
+            try atomically(out, overwrite: overwrite) { path in try GeoPackageWriter.write(state, layers: layers, to: path, lastChange: lastChange, tick: tick) }
             summary.files = [out]
         case .geojson, .csv:
             for (l, path) in try perLayerPaths(out, layers: layers, format: format) {
-                let bytes = format == .geojson ? try GeoJSONWriter.document(state, layer: l) : try CSVWriter.document(state, layer: l)
+                let bytes = format == .geojson ? try GeoJSONWriter.document(state, layer: l, tick: tick) : try CSVWriter.document(state, layer: l, tick: tick)
                 try atomically(path, overwrite: overwrite) { p in try Data(bytes).write(to: URL(fileURLWithPath: p)) }
                 summary.files.append(path)
             }
         }
+        ticker.finish()
         return summary
     }
 
@@ -137,6 +152,17 @@ public enum Exporter {
         return layers.map { l in
             let safe = String(l.schema.name.map { "/\\:".contains($0) ? "_" : $0 })
             return (l, dir + "/" + (safe.hasPrefix(".") ? "_" + safe : safe) + "." + format.fileExtension)
+        }
+    }
+
+    /// Renames a finished file into place (an existing `path` only when `overwrite`).
+    public static func place(_ file: String, at path: String, overwrite: Bool) throws {
+        if FileManager.default.fileExists(atPath: path) && !overwrite {
+            throw EditLogError(.conflict, "\(path) already exists (--force to replace it)")
+        }
+        guard rename(file, path) == 0 else {
+            let e = errno
+            throw EditLogError(.io, "cannot write \(path): \(String(cString: strerror(e)))")
         }
     }
 

@@ -28,7 +28,7 @@ public enum GeoJSONWriter {
         return nil
     }
 
-    public static func collection(_ state: Database, layer l: ExportLayer) throws -> JSONValue {
+    public static func collection(_ state: Database, layer l: ExportLayer, tick: (() -> Void)? = nil) throws -> JSONValue {
         var features: [JSONValue] = []
         let rows = try l.liveRows(state)
         while let row = try rows.next() {
@@ -39,6 +39,7 @@ public enum GeoJSONWriter {
                 "type": .string("Feature"), "id": .int(oid), "properties": .object(props),
                 "geometry": (l.hasGeometry ? geometry(try l.esriGeometry(row)) : nil) ?? .null,
             ]))
+            tick?()
         }
         var o: [String: JSONValue] = ["type": .string("FeatureCollection"), "name": .string(l.schema.name), "features": .array(features)]
         if let epsg = l.epsg, epsg != 4326 {
@@ -47,7 +48,7 @@ public enum GeoJSONWriter {
         return .object(o)
     }
 
-    public static func document(_ state: Database, layer: ExportLayer) throws -> [UInt8] {
-        try collection(state, layer: layer).serializedBytes() + [0x0A]
+    public static func document(_ state: Database, layer: ExportLayer, tick: (() -> Void)? = nil) throws -> [UInt8] {
+        try collection(state, layer: layer, tick: tick).serializedBytes() + [0x0A]
     }
 }

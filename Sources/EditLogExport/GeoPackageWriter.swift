@@ -62,7 +62,8 @@ public enum GeoPackageWriter {
         return out + wkb
     }
 
-    public static func write(_ state: Database, layers: [ExportLayer], to path: String, lastChange: String) throws {
+    /// `tick` is called once per feature row written.
+    public static func write(_ state: Database, layers: [ExportLayer], to path: String, lastChange: String, tick: (() -> Void)? = nil) throws {
         let q = try DatabaseQueue(path: path)
         try q.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA application_id = \(applicationId); PRAGMA user_version = \(userVersion)")
@@ -70,7 +71,7 @@ public enum GeoPackageWriter {
                 try createCoreTables(db)
                 var srs = Set<Int>()
                 for l in layers where l.hasGeometry { if let e = l.epsg, srs.insert(e).inserted { try addSpatialReference(db, e) } }
-                for l in layers { try writeLayer(state, l, db, lastChange: lastChange) }
+                for l in layers { try writeLayer(state, l, db, lastChange: lastChange, tick: tick) }
                 return .commit
             }
         }
@@ -113,7 +114,7 @@ public enum GeoPackageWriter {
         }
     }
 
-    static func writeLayer(_ state: Database, _ l: ExportLayer, _ db: Database, lastChange: String) throws {
+    static func writeLayer(_ state: Database, _ l: ExportLayer, _ db: Database, lastChange: String, tick: (() -> Void)?) throws {
         let name = l.schema.name
         let q = ProjectionTables.quoted
         let fields = l.schema.attributeFields
@@ -154,6 +155,7 @@ public enum GeoPackageWriter {
                 }
             }
             try insert.execute(arguments: StatementArguments(values))
+            tick?()
         }
     }
 }

@@ -50,38 +50,68 @@ public enum Replay {
     }
 
     /// Applies events `after+1 ... through` of `source` to `target`, whose projection tables hold the state
-    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses.
-    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database) throws {
+    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses. `progress`
+    /// gets (events applied, events to apply) every 10,000 positions and at the end.
+    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database,
+                             progress: ((Int64, Int64) -> Void)? = nil) throws {
         let projector = Projector(schema: after > 0 ? try schema(source, atOrBefore: after) : nil, logId: try EventStore.logId(in: source))
         // A merge decision is recorded just before its imported event: one at `after` still applies to the next.
         if after > 0, let last = try EventReading.first(source, where: "position = ?", arguments: [after]) { projector.resume(after: last) }
+        let total = through - after
         try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through]) { e in
             try projector.apply(e, target)
+            if let progress, e.position % 10_000 == 0 { progress(e.position - after, total) }
         }
         try projector.flush(target)
+        progress?(total, total)
     }
 
-    /// Replays events 1...`position` of the log `source` into the empty database `target`, starting from the
-    /// nearest usable checkpoint at or before `position` when `checkpoints` is given.
-    public static func materialize(_ source: Database, through position: Int64, into target: Database,
-                                   checkpoints: CheckpointStore?) throws -> ReplayOutcome {
+    /// A scratch SQLite file for a replay's state (derived data, removed or renamed afterwards): no journal, no
+    /// fsync, a 16 MiB page cache. The state lives on disk so a replay's memory does not grow with the dataset.
+    public static func openScratch(_ path: String) throws -> DatabaseQueue {
+        var config = Configuration()
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384")
+        }
+        return try DatabaseQueue(path: path, configuration: config)
+    }
+
+    public static func removeScratch(_ path: String) {
+        for s in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) }
+    }
+
+    /// Replays events 1...`position` of the log `source` into a new SQLite file at `path` (replaced when present):
+    /// a copy of the nearest usable checkpoint at or before `position` when `checkpoints` is given (its file, checked
+    /// against the log and its digest), then the events after it. Returns the open state and what was done; the
+    /// caller closes it and removes (or renames) the file.
+    public static func materialize(_ source: Database, through position: Int64, file path: String, checkpoints: CheckpointStore?,
+                                   progress: ((Int64, Int64) -> Void)? = nil) throws -> (DatabaseQueue, ReplayOutcome) {
         let head = try EventReading.count(source)
         guard position >= 1 else { throw EditLogError(.notFound, "no event at or before that moment (the log starts at position 1)") }
         guard position <= head else { throw EditLogError(.notFound, "position \(position) is beyond the log's last event (\(head))") }
         var start: Int64 = 0
         var skipped: [String] = []
+        removeScratch(path)
         if let checkpoints {
             for c in try checkpoints.list().reversed() where c.position <= position {
-                if let problem = try checkpoints.load(c, log: source, into: target) {
+                if let problem = try checkpoints.copy(c, log: source, to: path) {
                     skipped.append("\(c.path): \(problem)")
-                    try ProjectionTables.dropAll(target)
+                    removeScratch(path)
                     continue
                 }
                 start = c.position
                 break
             }
         }
-        try apply(source, after: start, through: position, into: target)
-        return ReplayOutcome(position: position, checkpoint: start, digest: try Projections.digest(target).digest, skippedCheckpoints: skipped)
+        let state = try openScratch(path)
+        do {
+            try state.write { db in try apply(source, after: start, through: position, into: db, progress: progress) }
+            let digest = try state.read { db in try Projections.digest(db).digest }
+            return (state, ReplayOutcome(position: position, checkpoint: start, digest: digest, skippedCheckpoints: skipped))
+        } catch {
+            try? state.close()
+            removeScratch(path)
+            throw error
+        }
     }
 }

@@ -20,6 +20,7 @@ public enum Projections {
             if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
         }
         try projector.flush(target)
+        progress?(total, total)
         return projector
     }
 
@@ -47,20 +48,8 @@ public enum Projections {
         for table in try ProjectionTables.all(db) {
             var h = ContentDigest()
             h.update(Array(table.utf8))
-            let cols = try db.columns(in: table).map(\.name)
-            let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM \(table) ORDER BY 1")
-            while let row = try cursor.next() {
-                for (i, _) in cols.enumerated() {
-                    let v: DatabaseValue = row[i]
-                    switch v.storage {
-                    case .null: h.update([0])
-                    case .int64(let x): h.update([1]); withUnsafeBytes(of: x.bigEndian) { h.update($0) }
-                    case .double(let x): h.update([2]); withUnsafeBytes(of: x.bitPattern.bigEndian) { h.update($0) }
-                    case .string(let s): h.update([3]); let b = Array(s.utf8); withUnsafeBytes(of: UInt64(b.count).bigEndian) { h.update($0) }; h.update(b)
-                    case .blob(let d): h.update([4]); withUnsafeBytes(of: UInt64(d.count).bigEndian) { h.update($0) }; h.update(d)
-                    }
-                }
-            }
+            // Every value tagged by its storage class, in the table's column order, rows by their first column.
+            try RowBytes.stream(db, sql: "SELECT * FROM \(table) ORDER BY 1") { h.update($0) }
             let d = Hex.encode(h.finalize())
             perTable[table] = d
             all.update(Array("\(table)=\(d);".utf8))

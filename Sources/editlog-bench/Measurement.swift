@@ -8,6 +8,8 @@ enum Goal: Codable, Sendable {
     case peerRatioAtLeast(Double)
     case millisecondsAtMost(Double)
     case megabytesAtMost(Double)
+    /// The measured operation's wall time at most this many seconds.
+    case secondsAtMost(Double)
 
     var text: String {
         switch self {
@@ -15,6 +17,7 @@ enum Goal: Codable, Sendable {
         case .peerRatioAtLeast(let r): return "≥ \(Fmt.num(r))x peer"
         case .millisecondsAtMost(let ms): return "p99 ≤ \(Fmt.num(ms)) ms"
         case .megabytesAtMost(let mb): return "≤ \(Fmt.num(mb)) MB"
+        case .secondsAtMost(let s): return "≤ \(Fmt.num(s)) s"
         }
     }
 }
@@ -41,6 +44,8 @@ struct Measurement: Codable, Sendable {
     var maxms: Double?
     var rssBytes: Int64?
     var goal: Goal?
+    /// Replaces the verdict when the goal could not be judged (e.g. "peer unavailable").
+    var status: String?
     var notes: [String] = []
 
     var throughput: Double? { seconds.flatMap { $0 > 0 ? Double(units) / $0 : nil } }
@@ -60,6 +65,7 @@ struct Measurement: Codable, Sendable {
         case .ratioAtLeast?, .peerRatioAtLeast?: return ratio
         case .millisecondsAtMost?: return p99ms
         case .megabytesAtMost?: return rssBytes.map { Double($0) / 1_048_576 }
+        case .secondsAtMost?: return seconds
         case nil: return nil
         }
     }
@@ -68,25 +74,26 @@ struct Measurement: Codable, Sendable {
         guard let goal, let v = value else { return nil }
         switch goal {
         case .ratioAtLeast(let g), .peerRatioAtLeast(let g): return v >= g
-        case .millisecondsAtMost(let g): return v <= g
+        case .millisecondsAtMost(let g), .secondsAtMost(let g): return v <= g
         case .megabytesAtMost(let g): return v <= g
         }
     }
 
     /// "met", or "NOT met" and by how much the goal is missed.
     var verdict: String {
+        if let status { return status }
         guard let goal, let v = value, let met else { return "—" }
         if met { return "met" }
         switch goal {
         case .ratioAtLeast(let g), .peerRatioAtLeast(let g): return "NOT met: \(Fmt.num(g / max(v, 1e-9)))x too slow"
-        case .millisecondsAtMost(let g): return "NOT met: \(Fmt.num(v / g))x over"
+        case .millisecondsAtMost(let g), .secondsAtMost(let g): return "NOT met: \(Fmt.num(v / g))x over"
         case .megabytesAtMost(let g): return "NOT met: +\(Fmt.num(v - g)) MB"
         }
     }
 
     enum CodingKeys: String, CodingKey {
         case scenario, kind, size, units, unitName, seconds, cpuSeconds, floorSeconds, floorCpuSeconds, floorDescription
-        case p50ms, p99ms, maxms, rssBytes, goal, notes
+        case p50ms, p99ms, maxms, rssBytes, goal, status, notes
     }
 }
 

@@ -16,6 +16,7 @@ enum AppendBulk: Scenario {
         let s = ctx.sizes
         let path = ctx.bulkLogPath
         try? FileManager.default.removeItem(atPath: ctx.bulkLogReadyMarker)
+        try? FileManager.default.removeItem(atPath: path + ".checkpoints")  // the replay scenario's, of the previous log
         let (log, workload) = try ctx.logFromBase(at: path, trees: s.bulkTrees, workloadSeed: ctx.seed)
         let base = try log.eventCount()
         ctx.note("base log: \(base) events; recording \(Fmt.count(s.bulkEvents)) events in batches of \(s.batchSessions) sessions")

@@ -25,6 +25,10 @@ enum Scenarios {
         Rebuild.self,
         Verify.self,
         HistoryShow.self,
+        ReplayAt.self,
+        ExportLive.self,
+        ReportWhole.self,
+        DiffWindows.self,
     ]
 
     static func named(_ n: String) -> (any Scenario.Type)? {
@@ -46,9 +50,11 @@ struct Sizes: Codable, Sendable {
     var sessionTrees: Int
     /// Random features looked up by `history`/`show`.
     var lookups: Int
+    /// Trees (generated, besides the fixture's) in the log `diff` edits 1% and 10% of.
+    var diffTrees: Int
 
-    static let quick = Sizes(profile: "quick", bulkEvents: 50_000, bulkTrees: 5_000, batchSessions: 200, sessions: 2_000, sessionTrees: 1_000, lookups: 1_000)
-    static let full = Sizes(profile: "full", bulkEvents: 1_000_000, bulkTrees: 50_000, batchSessions: 500, sessions: 20_000, sessionTrees: 5_000, lookups: 1_000)
+    static let quick = Sizes(profile: "quick", bulkEvents: 50_000, bulkTrees: 5_000, batchSessions: 200, sessions: 2_000, sessionTrees: 1_000, lookups: 1_000, diffTrees: 10_000)
+    static let full = Sizes(profile: "full", bulkEvents: 1_000_000, bulkTrees: 50_000, batchSessions: 500, sessions: 20_000, sessionTrees: 5_000, lookups: 1_000, diffTrees: 100_000)
 }
 
 /// What a scenario gets: sizes, seed, a work directory, the fixture, and the big log.

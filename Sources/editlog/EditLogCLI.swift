@@ -94,8 +94,8 @@ struct ProgressBar {
         guard enabled, total > 0 else { return }
         let width = 30
         let filled = Int(Double(done) / Double(total) * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: max(0, width - filled))
-        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done)/\(total)".utf8))
+        let bar = String(repeating: "#", count: min(width, filled)) + String(repeating: " ", count: max(0, width - filled))
+        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done)/\(total)\u{1B}[K".utf8))
     }
     func finish() {
         guard enabled else { return }

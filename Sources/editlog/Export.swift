@@ -11,7 +11,10 @@ struct Export: ParsableCommand {
     func run() throws {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db, readonly: true)
-            printSummary(try editLog.export(to: output.out, layers: output.layer, overwrite: output.force), json: json.json)
+            let bar = ProgressBar(label: "export")
+            let summary = try editLog.export(to: output.out, layers: output.layer, overwrite: output.force, progress: bar.update)
+            bar.finish()
+            printSummary(summary, json: json.json)
         }
     }
 }

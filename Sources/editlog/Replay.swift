@@ -62,8 +62,11 @@ struct Replay: ParsableCommand {
     func run() throws {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db, readonly: true)
+            let replaying = ProgressBar(label: "replay"), writing = ProgressBar(label: "write")
             let (r, s) = try editLog.replay(asOf: LogMoment(asOf)!, by: clock.clock, to: output.out, layers: output.layer,
-                                            useCheckpoints: !noCheckpoints, overwrite: output.force)
+                                            useCheckpoints: !noCheckpoints, overwrite: output.force,
+                                            progress: replaying.update, writeProgress: writing.update)
+            writing.finish()
             for skipped in r.skippedCheckpoints { warn("checkpoint not used: \(skipped)") }
             var extra: [String: JSONValue] = ["position": .int(r.position), "checkpoint": .int(r.checkpoint), "digest": .string(r.digest)]
             extra["clock"] = .string(clock.clock.rawValue)

@@ -31,11 +31,11 @@ struct Report: ParsableCommand {
     func run() throws {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db, readonly: true)
-            let r = try editLog.report(from: from.flatMap(LogMoment.init), to: to.flatMap(LogMoment.init), clock: clock.clock)
+            let bar = ProgressBar(label: "report")
+            let r = try editLog.report(from: from.flatMap(LogMoment.init), to: to.flatMap(LogMoment.init), clock: clock.clock, progress: bar.update)
+            bar.finish()
             if let path = out {
-                do { try Data(r.html.utf8).write(to: URL(fileURLWithPath: path)) } catch {
-                    throw EditLogError(.io, "cannot write \(path): \(error.localizedDescription)")
-                }
+                try r.writeHTML(to: path)
             }
             if output.json {
                 func counts(_ d: [String: Int]) -> JSONValue { .object(d.mapValues { .int(Int64($0)) }) }

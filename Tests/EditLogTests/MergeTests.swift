@@ -4,16 +4,24 @@ import Testing
 
 /// The merge engine through the import: devices made from the same fixtures exchange their events and converge.
 @Suite struct MergeTests {
-    /// Imports every event of `from` (and the blobs they reference) into `to`.
+    /// Carries every event of `from` (and the blobs they reference) to `to`: in a change bundle (exported to a file,
+    /// imported from it, as devices exchange them), or directly through the import API the bundle import uses
+    /// (a debug build writes bundles slowly; the property test runs most seeds directly).
     @discardableResult
-    static func exchange(_ from: EditLog, into to: EditLog, policy: MergePolicy = .lastInWins) throws -> ImportReport {
-        let events = try from.events()
-        var shas = Set<String>()
-        for e in events where e.type == EventType.attachmentStaged.rawValue { if let s = e.payload["sha256"]?.stringValue { shas.insert(s) } }
-        return try to.importEvents(policy: policy, actor: "operator", device: "test", source: "test:\(from.logId)") { event, blob in
-            for e in events { try event(e) }
-            for s in shas.sorted() { if let b = try from.blob(sha256: s) { try blob(b) } }
+    static func exchange(_ from: EditLog, into to: EditLog, policy: MergePolicy = .lastInWins, viaBundle: Bool = true) throws -> ImportReport {
+        guard viaBundle else {
+            let events = try from.events()
+            var shas = Set<String>()
+            for e in events where e.type == EventType.attachmentStaged.rawValue { if let s = e.payload["sha256"]?.stringValue { shas.insert(s) } }
+            return try to.importEvents(policy: policy, actor: "operator", device: "test", source: "test:\(from.logId)") { event, blob in
+                for e in events { try event(e) }
+                for s in shas.sorted() { if let b = try from.blob(sha256: s) { try blob(b) } }
+            }
         }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-merge-\(UUID().uuidString).bundle").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        _ = try from.exportBundle(to: file)
+        return try to.importBundle(at: file, policy: policy, actor: "operator", device: "test").report
     }
 
     /// A device log made from the fixtures. Devices of one test share a clock (devices whose clocks agree, as
@@ -196,11 +204,12 @@ import Testing
             _ = try RebuildPropertyTests.drive(log, editor: &editor, steps: 90, sessionPrefix: "\(name)-")
             logs.append(log)
         }
+        let bundles = seed == 1  // one seed through real bundle files, the others through the same import directly
         // Random exchanges, then full rounds (every pair, in a random order) until one adds nothing anywhere.
         var rng = SplitMix64(seed: seed)
         for _ in 0..<8 {
             let from = Int(rng.next() % 3), to = (from + 1 + Int(rng.next() % 2)) % 3
-            try Self.exchange(logs[from], into: logs[to])
+            try Self.exchange(logs[from], into: logs[to], viaBundle: bundles)
         }
         var pairs = [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
         var rounds = 0
@@ -208,7 +217,7 @@ import Testing
             rounds += 1
             for i in pairs.indices.reversed() { pairs.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
             var added = 0
-            for (f, t) in pairs { added += try Self.exchange(logs[f], into: logs[t]).imported }
+            for (f, t) in pairs { added += try Self.exchange(logs[f], into: logs[t], viaBundle: bundles).imported }
             if added == 0 { break }
             try #require(rounds < 10, "seed \(seed): exchanges keep adding events after \(rounds) rounds")
         }

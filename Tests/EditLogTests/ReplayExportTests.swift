@@ -68,6 +68,39 @@ import Testing
         #expect(try log.replayDigest(asOf: .position(head)).digest == reference[head])
     }
 
+    /// `Projections.digest` (read from SQLite's column buffers) is the SHA-256 of each table's name and every value
+    /// tagged by storage class, as the `Row`-based digest checkpoints were first made with computed it.
+    @Test func theDigestIsTheTaggedValueStreamOfEveryTable() throws {
+        let tmp = TempPath()
+        let log = try Self.randomLog(at: tmp.path, seed: 11, steps: 80)
+        let live = try log.digestOfProjections()
+        let reference = try RawLog.read(tmp.path) { db -> String in
+            var all = ContentDigest()
+            for table in try ProjectionTables.all(db) {
+                var h = ContentDigest()
+                h.update(Array(table.utf8))
+                let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM \(table) ORDER BY 1")
+                while let row = try cursor.next() {
+                    for v in row.databaseValues {
+                        switch v.storage {
+                        case .null: h.update([0])
+                        case .int64(let x): h.update([1]); withUnsafeBytes(of: x.bigEndian) { h.update($0) }
+                        case .double(let x): h.update([2]); withUnsafeBytes(of: x.bitPattern.bigEndian) { h.update($0) }
+                        case .string(let s): h.update([3]); let b = Array(s.utf8); withUnsafeBytes(of: UInt64(b.count).bigEndian) { h.update($0) }; h.update(b)
+                        case .blob(let d): h.update([4]); withUnsafeBytes(of: UInt64(d.count).bigEndian) { h.update($0) }; h.update(d)
+                        }
+                    }
+                }
+                all.update(Array("\(table)=\(Hex.encode(h.finalize()));".utf8))
+            }
+            return Hex.encode(all.finalize())
+        }
+        #expect(live == reference)
+        // Every storage class is in there: integers, doubles, text, blobs (WKB) and NULLs.
+        let classes = try RawLog.read(tmp.path) { db in try String.fetchAll(db, sql: "SELECT DISTINCT typeof(_wkb) FROM p_layer_0 UNION SELECT DISTINCT typeof(DBH) FROM p_layer_0 UNION SELECT typeof(_oid) FROM p_layer_0 UNION SELECT typeof(_globalid) FROM p_layer_0") }
+        #expect(Set(classes).isSuperset(of: ["blob", "real", "integer", "text"]), "\(classes)")
+    }
+
     @Test func aChangedCheckpointIsReportedAndNotUsed() throws {
         let tmp = TempPath()
         let log = try Self.randomLog(at: tmp.path, seed: 7, steps: 60)
