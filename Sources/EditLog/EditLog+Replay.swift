@@ -26,14 +26,15 @@ extension EditLog {
     public func replayDigest(asOf point: LogMoment, by basis: EventClock = .default, useCheckpoints: Bool = true,
                              progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> ReplayOutcome {
         let scratch = NSTemporaryDirectory() + "/editlog-replay-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sqlite"
-        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints, scratch: scratch, progress: progress) { _, _, outcome in outcome }
+        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints, scratch: scratch, digest: true, progress: progress) { _, _, outcome in outcome }
     }
 
     /// Materializes every layer and table as it was at a moment and writes it to `out` (format by extension).
     /// `progress` gets (events applied, events to apply) while replaying from the checkpoint; `writeProgress`
-    /// (rows written, rows to write) while writing.
+    /// (rows written, rows to write) while writing. With `digest`, the outcome has the replayed tables' digest (a second
+    /// read of every row).
     public func replay(asOf point: LogMoment, by basis: EventClock = .default, to out: String, layers: [String] = [],
-                       useCheckpoints: Bool = true, overwrite: Bool = false, progress: ((Int64, Int64) -> Void)? = nil,
+                       useCheckpoints: Bool = true, overwrite: Bool = false, digest: Bool = false, progress: ((Int64, Int64) -> Void)? = nil,
                        writeProgress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> (ReplayOutcome, ExportSummary) {
         let format = try Self.format(out)
         if (format == .sqlite || format == .gpkg) && !overwrite && FileManager.default.fileExists(atPath: out) {
@@ -43,7 +44,7 @@ extension EditLog {
         var base = out
         while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
         let scratch = base + ".replay-\(getpid())"
-        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints, scratch: scratch, progress: progress) { log, state, outcome in
+        return try replayed(asOf: point, by: basis, useCheckpoints: useCheckpoints, scratch: scratch, digest: digest, progress: progress) { log, state, outcome in
             if format == .sqlite {
                 let summary = try state.writeWithoutTransaction { db in
                     try Self.keepLayers(log, state: db, through: outcome.position, layers: layers)
@@ -101,12 +102,12 @@ extension EditLog {
 
     /// Replays into the scratch file `scratch` (removed afterwards unless `body` renamed it) and hands the log, the
     /// open state and the outcome to `body`.
-    func replayed<T>(asOf point: LogMoment, by basis: EventClock, useCheckpoints: Bool, scratch: String, progress: ((Int64, Int64) -> Void)?,
+    func replayed<T>(asOf point: LogMoment, by basis: EventClock, useCheckpoints: Bool, scratch: String, digest: Bool, progress: ((Int64, Int64) -> Void)?,
                      _ body: (Database, DatabaseQueue, ReplayOutcome) throws -> T) throws(EditLogError) -> T {
         let store = useCheckpoints ? checkpointStore : nil
         return try read { db in
             let p = try Replay.position(db, point, by: basis)
-            let (state, first) = try Replay.materialize(db, through: p, file: scratch, checkpoints: store, progress: progress)
+            let (state, first) = try Replay.materialize(db, through: p, file: scratch, checkpoints: store, digest: digest, progress: progress)
             defer {
                 try? state.close()
                 Replay.removeScratch(scratch)

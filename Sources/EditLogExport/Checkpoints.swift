@@ -46,7 +46,7 @@ public struct CheckpointStore: Sendable {
 
     /// Checks an open checkpoint file against the log (position, log id, the event's hash) and its own digest:
     /// nil when usable, else why not.
-    func check(_ c: Checkpoint, _ db: Database, log: Database) throws -> String? {
+    func check(_ c: Checkpoint, _ db: Database, log: Database, rows: Bool = true) throws -> String? {
         guard try db.tableExists("checkpoint"),
               let meta = try Row.fetchOne(db, sql: "SELECT position, log_id, event_hash, digest FROM checkpoint") else {
             return "has no checkpoint row"
@@ -55,7 +55,7 @@ public struct CheckpointStore: Sendable {
         guard (meta[1] as String) == logId else { return "belongs to log \(meta[1] as String)" }
         let hash = try Data.fetchOne(log, sql: "SELECT hash FROM events WHERE position = ?", arguments: [c.position])
         guard let hash, hash == (meta[2] as Data) else { return "the log's event \(c.position) is not the one the checkpoint was made after" }
-        guard try Projections.digest(db).digest == (meta[3] as String) else { return "its tables do not match its digest" }
+        if rows, try Projections.digest(db).digest != (meta[3] as String) { return "its tables do not match its digest" }
         return nil
     }
 
@@ -71,13 +71,20 @@ public struct CheckpointStore: Sendable {
     /// table: nil when the copy holds the projection tables after event `c.position`, else why not (the caller
     /// removes the copy).
     public func copy(_ c: Checkpoint, log: Database, to path: String) throws -> String? {
-        do { try FileManager.default.copyItem(atPath: c.path, toPath: path) } catch { return "cannot be copied (\(error.localizedDescription))" }
+        // With its fingerprint, the copy's bytes are checked as they are copied; without one, every row is.
+        let recorded = Self.recordedHash(of: c.path)
+        do {
+            let copied = try Self.hashFile(c.path, copyingTo: path)
+            if let recorded, recorded != copied { return "its bytes changed since it was written (SHA-256 \(copied), recorded \(recorded))" }
+        } catch {
+            return "cannot be copied (\(error))"
+        }
         let state: DatabaseQueue
         do { state = try Replay.openScratch(path) } catch { return "cannot be opened (\(error))" }
         defer { try? state.close() }
         do {
             return try state.writeWithoutTransaction { db -> String? in
-                if let problem = try check(c, db, log: log) { return problem }
+                if let problem = try check(c, db, log: log, rows: recorded == nil) { return problem }
                 try db.execute(sql: "DROP TABLE checkpoint")
                 return nil
             }
@@ -114,7 +121,17 @@ public struct CheckpointStore: Sendable {
             Replay.removeScratch(partial)
             throw error
         }
-        if rename(partial, path) != 0 { throw EditLogError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        // Its fingerprint first (a checkpoint without one is checked row by row, never trusted blindly).
+        let fingerprint = Self.sidecar(path)
+        do {
+            try Data((try Self.hashFile(partial) + "\n").utf8).write(to: URL(fileURLWithPath: fingerprint + ".partial"))
+        } catch {
+            Replay.removeScratch(partial)
+            throw EditLogError.wrapping(error, at: fingerprint)
+        }
+        if rename(fingerprint + ".partial", fingerprint) != 0 || rename(partial, path) != 0 {
+            throw EditLogError(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
         return Checkpoint(position: position, path: path)
     }
 

@@ -10,8 +10,8 @@ public struct ReplayOutcome: Sendable {
     public var position: Int64
     /// The checkpoint the replay started from (0: from scratch).
     public var checkpoint: Int64
-    /// `Projections.digest` of the replayed tables (every layer).
-    public var digest: String
+    /// `Projections.digest` of the replayed tables (every layer), when asked for (it reads every row again).
+    public var digest: String?
     /// With `--by client`: events in the prefix whose client time is after the requested time.
     public var laterClientEvents: Int64 = 0
     /// Checkpoints that were present but could not be used (wrong log, changed bytes), with the reason.
@@ -85,7 +85,7 @@ public enum Replay {
     /// against the log and its digest), then the events after it. Returns the open state and what was done; the
     /// caller closes it and removes (or renames) the file.
     public static func materialize(_ source: Database, through position: Int64, file path: String, checkpoints: CheckpointStore?,
-                                   progress: ((Int64, Int64) -> Void)? = nil) throws -> (DatabaseQueue, ReplayOutcome) {
+                                   digest wantDigest: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> (DatabaseQueue, ReplayOutcome) {
         let head = try EventReading.count(source)
         guard position >= 1 else { throw EditLogError(.notFound, "no event at or before that moment (the log starts at position 1)") }
         guard position <= head else { throw EditLogError(.notFound, "position \(position) is beyond the log's last event (\(head))") }
@@ -106,7 +106,7 @@ public enum Replay {
         let state = try openScratch(path)
         do {
             try state.write { db in try apply(source, after: start, through: position, into: db, progress: progress) }
-            let digest = try state.read { db in try Projections.digest(db).digest }
+            let digest = wantDigest ? try state.read { db in try Projections.digest(db).digest } : nil
             return (state, ReplayOutcome(position: position, checkpoint: start, digest: digest, skippedCheckpoints: skipped))
         } catch {
             try? state.close()

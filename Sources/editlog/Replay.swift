@@ -52,6 +52,9 @@ struct Replay: ParsableCommand {
     @Flag(name: .customLong("no-checkpoints"), help: "Replay from the first event, ignoring checkpoints.")
     var noCheckpoints = false
 
+    @Flag(name: .long, help: "Also print the digest of the replayed tables (Projections.digest: equal to a rebuild of the same prefix); reads every row again.")
+    var digest = false
+
     @OptionGroup var output: OutputOptions
     @OptionGroup var json: JSONFlag
 
@@ -64,15 +67,15 @@ struct Replay: ParsableCommand {
             let editLog = try EditLog.open(at: log.db, readonly: true)
             let replaying = ProgressBar(label: "replay"), writing = ProgressBar(label: "write")
             let (r, s) = try editLog.replay(asOf: LogMoment(asOf)!, by: clock.clock, to: output.out, layers: output.layer,
-                                            useCheckpoints: !noCheckpoints, overwrite: output.force,
+                                            useCheckpoints: !noCheckpoints, overwrite: output.force, digest: digest,
                                             progress: replaying.update, writeProgress: writing.update)
             writing.finish()
             for skipped in r.skippedCheckpoints { warn("checkpoint not used: \(skipped)") }
-            var extra: [String: JSONValue] = ["position": .int(r.position), "checkpoint": .int(r.checkpoint), "digest": .string(r.digest)]
+            var extra: [String: JSONValue] = ["position": .int(r.position), "checkpoint": .int(r.checkpoint), "digest": r.digest.map(JSONValue.string) ?? .null]
             extra["clock"] = .string(clock.clock.rawValue)
             if clock.clock == .client { extra["laterClientEvents"] = .int(r.laterClientEvents) }
             if !json.json {
-                out("replayed events 1...\(r.position)" + (r.checkpoint > 0 ? " (from the checkpoint at \(r.checkpoint))" : "") + ", digest \(r.digest)")
+                out("replayed events 1...\(r.position)" + (r.checkpoint > 0 ? " (from the checkpoint at \(r.checkpoint))" : "") + (r.digest.map { ", digest \($0)" } ?? ""))
                 if r.laterClientEvents > 0 { out("\(r.laterClientEvents) of them have a client time after \(asOf)") }
             }
             printSummary(s, json: json.json, extra: extra)
