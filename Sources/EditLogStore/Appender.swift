@@ -103,19 +103,14 @@ public struct Appender {
                                 client_time, recorded_time, origin_log, origin_position, origin_hash, hash)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        let payloadString = String(decoding: payload, as: UTF8.self)
-        do {
-            try insert.execute(arguments: [
-                position, idBytes, e.stream, version + 1, e.type.rawValue, payloadString, e.context.actor, e.context.device,
-                e.session, e.cause, e.context.clientTime, recorded, values.originLog, values.originPosition, origin.map { Data($0.hash) }, Data(hash),
-            ])
-        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+        guard try Self.insertRow(insert, values, hash: hash, db: db) else {
             // A unique index fired. Which one is answered by looking the id up (never by the message's wording):
             // only then does the common path pay for a lookup.
             if let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT position FROM events WHERE id = ?"), arguments: [idBytes]) {
                 return .alreadyStored(position: stored)
             }
-            throw error
+            throw DatabaseError(resultCode: .SQLITE_CONSTRAINT_UNIQUE, message: "UNIQUE constraint failed (stream \(e.stream), version \(version + 1))",
+                                sql: insert.sql)
         }
         if let blob { try storeBlob(blob) }
         headPosition = position
