@@ -9,6 +9,8 @@ import Foundation
 final class LogHandles: @unchecked Sendable {
     let path: String
     let schema: ServiceSchema
+    /// The service documents of the schema (read once: the schema does not change while serving).
+    let documents: [JSONValue]
     private let writer: EditLog
     private let writeLock = NSLock()
     private let poolLock = NSLock()
@@ -19,6 +21,7 @@ final class LogHandles: @unchecked Sendable {
         self.writer = writer
         self.path = writer.path
         self.schema = writer.schema
+        self.documents = (try? writer.serviceDocuments()) ?? []
         self.keep = max(1, keep)
     }
 

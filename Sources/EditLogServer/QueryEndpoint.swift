@@ -83,7 +83,7 @@ extension FeatureService {
         let p = r.params
         let format = r.format
         guard ["json", "pjson", "geojson"].contains(format) else { throw ServiceError.query("f=\(format.prefix(20)) is not supported (json, pjson, geojson)") }
-        let documents = try handles.read { try $0.serviceDocuments() }
+        let documents = handles.documents
         let sr = spatialReference(layer, documents: documents)
         // `outSR` is not applied: there is no reprojection, coordinates stay as stored and the response's
         // `spatialReference` always names the layer's own, so a client asking for another one can tell.
@@ -163,18 +163,5 @@ extension FeatureService {
         guard var o = g.objectValue else { return g }
         o["spatialReference"] = nil
         return .object(o)
-    }
-
-    /// The wkid of `outSR` (`4326` or `{"wkid":4326}`) or of a spatial reference object.
-    static func wkid(_ text: String) -> Int64? {
-        if let n = Int64(text.trimmingCharacters(in: .whitespaces)) { return n }
-        return (try? JSONParser.parse(Array(text.utf8))).flatMap(wkid)
-    }
-
-    static func wkid(_ sr: JSONValue) -> Int64? { sr["latestWkid"]?.intValue ?? sr["wkid"]?.intValue }
-
-    static func sameSR(_ a: Int64, _ b: Int64) -> Bool {
-        let web: Set<Int64> = [102100, 102113, 3857, 900913]
-        return a == b || (web.contains(a) && web.contains(b))
     }
 }

@@ -57,7 +57,7 @@ extension FeatureService {
         ]
         if !other.isTable, let gt = other.geometryType {
             result["geometryType"] = .string(gt)
-            let documents = try handles.read { try $0.serviceDocuments() }
+            let documents = handles.documents
             if let sr = spatialReference(other, documents: documents) { result["spatialReference"] = sr }
         }
         return out(.object(result), r)

@@ -23,7 +23,7 @@ extension FeatureService {
     }
 
     func layerDefinition(_ layer: LayerSchema) throws -> JSONValue {
-        let documents = try handles.read { try $0.serviceDocuments() }
+        let documents = handles.documents
         return .object(definition(layer, documents: documents))
     }
 
@@ -92,7 +92,8 @@ extension FeatureService {
     }
 
     func serviceRoot() throws -> JSONValue {
-        let (documents, serverGen) = try handles.read { log in (try log.serviceDocuments(), try log.lastPosition()) }
+        let documents = handles.documents
+        let serverGen = try handles.read { try $0.lastPosition() }
         var layers: [JSONValue] = [], tables: [JSONValue] = []
         var capabilities: [String] = []
         var extent: JSONValue?
@@ -143,7 +144,7 @@ extension FeatureService {
     }
 
     func allLayers() throws -> JSONValue {
-        let documents = try handles.read { try $0.serviceDocuments() }
+        let documents = handles.documents
         var layers: [JSONValue] = [], tables: [JSONValue] = []
         for l in schema.layers {
             let d = JSONValue.object(definition(l, documents: documents))

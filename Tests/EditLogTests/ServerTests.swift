@@ -1,6 +1,7 @@
 import EditLog
 import EditLogServer
 import Foundation
+import GRDB
 import Hummingbird
 import HummingbirdTesting
 import Testing
@@ -238,6 +239,26 @@ struct ServerTests {
             #expect(r.json["count"] == 239)
             let byId = try await client.getJSON(Self.base + "/0/query?objectIds=1&f=json")
             #expect(byId.json["features"]?.arrayValue?.isEmpty == true)
+        }
+    }
+
+    /// Reads do not wait for a write: another connection holds the write lock with an uncommitted change,
+    /// and a query answers at once with the last committed state.
+    @Test func readsDoNotWaitForAWriteInProgress() async throws {
+        try await ServedLog.run { client, log in
+            var config = Configuration()
+            config.allowsUnsafeTransactions = true
+            let writer = try DatabaseQueue(path: log.value.path, configuration: config)
+            try writer.inDatabase { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                try db.execute(sql: #"UPDATE p_layer_0 SET "Condition" = 'Dead'"#)
+            }
+            let started = Date()
+            let r = try await client.getJSON(Self.base + "/0/query" + queryString([("where", "Condition = 'Dead'"), ("returnCountOnly", "true")]))
+            #expect(r.json["count"]?.intValue == Int64(Self.trees.filter { $0["Condition"] == "Dead" }.count), "\(r.text)")
+            #expect(Date().timeIntervalSince(started) < 4, "the read waited for the writer")
+            try writer.inDatabase { db in try db.execute(sql: "ROLLBACK") }
+            try writer.close()
         }
     }
 }
