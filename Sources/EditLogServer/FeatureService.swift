@@ -90,8 +90,11 @@ final class FeatureService: Sendable {
         let pretty = params["f"]?.lowercased() == "pjson"
         // Authentication: `token=` or `Authorization: Bearer`.
         var token = params["token"]
-        if token == nil, let auth = request.headers[.authorization], auth.lowercased().hasPrefix("bearer ") {
-            token = String(auth.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        // `Authorization: Bearer …`, or `X-Esri-Authorization: Bearer …` as ArcGIS clients send it.
+        for field in request.headers where token == nil && ["authorization", "x-esri-authorization"].contains(field.name.canonicalName) {
+            if field.value.lowercased().hasPrefix("bearer ") {
+                token = String(field.value.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+            }
         }
         var user: String?
         if let token {

@@ -1,5 +1,8 @@
 import EditLog
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 
 /// `editlog serve` as a subprocess on 127.0.0.1 (a free port the server picks and prints), read by real
@@ -97,5 +100,27 @@ struct ServerClientTests {
         #expect(features.first?["geometry"]?["type"] == "Point")
         let tables = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/2' '\(served.dir)/species.geojson' 2>&1")
         #expect(tables.status == 0, "\(tables.stdout)")
+    }
+
+    /// The binary over HTTP (no client to install): an edit with the token file's token, then `editlog history`
+    /// names its user and the client's User-Agent.
+    @Test func serveRecordsEditsAsTheTokensUser() async throws {
+        let served = try Served(maxRecordCount: 1000)
+        var request = URLRequest(url: URL(string: "\(served.base)/0/applyEdits")!)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer tok-client-0001", forHTTPHeaderField: "X-Esri-Authorization")
+        request.setValue("FieldApp/2.0", forHTTPHeaderField: "User-Agent")
+        request.httpBody = Data(formEncode([("updates", #"[{"attributes":{"OBJECTID":1,"Condition":"Poor"}}]"#), ("f", "json")]).utf8)
+        let (data, _) = try await URLSession.shared.data(for: request)
+        let r = try JSONParser.parse(Array(data))
+        #expect(r["updateResults"]?.arrayValue?.first?["success"] == true, "\(r.serialized())")
+        let gid = try #require(try Fixture.features("Trees").first?["GlobalID"]?.stringValue)
+        let history = try CLI.run("history", served.temp.path, gid, "--json", "--no-baseline")
+        #expect(history.status == 0, "\(history.stderr)")
+        let entries = try JSONParser.parse(history.stdout)["entries"]?.arrayValue ?? []
+        #expect(entries.contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "gdal_user" && $0["device"] == "FieldApp/2.0" }, "\(history.stdout)")
+        let anonymous = try await URLSession.shared.data(from: URL(string: "\(served.base)/0/applyEdits?deletes=1&f=json")!)
+        #expect((anonymous.1 as? HTTPURLResponse)?.statusCode == 401)
     }
 }
