@@ -80,3 +80,65 @@ extension FeatureService {
         return out(["attachmentGroups": .array(groups)], r)
     }
 }
+
+/// Attachment edits: `/<id>/<oid>/addAttachment` (multipart/form-data, the file in part `attachment`) and
+/// `/<id>/<oid>/deleteAttachments` (`attachmentIds`), each one edit session of the token's user: `edit`,
+/// `attach` or `detach`, `finish`.
+extension FeatureService {
+    /// Records one session on a feature; nil on success, else the refusal.
+    func recordSession(_ ops: [ScriptCommand.Operation], name: String, user: String, device: String) -> EditLogError? {
+        let at = Timestamp.format(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded()))
+        let session = UUID().uuidString.lowercased()
+        let commands = ops.enumerated().map { ScriptCommand(line: $0.offset + 1, op: $0.element, actor: user, device: device, at: at, session: session) }
+        let digest = InputFiles.sha256(Array("\(name) \(user) \(at) \(session)".utf8))
+        do {
+            _ = try handles.write { log in try log.record(commands, name: name, sha256: digest, allowRepeat: true) }
+            return nil
+        } catch let e as EditLogError {
+            return e
+        } catch {
+            return EditLogError(.io, "\(error)")
+        }
+    }
+
+    func addAttachment(_ layer: LayerSchema, oid: Int64, _ r: ServiceRequest) throws -> Response {
+        let user = try requireEdit(r)
+        try requireAttachments(layer)
+        let g = try liveGlobalId(layer, oid)
+        guard let file = r.params.files["attachment"] else { throw ServiceError.invalid("attachment: a file part is required (multipart/form-data)") }
+        let attachmentId = "{\(UUID().uuidString)}"
+        let name = file.filename.isEmpty ? "attachment" : file.filename
+        let ops: [ScriptCommand.Operation] = [.edit(layer: String(layer.id), globalId: g),
+                                              .attach(attachmentId: attachmentId, name: name, contentType: file.contentType, data: file.bytes, preferredSize: "actual"),
+                                              .finish]
+        if let e = recordSession(ops, name: "addAttachment \(layer.name) \(oid) by \(user)", user: user, device: r.device) {
+            return out(["addAttachmentResult": ["success": false, "error": ["code": .int(Int64(Self.code(e))), "description": .string(e.message)]]], r)
+        }
+        let added = try handles.read { try $0.attachmentInfos(parents: [g]) }[g]?.first { $0.globalId == attachmentId }
+        return out(["addAttachmentResult": ["objectId": added.map { .int($0.id) } ?? .null, "globalId": .string(attachmentId), "success": true]], r)
+    }
+
+    func deleteAttachments(_ layer: LayerSchema, oid: Int64, _ r: ServiceRequest) throws -> Response {
+        let user = try requireEdit(r)
+        try requireAttachments(layer)
+        let g = try liveGlobalId(layer, oid)
+        guard let text = r.params["attachmentIds"] else { throw ServiceError.invalid("attachmentIds is required") }
+        let ids = try Self.objectIdList(text)
+        let existing = try handles.read { try $0.attachmentInfos(parents: [g]) }[g] ?? []
+        var results: [JSONValue] = []
+        for id in ids {
+            guard let a = existing.first(where: { $0.id == id }) else {
+                results.append(["objectId": .int(id), "globalId": .null, "success": false, "error": ["code": 1019, "description": "Attachment not found."]])
+                continue
+            }
+            let ops: [ScriptCommand.Operation] = [.edit(layer: String(layer.id), globalId: g), .detach(attachmentId: a.globalId), .finish]
+            if let e = recordSession(ops, name: "deleteAttachments \(layer.name) \(oid) by \(user)", user: user, device: r.device) {
+                results.append(["objectId": .int(id), "globalId": .string(a.globalId), "success": false,
+                                "error": ["code": .int(Int64(Self.code(e))), "description": .string(e.message)]])
+            } else {
+                results.append(["objectId": .int(id), "globalId": .string(a.globalId), "success": true])
+            }
+        }
+        return out(["deleteAttachmentResults": .array(results)], r)
+    }
+}

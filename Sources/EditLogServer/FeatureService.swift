@@ -166,6 +166,13 @@ final class FeatureService: Sendable {
             if rest.count == 3 { return try attachmentInfos(layer, oid: oid, r) }
             if rest.count == 4, let id = Int64(rest[3]) { return try attachmentBytes(layer, oid: oid, id: id, r) }
         }
+        if rest.count == 3, let oid = Int64(rest[1]) {
+            switch rest[2].lowercased() {
+            case "addattachment": return try addAttachment(layer, oid: oid, r)
+            case "deleteattachments": return try deleteAttachments(layer, oid: oid, r)
+            default: break
+            }
+        }
         throw ServiceError.notFound
     }
 

@@ -92,4 +92,34 @@ struct ServerReadTests {
             #expect(bad.json["error"]?["code"] == 400)
         }
     }
+
+    @Test func attachmentsAreAddedAndDeletedAsSessions() async throws {
+        try await ServedLog.run { client, log in
+            let boundary = "----editlog-attachment"
+            let photo: [UInt8] = (0..<300).map { UInt8($0 % 256) }
+            var body: [UInt8] = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\njson\r\n".utf8)
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"attachment\"; filename=\"bark.png\"\r\nContent-Type: image/png\r\n\r\n".utf8)
+            body += photo
+            body += Array("\r\n--\(boundary)--\r\n".utf8)
+            let headers: HTTPFields = [.contentType: "multipart/form-data; boundary=\(boundary)", .authorization: "Bearer \(ServedLog.editorToken)", .userAgent: "FieldMaps-Test"]
+            let added = try await client.execute(uri: Self.base + "/0/4/addAttachment", method: .post, headers: headers, body: ByteBuffer(bytes: body)) { r in
+                try JSONParser.parse(Array(r.body.readableBytesView))
+            }
+            let result = try #require(added["addAttachmentResult"], "\(added.serialized())")
+            #expect(result["success"] == true, "\(added.serialized())")
+            let id = try #require(result["objectId"]?.intValue)
+            let bytes = try await client.execute(uri: Self.base + "/0/4/attachments/\(id)", method: .get) { r in Array(r.body.readableBytesView) }
+            #expect(bytes == photo)
+            let gid = Self.trees[3]["GlobalID"]!.stringValue!
+            let (_, history) = try log.value.history(globalId: gid)
+            #expect(history.contains { $0.actor == "alice_pdx" && $0.device == "FieldMaps-Test" && $0.field.contains("bark.png") || ($0.actor == "alice_pdx" && $0.new.serialized().contains("bark.png")) },
+                    "\(history.map { "\($0.field) \($0.new.serialized())" })")
+            let anonymous = try await client.postForm(Self.base + "/0/4/deleteAttachments", [("attachmentIds", "\(id)")])
+            #expect(anonymous.status == .unauthorized)
+            let deleted = try await client.postForm(Self.base + "/0/4/deleteAttachments", [("attachmentIds", "\(id), 99999"), ("token", ServedLog.editorToken), ("f", "json")])
+            #expect(deleted.json["deleteAttachmentResults"]?.arrayValue?.compactMap { $0["success"]?.boolValue } == [true, false], "\(deleted.text)")
+            let list = try await client.getJSON(Self.base + "/0/4/attachments")
+            #expect(list.json["attachmentInfos"]?.arrayValue?.isEmpty == true)
+        }
+    }
 }
