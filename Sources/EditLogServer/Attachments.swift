@@ -1,0 +1,144 @@
+import EditLog
+import Foundation
+import Hummingbird
+
+/// Attachments (read-only): `/<id>/<oid>/attachments`, `/<id>/<oid>/attachments/<attachmentId>` (the bytes)
+/// and `/<id>/queryAttachments`.
+extension FeatureService {
+    static func attachmentJSON(_ a: AttachmentInfo, parentObjectId: Int64? = nil) -> JSONValue {
+        var o: [String: JSONValue] = ["id": .int(a.id), "globalId": .string(a.globalId), "parentGlobalId": .string(a.parentGlobalId), "name": .string(a.name),
+                                      "contentType": .string(a.contentType), "size": .int(a.size), "keywords": .string(a.keywords ?? "")]
+        if let parentObjectId { o["parentObjectId"] = .int(parentObjectId) }
+        return .object(o)
+    }
+
+    func requireAttachments(_ layer: LayerSchema) throws(ServiceError) {
+        guard layer.hasAttachments else { throw ServiceError(code: 400, message: "Requested operation is not supported by this service.", details: ["\(layer.name) has no attachments"]) }
+    }
+
+    /// A live feature's GlobalID by ObjectID, or ArcGIS's error for a missing one.
+    func liveGlobalId(_ layer: LayerSchema, _ oid: Int64) throws -> String {
+        guard let found = try handles.read({ try $0.globalId(layer: String(layer.id), objectId: oid) }), !found.deleted else {
+            throw ServiceError(code: 404, message: "Feature not found.", details: ["\(layer.name) has no feature \(oid)"])
+        }
+        return found.globalId
+    }
+
+    func attachmentInfos(_ layer: LayerSchema, oid: Int64, _ r: ServiceRequest) throws -> Response {
+        try requireAttachments(layer)
+        let g = try liveGlobalId(layer, oid)
+        let infos = try handles.read { try $0.attachmentInfos(parents: [g]) }[g] ?? []
+        return out(["attachmentInfos": .array(infos.map { Self.attachmentJSON($0) })], r)
+    }
+
+    func attachmentBytes(_ layer: LayerSchema, oid: Int64, id: Int64, _ r: ServiceRequest) throws -> Response {
+        try requireAttachments(layer)
+        let g = try liveGlobalId(layer, oid)
+        guard let a = try handles.read({ try $0.attachmentInfo(id: id) }), a.parentGlobalId == g,
+              let bytes = try handles.read({ try $0.blob(sha256: a.sha256) }) else {
+            throw ServiceError(code: 404, message: "Attachment not found.", details: [], status: .notFound)
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = a.contentType
+        let safeName = a.name.replacingOccurrences(of: "\"", with: "'").unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }
+        headers[.contentDisposition] = "inline; filename=\"\(String(String.UnicodeScalarView(safeName)))\""
+        headers[.eTag] = "\"\(a.sha256)\""
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// `queryAttachments`: `objectIds`, `globalIds` and/or `definitionExpression` choose the parents.
+    func queryAttachments(_ layer: LayerSchema, _ r: ServiceRequest) throws -> Response {
+        try requireAttachments(layer)
+        let p = r.params
+        var q = FeatureQuery()
+        if let w = p["definitionExpression"] {
+            do { q.predicate = try WhereParser.parse(w) } catch { throw ServiceError.query("definitionExpression: \(error.description)") }
+            if let pred = q.predicate {
+                do { _ = try FeatureFilterCompiler.compile(pred, layer: layer) } catch { throw ServiceError.query("definitionExpression: \(error.message)") }
+            }
+        }
+        if let ids = p["objectIds"] { q.objectIds = try Self.objectIdList(ids) }
+        let ref = String(layer.id)
+        var wantedGlobalIds: Set<String>?
+        if let g = p["globalIds"] { wantedGlobalIds = Set(try Self.idList(g).compactMap(GlobalID.normalize)) }
+        let oidField = layer.objectIdField ?? "OBJECTID", gidField = layer.globalIdField ?? "GlobalID"
+        let groups: [JSONValue] = try handles.read { log in
+            var parents: [(oid: Int64, gid: String)] = []
+            let page = try log.queryFeatures(layer: ref, q)
+            for f in page.features {
+                guard let oid = f["attributes"]?[oidField]?.intValue, let gid = f["attributes"]?[gidField]?.stringValue else { continue }
+                if let wantedGlobalIds, !wantedGlobalIds.contains(gid) { continue }
+                parents.append((oid, gid))
+            }
+            let infos = try log.attachmentInfos(parents: parents.map(\.gid))
+            return parents.compactMap { parent in
+                guard let list = infos[parent.gid], !list.isEmpty else { return nil }
+                return ["parentObjectId": .int(parent.oid), "parentGlobalId": .string(parent.gid),
+                        "attachmentInfos": .array(list.map { Self.attachmentJSON($0, parentObjectId: parent.oid) })]
+            }
+        }
+        return out(["attachmentGroups": .array(groups)], r)
+    }
+}
+
+/// Attachment edits: `/<id>/<oid>/addAttachment` (multipart/form-data, the file in part `attachment`) and
+/// `/<id>/<oid>/deleteAttachments` (`attachmentIds`), each one edit session of the token's user: `edit`,
+/// `attach` or `detach`, `finish`.
+extension FeatureService {
+    /// Records one session on a feature; nil on success, else the refusal.
+    func recordSession(_ ops: [ScriptCommand.Operation], name: String, user: String, device: String) -> EditLogError? {
+        let at = Timestamp.format(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded()))
+        let session = UUID().uuidString.lowercased()
+        let commands = ops.enumerated().map { ScriptCommand(line: $0.offset + 1, op: $0.element, actor: user, device: device, at: at, session: session) }
+        let digest = InputFiles.sha256(Array("\(name) \(user) \(at) \(session)".utf8))
+        do {
+            _ = try handles.write { log in try log.record(commands, name: name, sha256: digest, allowRepeat: true) }
+            return nil
+        } catch let e as EditLogError {
+            return e
+        } catch {
+            return EditLogError(.io, "\(error)")
+        }
+    }
+
+    func addAttachment(_ layer: LayerSchema, oid: Int64, _ r: ServiceRequest) throws -> Response {
+        let user = try requireEdit(r)
+        try requireAttachments(layer)
+        let g = try liveGlobalId(layer, oid)
+        guard let file = r.params.files["attachment"] else { throw ServiceError.invalid("attachment: a file part is required (multipart/form-data)") }
+        let attachmentId = "{\(UUID().uuidString)}"
+        let name = file.filename.isEmpty ? "attachment" : file.filename
+        let ops: [ScriptCommand.Operation] = [.edit(layer: String(layer.id), globalId: g),
+                                              .attach(attachmentId: attachmentId, name: name, contentType: file.contentType, data: file.bytes, preferredSize: "actual"),
+                                              .finish]
+        if let e = recordSession(ops, name: "addAttachment \(layer.name) \(oid) by \(user)", user: user, device: r.device) {
+            return out(["addAttachmentResult": ["success": false, "error": ["code": .int(Int64(Self.code(e))), "description": .string(e.message)]]], r)
+        }
+        let added = try handles.read { try $0.attachmentInfos(parents: [g]) }[g]?.first { $0.globalId == attachmentId }
+        return out(["addAttachmentResult": ["objectId": added.map { .int($0.id) } ?? .null, "globalId": .string(attachmentId), "success": true]], r)
+    }
+
+    func deleteAttachments(_ layer: LayerSchema, oid: Int64, _ r: ServiceRequest) throws -> Response {
+        let user = try requireEdit(r)
+        try requireAttachments(layer)
+        let g = try liveGlobalId(layer, oid)
+        guard let text = r.params["attachmentIds"] else { throw ServiceError.invalid("attachmentIds is required") }
+        let ids = try Self.objectIdList(text)
+        let existing = try handles.read { try $0.attachmentInfos(parents: [g]) }[g] ?? []
+        var results: [JSONValue] = []
+        for id in ids {
+            guard let a = existing.first(where: { $0.id == id }) else {
+                results.append(["objectId": .int(id), "globalId": .null, "success": false, "error": ["code": 1019, "description": "Attachment not found."]])
+                continue
+            }
+            let ops: [ScriptCommand.Operation] = [.edit(layer: String(layer.id), globalId: g), .detach(attachmentId: a.globalId), .finish]
+            if let e = recordSession(ops, name: "deleteAttachments \(layer.name) \(oid) by \(user)", user: user, device: r.device) {
+                results.append(["objectId": .int(id), "globalId": .string(a.globalId), "success": false,
+                                "error": ["code": .int(Int64(Self.code(e))), "description": .string(e.message)]])
+            } else {
+                results.append(["objectId": .int(id), "globalId": .string(a.globalId), "success": true])
+            }
+        }
+        return out(["deleteAttachmentResults": .array(results)], r)
+    }
+}

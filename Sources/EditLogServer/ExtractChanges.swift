@@ -1,0 +1,90 @@
+import EditLog
+import Foundation
+import Hummingbird
+
+/// `…/FeatureServer/extractChanges`: the features added, updated and deleted since a server generation.
+/// A server generation is a log position; the changes are the facade's `diff` between two positions (a
+/// feature created and deleted in between is left out, as ArcGIS does).
+extension FeatureService {
+    func extractChanges(_ r: ServiceRequest) throws -> Response {
+        let p = r.params
+        let last = try handles.read { try $0.lastPosition() }
+        // layers: `[0,1]` or `0,1`; all layers when absent.
+        var layers = schema.layers
+        if let text = p["layers"] {
+            let ids = try Self.objectIdList(text)
+            layers = []
+            for id in ids {
+                guard let l = schema.layer(id: Int(id)) else { throw ServiceError.invalid("layers: no layer \(id)") }
+                layers.append(l)
+            }
+        }
+        // serverGens: [from, to]; layerServerGens: [{"id":0,"serverGen":N}] per layer.
+        var from: [Int: Int64] = [:]
+        var to = last
+        if let text = p["serverGens"] {
+            let gens = try Self.objectIdList(text)
+            guard let first = gens.first, gens.count <= 2 else { throw ServiceError.invalid("serverGens must be [minServerGen, serverGen]") }
+            for l in layers { from[l.id] = first }
+            if gens.count == 2 { to = min(gens[1], last) }
+        }
+        if let text = p["layerServerGens"] {
+            guard let list = (try? JSONParser.parse(Array(text.utf8)))?.arrayValue else { throw ServiceError.invalid("layerServerGens must be a JSON array") }
+            for item in list {
+                guard let id = item["id"]?.intValue, let gen = item["serverGen"]?.intValue else { throw ServiceError.invalid("layerServerGens: each needs id and serverGen") }
+                from[Int(id)] = gen
+            }
+        }
+        let returnInserts = p.bool("returnInserts", default: true)
+        let returnUpdates = p.bool("returnUpdates", default: true)
+        let returnDeletes = p.bool("returnDeletes", default: true)
+        let idsOnly = p.bool("returnIdsOnly", default: false)
+        var edits: [JSONValue] = []
+        for l in layers {
+            let start = max(1, from[l.id] ?? 1)
+            var adds: [String] = [], updates: [String] = [], deletes: [String] = []
+            if start < to {
+                let diff = try handles.read { try $0.diff(from: .position(start), to: .position(to), layer: String(l.id), clock: .recorded) }
+                for c in diff.changes where c.layer == l.id {
+                    switch c.kind {
+                    case .added: adds.append(c.globalId)
+                    case .updated: updates.append(c.globalId)
+                    case .deleted: deletes.append(c.globalId)
+                    }
+                }
+            }
+            let ref = String(l.id)
+            let (addIds, updateIds, deleteIds): ([Int64], [Int64], [Int64]) = try handles.read { log in
+                func oids(_ gids: [String]) throws -> [Int64] { try gids.compactMap { try log.objectId(layer: ref, globalId: $0)?.objectId }.sorted() }
+                return (try oids(adds), try oids(updates), try oids(deletes))
+            }
+            var o: [String: JSONValue] = ["id": .int(Int64(l.id))]
+            if let oid = l.objectIdField { o["objectIdFieldName"] = .string(oid) }
+            if let gid = l.globalIdField { o["globalIdFieldName"] = .string(gid) }
+            if idsOnly {
+                var ids: [String: JSONValue] = [:]
+                if returnInserts { ids["adds"] = .array(addIds.map { .int($0) }) }
+                if returnUpdates { ids["updates"] = .array(updateIds.map { .int($0) }) }
+                if returnDeletes { ids["deletes"] = .array(deleteIds.map { .int($0) }) }
+                o["objectIds"] = .object(ids)
+            } else {
+                var features: [String: JSONValue] = [:]
+                func load(_ ids: [Int64]) throws -> JSONValue {
+                    if ids.isEmpty { return [] }
+                    let page = try handles.read { try $0.queryFeatures(layer: ref, FeatureQuery(objectIds: ids)) }
+                    return .array(page.features.map { f in
+                        guard var fo = f.objectValue else { return f }
+                        if let g = fo["geometry"] { fo["geometry"] = Self.stripSpatialReference(g) }
+                        return .object(fo)
+                    })
+                }
+                if returnInserts { features["adds"] = try load(addIds) }
+                if returnUpdates { features["updates"] = try load(updateIds) }
+                if returnDeletes { features["deleteIds"] = .array(deleteIds.map { .int($0) }) }
+                o["features"] = .object(features)
+            }
+            edits.append(.object(o))
+        }
+        return out(["layerServerGens": .array(layers.map { ["id": .int(Int64($0.id)), "serverGen": .int(to)] }), "edits": .array(edits)], r)
+    }
+}

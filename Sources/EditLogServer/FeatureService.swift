@@ -1,0 +1,182 @@
+import EditLog
+import Foundation
+import Hummingbird
+
+/// The request context: Hummingbird's core storage plus the client's address (the rate limit's key for
+/// anonymous requests).
+public struct ServerRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: String
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+}
+
+/// Builds the router of the feature service over a log. `log` becomes the service's one writer; reads use
+/// read-only handles of the same file (see `LogHandles`).
+public func makeRouter(log: EditLog, options: ServerOptions) -> Router<ServerRequestContext> {
+    let service = FeatureService(handles: LogHandles(writer: log, keep: options.readers), options: options)
+    let router = Router(context: ServerRequestContext.self)
+    router.get("**") { request, context in await service.respond(request, context) }
+    router.post("**") { request, context in await service.respond(request, context) }
+    return router
+}
+
+/// The whole application: the router on `options.host:options.port`. `onRunning` gets the bound port
+/// (the real one when `options.port` is 0).
+public func makeApplication(log: EditLog, options: ServerOptions, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    Application(router: makeRouter(log: log, options: options),
+                       configuration: .init(address: .hostname(options.host, port: options.port), serverName: "EditLog"),
+                       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? options.port) })
+}
+
+/// One request as the handlers see it.
+struct ServiceRequest {
+    var params: Parameters
+    var user: String?
+    var device: String
+    var pretty: Bool { params["f"]?.lowercased() == "pjson" }
+    var format: String { params["f"]?.lowercased() ?? "json" }
+}
+
+/// An ArcGIS error to answer with.
+struct ServiceError: Error {
+    var code: Int
+    var message: String
+    var details: [String]
+    var status: HTTPResponse.Status = .ok
+
+    static func query(_ detail: String) -> ServiceError { ServiceError(code: 400, message: ArcGISResponse.queryErrorMessage, details: [detail]) }
+    static func invalid(_ detail: String) -> ServiceError { ServiceError(code: 400, message: "Invalid or missing input parameters.", details: [detail]) }
+    static let notFound = ServiceError(code: 404, message: "Requested URL not found.", details: [], status: .notFound)
+}
+
+final class FeatureService: Sendable {
+    let handles: LogHandles
+    let options: ServerOptions
+    let limiter: RateLimiter?
+    static let currentVersion: JSONValue = .double(11.1)
+
+    init(handles: LogHandles, options: ServerOptions) {
+        self.handles = handles
+        self.options = options
+        limiter = options.rateLimit.map(RateLimiter.init(perSecond:))
+    }
+
+    var schema: ServiceSchema { handles.schema }
+
+    func respond(_ request: Request, _ context: ServerRequestContext) async -> Response {
+        var params = Parameters(query: request.uri.query)
+        if request.method == .post {
+            let body: ByteBuffer
+            do { body = try await request.body.collect(upTo: options.maxRequestBytes) } catch {
+                return ArcGISResponse.error(413, "The request is larger than \(options.maxRequestBytes) bytes.", status: .contentTooLarge)
+            }
+            let bytes = Array(body.readableBytesView)
+            let type = request.headers[.contentType]?.lowercased() ?? ""
+            if type.hasPrefix("multipart/form-data") {
+                guard let boundary = Parameters.headerParameter("boundary", in: request.headers[.contentType] ?? "") else {
+                    return ArcGISResponse.error(400, "Invalid or missing input parameters.", details: ["multipart/form-data without a boundary"])
+                }
+                do { try params.merge(multipart: bytes, boundary: boundary) } catch {
+                    return ArcGISResponse.error(400, "Invalid or missing input parameters.", details: [error.description])
+                }
+            } else if type.isEmpty || type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("text/plain") {
+                params.merge(form: String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        let pretty = params["f"]?.lowercased() == "pjson"
+        // Authentication: `token=` or `Authorization: Bearer`.
+        var token = params["token"]
+        // `Authorization: Bearer …`, or `X-Esri-Authorization: Bearer …` as ArcGIS clients send it.
+        for field in request.headers where token == nil && ["authorization", "x-esri-authorization"].contains(field.name.canonicalName) {
+            if field.value.lowercased().hasPrefix("bearer ") {
+                token = String(field.value.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+            }
+        }
+        var user: String?
+        if let token {
+            guard let u = options.tokens[token] else { return ArcGISResponse.error(498, "Invalid token.", status: .forbidden, pretty: pretty) }
+            user = u
+        }
+        if let limiter, !limiter.allow(user.map { "user:" + $0 } ?? "ip:" + context.remoteAddress) {
+            return ArcGISResponse.error(429, "Too many requests.", details: ["at most \(limiter.perSecond) requests per second"], status: .tooManyRequests, pretty: pretty)
+        }
+        let agent = request.headers[.userAgent].map { String($0.prefix(256)) } ?? "unknown"
+        let req = ServiceRequest(params: params, user: user, device: agent.isEmpty ? "unknown" : agent)
+        do {
+            return try route(request.uri.path, req)
+        } catch let e as ServiceError {
+            return ArcGISResponse.error(e.code, e.message, details: e.details, status: e.status, pretty: pretty)
+        } catch let e as EditLogError {
+            return ArcGISResponse.error(500, "Unable to complete operation.", details: [e.description], pretty: pretty)
+        } catch {
+            return ArcGISResponse.error(500, "Unable to complete operation.", details: ["\(error)"], pretty: pretty)
+        }
+    }
+
+    func requireRead(_ r: ServiceRequest) throws(ServiceError) {
+        if r.user == nil && !options.anonymousReads {
+            throw ServiceError(code: 499, message: "Token Required", details: [], status: .unauthorized)
+        }
+    }
+
+    func requireEdit(_ r: ServiceRequest) throws(ServiceError) -> String {
+        guard let u = r.user else { throw ServiceError(code: 499, message: "Token Required", details: ["editing needs a token"], status: .unauthorized) }
+        return u
+    }
+
+    func route(_ path: String, _ r: ServiceRequest) throws -> Response {
+        var parts = path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) }
+        if parts.first?.lowercased() == "arcgis" { parts.removeFirst() }
+        guard parts.count >= 2, parts[0].lowercased() == "rest" else { throw ServiceError.notFound }
+        if parts.count == 2, parts[1].lowercased() == "info" {
+            return out(["currentVersion": Self.currentVersion, "authInfo": ["isTokenBasedSecurity": .bool(!options.tokens.isEmpty)]], r)
+        }
+        guard parts[1].lowercased() == "services" else { throw ServiceError.notFound }
+        try requireRead(r)
+        if parts.count == 2 {
+            return out(["currentVersion": Self.currentVersion, "folders": [], "services": [["name": .string(options.serviceName), "type": "FeatureServer"]]], r)
+        }
+        guard parts.count >= 4, parts[2].lowercased() == options.serviceName.lowercased(), parts[3].lowercased() == "featureserver" else {
+            throw ServiceError.notFound
+        }
+        let rest = Array(parts.dropFirst(4))
+        if rest.isEmpty { return out(try serviceRoot(), r) }
+        if rest.count == 1, rest[0].lowercased() == "layers" { return out(try allLayers(), r) }
+        if rest.count == 1, rest[0].lowercased() == "extractchanges" { return try extractChanges(r) }
+        guard let id = Int(rest[0]), let layer = schema.layer(id: id) else { throw ServiceError.notFound }
+        if rest.count == 1 { return out(try layerDefinition(layer), r) }
+        let op = rest[1].lowercased()
+        if rest.count == 2 {
+            switch op {
+            case "query": return try query(layer, r)
+            case "applyedits": return out(try applyEdits(layer, r, mode: .applyEdits), r)
+            case "addfeatures": return out(try applyEdits(layer, r, mode: .add), r)
+            case "updatefeatures": return out(try applyEdits(layer, r, mode: .update), r)
+            case "deletefeatures": return out(try applyEdits(layer, r, mode: .delete), r)
+            case "queryattachments": return try queryAttachments(layer, r)
+            case "queryrelatedrecords": return try queryRelatedRecords(layer, r)
+            default: break
+            }
+        }
+        if rest.count >= 3, let oid = Int64(rest[1]), rest[2].lowercased() == "attachments" {
+            if rest.count == 3 { return try attachmentInfos(layer, oid: oid, r) }
+            if rest.count == 4, let id = Int64(rest[3]) { return try attachmentBytes(layer, oid: oid, id: id, r) }
+        }
+        if rest.count == 3, let oid = Int64(rest[1]) {
+            switch rest[2].lowercased() {
+            case "addattachment": return try addAttachment(layer, oid: oid, r)
+            case "deleteattachments": return try deleteAttachments(layer, oid: oid, r)
+            default: break
+            }
+        }
+        throw ServiceError.notFound
+    }
+
+    func out(_ v: JSONValue, _ r: ServiceRequest) -> Response {
+        ArcGISResponse.json(v, pretty: r.pretty, contentType: r.pretty ? "text/plain; charset=utf-8" : "application/json; charset=utf-8")
+    }
+}

@@ -1,0 +1,167 @@
+import EditLog
+import Foundation
+import Hummingbird
+
+/// `…/FeatureServer/<id>/query`: live features of a layer by `where` and/or `objectIds`, as Esri JSON or GeoJSON.
+extension FeatureService {
+    /// The query a request asks for (`where`, `objectIds`, `orderByFields`, paging), checked against the layer.
+    func featureQuery(_ layer: LayerSchema, _ p: Parameters, paged: Bool) throws(ServiceError) -> FeatureQuery {
+        var q = FeatureQuery()
+        if let w = p["where"] {
+            do { q.predicate = try WhereParser.parse(w) } catch { throw .query("where: \(error.description)") }
+            if let pred = q.predicate {
+                do { _ = try FeatureFilterCompiler.compile(pred, layer: layer) } catch { throw .query("where: \(error.message)") }
+            }
+        }
+        if let ids = p["objectIds"] {
+            q.objectIds = try Self.objectIdList(ids)
+        }
+        if let order = p["orderByFields"] {
+            for item in order.split(separator: ",") {
+                let words = item.split(separator: " ", omittingEmptySubsequences: true)
+                guard let name = words.first, words.count <= 2 else { throw .query("orderByFields: \"\(item.prefix(60))\"") }
+                var descending = false
+                if words.count == 2 {
+                    switch words[1].uppercased() {
+                    case "ASC": descending = false
+                    case "DESC": descending = true
+                    default: throw .query("orderByFields: \"\(item.prefix(60))\"")
+                    }
+                }
+                do { _ = try FeatureFilterCompiler.column(String(name), in: layer) } catch { throw .query("orderByFields: \(error.message)") }
+                q.orderBy.append((String(name), descending))
+            }
+        }
+        if let o = p["resultOffset"] {
+            guard let n = Int(o.trimmingCharacters(in: .whitespaces)), n >= 0 else { throw .query("resultOffset must be a non-negative integer") }
+            q.offset = n
+        }
+        if paged {
+            var limit = options.maxRecordCount
+            if let c = p["resultRecordCount"] {
+                guard let n = Int(c.trimmingCharacters(in: .whitespaces)), n >= 0 else { throw .query("resultRecordCount must be a non-negative integer") }
+                limit = min(n, options.maxRecordCount)
+            }
+            q.limit = limit
+        } else if let c = p["resultRecordCount"] {
+            guard let n = Int(c.trimmingCharacters(in: .whitespaces)), n >= 0 else { throw .query("resultRecordCount must be a non-negative integer") }
+            q.limit = n
+        }
+        return q
+    }
+
+    /// `"1,2"`, `"1, 2"` or `[1,2]`.
+    static func objectIdList(_ text: String) throws(ServiceError) -> [Int64] {
+        var t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if t.hasPrefix("[") && t.hasSuffix("]") { t = String(t.dropFirst().dropLast()) }
+        var ids: [Int64] = []
+        for piece in t.split(separator: ",") {
+            let s = piece.trimmingCharacters(in: .whitespaces)
+            if s.isEmpty { continue }
+            guard let n = Int64(s) else { throw .query("objectIds: \"\(s.prefix(40))\" is not an ObjectID") }
+            ids.append(n)
+        }
+        return ids
+    }
+
+    /// The fields a query returns: `*`, a list (checked against the layer), or — as ArcGIS does when
+    /// `outFields` is absent — only the ObjectID.
+    func outFields(_ layer: LayerSchema, _ p: Parameters) throws(ServiceError) -> [FieldSchema] {
+        let all = layer.fields.filter { $0.type != .geometry }
+        guard let text = p["outFields"] else { return all.filter { $0.type == .oid || $0.name == layer.objectIdField } }
+        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if names.contains("*") { return all }
+        var chosen: [FieldSchema] = []
+        for n in names {
+            guard let f = layer.field(n), f.type != .geometry else { throw .query("outFields: \(layer.name) has no field \"\(n.prefix(60))\"") }
+            if !chosen.contains(where: { $0.name == f.name }) { chosen.append(f) }
+        }
+        return chosen
+    }
+
+    func query(_ layer: LayerSchema, _ r: ServiceRequest) throws -> Response {
+        let p = r.params
+        let format = r.format
+        guard ["json", "pjson", "geojson"].contains(format) else { throw ServiceError.query("f=\(format.prefix(20)) is not supported (json, pjson, geojson)") }
+        let documents = handles.documents
+        let sr = spatialReference(layer, documents: documents)
+        // `outSR` is not applied: there is no reprojection, coordinates stay as stored and the response's
+        // `spatialReference` always names the layer's own, so a client asking for another one can tell.
+        let ref = String(layer.id)
+        if p.bool("returnCountOnly", default: false) && !p.bool("returnExtentOnly", default: false) {
+            let q = try featureQuery(layer, p, paged: false)
+            let n = try handles.read { try $0.queryCount(layer: ref, q) }
+            return out(["count": .int(Int64(n))], r)
+        }
+        if p.bool("returnExtentOnly", default: false) {
+            let q = try featureQuery(layer, p, paged: false)
+            let (n, e) = try handles.read { try $0.queryExtent(layer: ref, q) }
+            var o: [String: JSONValue] = [:]
+            if let e {
+                var ext: [String: JSONValue] = ["xmin": .double(e[0]), "ymin": .double(e[1]), "xmax": .double(e[2]), "ymax": .double(e[3])]
+                if let sr { ext["spatialReference"] = sr }
+                o["extent"] = .object(ext)
+            } else {
+                o["extent"] = ["xmin": .null, "ymin": .null, "xmax": .null, "ymax": .null]
+            }
+            if p.bool("returnCountOnly", default: false) { o["count"] = .int(Int64(n)) }
+            return out(.object(o), r)
+        }
+        if p.bool("returnIdsOnly", default: false) {
+            let q = try featureQuery(layer, p, paged: false)
+            let ids = try handles.read { try $0.queryObjectIds(layer: ref, q) }
+            return out(["objectIdFieldName": .string(layer.objectIdField ?? "OBJECTID"), "objectIds": .array(ids.map { .int($0) })], r)
+        }
+        let q = try featureQuery(layer, p, paged: true)
+        let fields = try outFields(layer, p)
+        let returnGeometry = !layer.isTable && p.bool("returnGeometry", default: true)
+        let page = try handles.read { try $0.queryFeatures(layer: ref, q) }
+        let keep = Set(fields.map(\.name))
+        var features: [JSONValue] = []
+        features.reserveCapacity(page.features.count)
+        for f in page.features {
+            var attrs = f["attributes"]?.objectValue ?? [:]
+            attrs = attrs.filter { keep.contains($0.key) }
+            if format == "geojson" {
+                var g: [String: JSONValue] = ["type": "Feature", "properties": .object(attrs),
+                                              "geometry": returnGeometry ? (EditLog.geoJSONGeometry(f["geometry"]) ?? .null) : .null]
+                if let oid = layer.objectIdField, let v = f["attributes"]?[oid] { g["id"] = v }
+                features.append(.object(g))
+            } else {
+                var o: [String: JSONValue] = ["attributes": .object(attrs)]
+                if returnGeometry, let g = f["geometry"] { o["geometry"] = Self.stripSpatialReference(g) }
+                features.append(.object(o))
+            }
+        }
+        if format == "geojson" {
+            var fc: [String: JSONValue] = ["type": "FeatureCollection", "features": .array(features)]
+            if page.exceededTransferLimit { fc["properties"] = ["exceededTransferLimit": true]; fc["exceededTransferLimit"] = true }
+            return ArcGISResponse.json(.object(fc), contentType: "application/geo+json; charset=utf-8")
+        }
+        var result: [String: JSONValue] = [
+            "fields": .array(fields.map { f in
+                var o: [String: JSONValue] = ["name": .string(f.name), "type": .string(f.type.esriName), "alias": .string(f.alias ?? f.name)]
+                if let l = f.length { o["length"] = .int(Int64(l)) }
+                return .object(o)
+            }),
+            "features": .array(features),
+        ]
+        if let oid = layer.objectIdField {
+            result["objectIdFieldName"] = .string(oid)
+            result["uniqueIdField"] = ["name": .string(oid), "isSystemMaintained": true]
+        }
+        if let gid = layer.globalIdField { result["globalIdFieldName"] = .string(gid) }
+        if !layer.isTable, let gt = layer.geometryType {
+            result["geometryType"] = .string(gt)
+            if let sr { result["spatialReference"] = sr }
+        }
+        if page.exceededTransferLimit { result["exceededTransferLimit"] = true }
+        return out(.object(result), r)
+    }
+
+    static func stripSpatialReference(_ g: JSONValue) -> JSONValue {
+        guard var o = g.objectValue else { return g }
+        o["spatialReference"] = nil
+        return .object(o)
+    }
+}

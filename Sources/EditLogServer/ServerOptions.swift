@@ -1,0 +1,50 @@
+import EditLog
+import Foundation
+
+/// How `editlog serve` runs.
+public struct ServerOptions: Sendable {
+    /// The service name in `/arcgis/rest/services/<name>/FeatureServer`.
+    public var serviceName: String
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8080
+    /// token → user. Empty: nobody can edit.
+    public var tokens: [String: String] = [:]
+    /// Reads (definitions, queries, attachments) without a token.
+    public var anonymousReads: Bool = false
+    /// The most features one query returns (a layer's `maxRecordCount`).
+    public var maxRecordCount: Int = 1000
+    /// The largest request body accepted (413 beyond).
+    public var maxRequestBytes: Int = 16 << 20
+    /// Requests per second allowed per client (user, else remote address); nil: no limit.
+    public var rateLimit: Double?
+    /// Read-only connections kept for reads (more are opened on demand).
+    public var readers: Int = 4
+
+    public init(serviceName: String) { self.serviceName = serviceName }
+
+    /// The default service name: the log file's base name without its extension.
+    public static func defaultServiceName(forLogAt path: String) -> String {
+        let base = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        let cleaned = String(base.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "_" || $0 == "-" ? Character($0) : "_" })
+        return cleaned.isEmpty ? "EditLog" : cleaned
+    }
+}
+
+/// The token file: one `TOKEN USER` pair per line; blank lines and lines starting with `#` are ignored.
+public enum TokenFile {
+    public static func parse(_ text: String) throws(EditLogError) -> [String: String] {
+        var tokens: [String: String] = [:]
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard parts.count == 2 else { throw EditLogError(.invalidInput, "expected \"TOKEN USER\"", at: "token file line \(n + 1)") }
+            let token = String(parts[0]), user = String(parts[1])
+            guard token.count >= 8 else { throw EditLogError(.invalidInput, "a token must be at least 8 characters", at: "token file line \(n + 1)") }
+            guard user.count <= 256 else { throw EditLogError(.invalidInput, "a user must be at most 256 characters", at: "token file line \(n + 1)") }
+            guard tokens[token] == nil else { throw EditLogError(.invalidInput, "a token is listed twice", at: "token file line \(n + 1)") }
+            tokens[token] = user
+        }
+        return tokens
+    }
+}

@@ -1,0 +1,87 @@
+import ArgumentParser
+import EditLog
+import EditLogServer
+import Foundation
+import Hummingbird
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the log as an ArcGIS FeatureServer: queries read the projections; edits are recorded as edit sessions of the token's user.",
+        discussion: """
+            Paths as ArcGIS Server: /arcgis/rest/services/NAME/FeatureServer[/ID[/query|/applyEdits|…]].
+            The token file holds one `TOKEN USER` pair per line; clients send `token=` or `Authorization: Bearer`.
+            """)
+
+    @OptionGroup var log: LogOptions
+
+    @Option(name: .long, help: "The port to listen on (0: any free port, printed).")
+    var port: Int = 8080
+
+    @Option(name: .long, help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(name: .long, help: "The service name in the URL (default: the log file's base name).")
+    var name: String?
+
+    @Option(name: .customLong("token-file"), help: "A file of `TOKEN USER` lines; edits need one of these tokens.")
+    var tokenFile: String?
+
+    @Flag(name: .customLong("anonymous-reads"), help: "Allow definitions and queries without a token.")
+    var anonymousReads = false
+
+    @Option(name: .customLong("max-record-count"), help: "The most features one query returns.")
+    var maxRecordCount: Int = 1000
+
+    @Option(name: .customLong("max-request-bytes"), help: "The largest request body accepted.")
+    var maxRequestBytes: Int = 16 << 20
+
+    @Option(name: .customLong("rate-limit"), help: "Requests per second allowed per client (user, else address).")
+    var rateLimit: Double?
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard maxRecordCount >= 1 else { throw ValidationError("--max-record-count must be at least 1") }
+        guard maxRequestBytes >= 1024 else { throw ValidationError("--max-request-bytes must be at least 1024") }
+        if let rateLimit, !(rateLimit > 0) { throw ValidationError("--rate-limit must be positive") }
+        if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a non-empty name without \"/\"") }
+    }
+
+    func run() throws {
+        try handleErrors {
+            var options = ServerOptions(serviceName: name ?? ServerOptions.defaultServiceName(forLogAt: log.db))
+            options.host = host
+            options.port = port
+            options.anonymousReads = anonymousReads
+            options.maxRecordCount = maxRecordCount
+            options.maxRequestBytes = maxRequestBytes
+            options.rateLimit = rateLimit
+            if let tokenFile {
+                guard let data = FileManager.default.contents(atPath: tokenFile) else {
+                    throw EditLogError(.notFound, "cannot read the token file", at: tokenFile)
+                }
+                options.tokens = try TokenFile.parse(String(decoding: data, as: UTF8.self))
+            }
+            let editLog = try EditLog.open(at: log.db)
+            let serviceName = options.serviceName, shownHost = host
+            let app = makeApplication(log: editLog, options: options) { port in
+                out("editlog: serving http://\(shownHost):\(port)/arcgis/rest/services/\(serviceName)/FeatureServer")
+            }
+            let done = DispatchSemaphore(value: 0)
+            let failure = FailureBox()
+            Task {
+                do { try await app.runService() } catch { failure.set("\(error)") }
+                done.signal()
+            }
+            done.wait()
+            if let message = failure.get() { throw EditLogError(.io, "the server stopped: \(message)") }
+        }
+    }
+}
+
+/// The server task's error, handed back to the waiting command.
+final class FailureBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var message: String?
+    func set(_ m: String) { lock.lock(); message = m; lock.unlock() }
+    func get() -> String? { lock.lock(); defer { lock.unlock() }; return message }
+}

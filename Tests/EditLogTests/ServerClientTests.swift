@@ -1,0 +1,126 @@
+import EditLog
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// `editlog serve` as a subprocess on 127.0.0.1 (a free port the server picks and prints), read by real
+/// ArcGIS clients: GDAL's ESRIJSON driver and esridump. Each is skipped, with the reason, where the client
+/// is not installed (.ci/run installs gdal-bin and esridump).
+@Suite("Feature service with real clients", .serialized)
+struct ServerClientTests {
+    static let ogr2ogr: String? = ["/usr/bin/ogr2ogr", "/usr/local/bin/ogr2ogr"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let ogrinfo: String? = ["/usr/bin/ogrinfo", "/usr/local/bin/ogrinfo"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let esridump: Bool = (try? CLI.sh("python3 -c 'import esridump' 2>/dev/null").status) == 0
+
+    /// A served fixture log: the process, its base URL and the temporary files, all removed at the end.
+    final class Served {
+        let temp = TempPath("served")
+        let dir: String
+        let process: Process
+        let base: String
+
+        init(maxRecordCount: Int) throws {
+            dir = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-serve-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let log = try Fixture.treesLog(at: temp.path)
+            log.close()
+            try "tok-client-0001 gdal_user\n".write(toFile: dir + "/tokens", atomically: true, encoding: .utf8)
+            let (p, out, _) = try CLI.start(["serve", temp.path, "--port", "0", "--name", "Trees", "--anonymous-reads",
+                                             "--token-file", dir + "/tokens", "--max-record-count", String(maxRecordCount)])
+            process = p
+            // The first line names the URL with the port the server bound.
+            let found = Unchecked(Box())
+            let ready = DispatchSemaphore(value: 0)
+            let handle = out.fileHandleForReading
+            DispatchQueue.global().async {
+                var text = ""
+                while true {
+                    let d = handle.availableData
+                    if d.isEmpty { break }
+                    text += String(decoding: d, as: UTF8.self)
+                    if let line = text.split(separator: "\n").first(where: { $0.contains("serving http://") }) {
+                        found.value.url = String(line.split(separator: " ").last ?? "")
+                        break
+                    }
+                }
+                ready.signal()
+            }
+            guard ready.wait(timeout: .now() + 60) == .success, let url = found.value.url else {
+                p.terminate()
+                throw EditLogError(.io, "editlog serve did not start")
+            }
+            base = url
+        }
+
+        deinit {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+    }
+
+    final class Box: @unchecked Sendable { var url: String? }
+
+    @Test(.enabled(if: ogr2ogr != nil && ogrinfo != nil, "ogr2ogr/ogrinfo (gdal-bin) are not installed: GDAL's ESRIJSON driver is not tried"))
+    func gdalPagesThroughALayerLargerThanMaxRecordCount() throws {
+        let served = try Served(maxRecordCount: 50)
+        let url = "ESRIJSON:\(served.base)/0/query?where=1%3D1&outFields=*&orderByFields=OBJECTID&f=json"
+        let out = served.dir + "/trees.geojson"
+        let r = try CLI.sh("'\(Self.ogr2ogr!)' -f GeoJSON '\(out)' '\(url)' 2>&1")
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let fc = try JSONParser.parse(try String(contentsOfFile: out, encoding: .utf8))
+        let ids = fc["features"]?.arrayValue?.compactMap { $0["properties"]?["OBJECTID"]?.intValue } ?? []
+        #expect(ids.count == 240, "GDAL read \(ids.count) features")
+        #expect(Set(ids) == Set(1...240))
+        let info = try CLI.sh("'\(Self.ogrinfo!)' -ro -al -so '\(url)' 2>&1")
+        #expect(info.status == 0, "\(info.stdout)")
+        #expect(info.stdout.contains("Geometry: Point"), "\(info.stdout)")
+        #expect(info.stdout.contains("Condition: String"), "\(info.stdout)")
+    }
+
+    @Test(.enabled(if: esridump, "esridump (PyPI) is not installed: it is not tried"))
+    func esridumpDumpsTheLayer() throws {
+        let served = try Served(maxRecordCount: 50)
+        let out = served.dir + "/dump.geojson"
+        let script = """
+            import json, sys
+            from esridump.dumper import EsriDumper
+            features = list(EsriDumper(sys.argv[1]))
+            json.dump({"type": "FeatureCollection", "features": features}, open(sys.argv[2], "w"))
+            """
+        try script.write(toFile: served.dir + "/dump.py", atomically: true, encoding: .utf8)
+        let r = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/0' '\(out)' 2>&1")
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let fc = try JSONParser.parse(try String(contentsOfFile: out, encoding: .utf8))
+        let features = fc["features"]?.arrayValue ?? []
+        #expect(features.count == 240)
+        #expect(Set(features.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
+        #expect(features.first?["geometry"]?["type"] == "Point")
+        let tables = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/2' '\(served.dir)/species.geojson' 2>&1")
+        #expect(tables.status == 0, "\(tables.stdout)")
+    }
+
+    /// The binary over HTTP (no client to install): an edit with the token file's token, then `editlog history`
+    /// names its user and the client's User-Agent.
+    @Test func serveRecordsEditsAsTheTokensUser() async throws {
+        let served = try Served(maxRecordCount: 1000)
+        var request = URLRequest(url: URL(string: "\(served.base)/0/applyEdits")!)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer tok-client-0001", forHTTPHeaderField: "X-Esri-Authorization")
+        request.setValue("FieldApp/2.0", forHTTPHeaderField: "User-Agent")
+        request.httpBody = Data(formEncode([("updates", #"[{"attributes":{"OBJECTID":1,"Condition":"Poor"}}]"#), ("f", "json")]).utf8)
+        let (data, _) = try await URLSession.shared.data(for: request)
+        let r = try JSONParser.parse(Array(data))
+        #expect(r["updateResults"]?.arrayValue?.first?["success"] == true, "\(r.serialized())")
+        let gid = try #require(try Fixture.features("Trees").first?["GlobalID"]?.stringValue)
+        let history = try CLI.run("history", served.temp.path, gid, "--json", "--no-baseline")
+        #expect(history.status == 0, "\(history.stderr)")
+        let entries = try JSONParser.parse(history.stdout)["entries"]?.arrayValue ?? []
+        #expect(entries.contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "gdal_user" && $0["device"] == "FieldApp/2.0" }, "\(history.stdout)")
+        let anonymous = try await URLSession.shared.data(from: URL(string: "\(served.base)/0/applyEdits?deletes=1&f=json")!)
+        #expect((anonymous.1 as? HTTPURLResponse)?.statusCode == 401)
+    }
+}

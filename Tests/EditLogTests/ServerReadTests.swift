@@ -1,0 +1,125 @@
+import EditLog
+import EditLogServer
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Attachments and extractChanges of the feature service.
+@Suite("Feature service attachments and changes")
+struct ServerReadTests {
+    static let base = ServedLog.base
+    static let trees = try! Fixture.features("Trees")
+
+    @Test func attachmentsAreListedQueriedAndServed() async throws {
+        try await ServedLog.run { client, log in
+            let gid = Self.trees[0]["GlobalID"]!.stringValue!
+            let photo: [UInt8] = Array("not really a jpeg \u{1}\u{2}".utf8)
+            try log.value.run(#"{"op":"edit","layer":"Trees","globalId":"\#(gid)","session":"s-att"}"#,
+                              #"{"op":"attach","attachmentId":"{00000000-0000-4000-8000-0000000000A1}","name":"crown.jpg","contentType":"image/jpeg","dataBase64":"\#(Data(photo).base64EncodedString())"}"#,
+                              #"{"op":"finish"}"#)
+            let list = try await client.getJSON(Self.base + "/0/1/attachments?f=json")
+            let info = try #require(list.json["attachmentInfos"]?.arrayValue?.first, "\(list.text)")
+            #expect(info["name"] == "crown.jpg")
+            #expect(info["contentType"] == "image/jpeg")
+            #expect(info["size"]?.intValue == Int64(photo.count))
+            #expect(info["parentGlobalId"]?.stringValue == gid)
+            let id = try #require(info["id"]?.intValue)
+            let bytes = try await client.execute(uri: Self.base + "/0/1/attachments/\(id)", method: .get) { r in
+                (r.status, Array(r.body.readableBytesView), r.headers[.contentType])
+            }
+            #expect(bytes.0 == .ok)
+            #expect(bytes.1 == photo)
+            #expect(bytes.2 == "image/jpeg")
+            let wrongParent = try await client.getJSON(Self.base + "/0/2/attachments/\(id)")
+            #expect(wrongParent.status == .notFound)
+            let q = try await client.getJSON(Self.base + "/0/queryAttachments?objectIds=1,2&f=json")
+            let groups = q.json["attachmentGroups"]?.arrayValue ?? []
+            #expect(groups.count == 1)
+            #expect(groups.first?["parentObjectId"] == 1)
+            #expect(groups.first?["attachmentInfos"]?.arrayValue?.count == 1)
+            let byWhere = try await client.getJSON(Self.base + "/0/queryAttachments" + queryString([("definitionExpression", "OBJECTID < 5")]))
+            #expect(byWhere.json["attachmentGroups"]?.arrayValue?.count == 1)
+            let noAttachments = try await client.getJSON(Self.base + "/1/1/attachments")
+            #expect(noAttachments.json["error"]?["code"] == 400)
+        }
+    }
+
+    @Test func extractChangesSinceAServerGen() async throws {
+        try await ServedLog.run { client, log in
+            let root = try await client.getJSON(Self.base)
+            let gen = try #require(root.json["changeTrackingInfo"]?["layerServerGens"]?.arrayValue?.first?["serverGen"]?.intValue)
+            let r = try await client.postForm(Self.base + "/0/applyEdits", [
+                ("adds", #"[{"attributes":{"Condition":"Good"},"geometry":{"x":-122.6,"y":45.5}}]"#),
+                ("updates", #"[{"attributes":{"OBJECTID":2,"Condition":"Poor"}}]"#), ("deletes", "3"), ("token", ServedLog.editorToken)])
+            let added = try #require(r.json["addResults"]?.arrayValue?.first?["objectId"]?.intValue, "\(r.text)")
+            let ids = try await client.getJSON(Self.base + "/extractChanges" + queryString([("layers", "[0]"), ("serverGens", "[\(gen)]"), ("returnIdsOnly", "true")]))
+            let edit = try #require(ids.json["edits"]?.arrayValue?.first, "\(ids.text)")
+            #expect(edit["objectIds"]?["adds"]?.arrayValue == [.int(added)])
+            #expect(edit["objectIds"]?["updates"]?.arrayValue == [2])
+            #expect(edit["objectIds"]?["deletes"]?.arrayValue == [3])
+            let newGen = try #require(ids.json["layerServerGens"]?.arrayValue?.first?["serverGen"]?.intValue)
+            #expect(newGen == (try log.value.lastPosition()))
+            let full = try await client.getJSON(Self.base + "/extractChanges" + queryString([("layers", "0"), ("layerServerGens", #"[{"id":0,"serverGen":\#(gen)}]"#)]))
+            let features = full.json["edits"]?.arrayValue?.first?["features"]
+            #expect(features?["updates"]?.arrayValue?.first?["attributes"]?["Condition"] == "Poor")
+            #expect(features?["deleteIds"]?.arrayValue == [3])
+            let none = try await client.getJSON(Self.base + "/extractChanges?layers=0&serverGens=\(newGen)&returnIdsOnly=true")
+            #expect(none.json["edits"]?.arrayValue?.first?["objectIds"]?["adds"]?.arrayValue?.isEmpty == true)
+        }
+    }
+
+    @Test func relatedRecordsFollowTheKeysBothWays() async throws {
+        try await ServedLog.run { client, _ in
+            let (tree, inspections) = try Fixture.treeWithInspections()
+            let treeOid = try #require(Self.trees.first { $0["GlobalID"]?.stringValue.flatMap(GlobalID.normalize) == tree }?["OBJECTID"]?.intValue)
+            let r = try await client.getJSON(Self.base + "/0/queryRelatedRecords" + queryString([("objectIds", "\(treeOid)"), ("relationshipId", "1"), ("outFields", "*")]))
+            let group = try #require(r.json["relatedRecordGroups"]?.arrayValue?.first, "\(r.text)")
+            #expect(group["objectId"]?.intValue == treeOid)
+            let related = group["relatedRecords"]?.arrayValue?.compactMap { $0["attributes"]?["GlobalID"]?.stringValue } ?? []
+            #expect(Set(related) == Set(inspections))
+            let filtered = try await client.getJSON(Self.base + "/0/queryRelatedRecords" + queryString([("objectIds", "\(treeOid)"), ("relationshipId", "1"),
+                                                                                                         ("definitionExpression", "1=0")]))
+            #expect(filtered.json["relatedRecordGroups"]?.arrayValue?.isEmpty == true)
+            // From an inspection back to its tree (destination to origin), with geometry.
+            let inspectionOid = try #require(try Fixture.features("Inspections").first { $0["GlobalID"]?.stringValue.flatMap(GlobalID.normalize) == inspections[0] }?["OBJECTID"]?.intValue)
+            let back = try await client.getJSON(Self.base + "/3/queryRelatedRecords?objectIds=\(inspectionOid)&relationshipId=1&outFields=GlobalID")
+            let treeRecord = back.json["relatedRecordGroups"]?.arrayValue?.first?["relatedRecords"]?.arrayValue?.first
+            #expect(treeRecord?["attributes"]?["GlobalID"]?.stringValue == tree)
+            #expect(treeRecord?["geometry"]?["x"] != nil)
+            #expect(back.json["geometryType"] == "esriGeometryPoint")
+            let bad = try await client.getJSON(Self.base + "/0/queryRelatedRecords?objectIds=1&relationshipId=9")
+            #expect(bad.json["error"]?["code"] == 400)
+        }
+    }
+
+    @Test func attachmentsAreAddedAndDeletedAsSessions() async throws {
+        try await ServedLog.run { client, log in
+            let boundary = "----editlog-attachment"
+            let photo: [UInt8] = (0..<300).map { UInt8($0 % 256) }
+            var body: [UInt8] = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\njson\r\n".utf8)
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"attachment\"; filename=\"bark.png\"\r\nContent-Type: image/png\r\n\r\n".utf8)
+            body += photo
+            body += Array("\r\n--\(boundary)--\r\n".utf8)
+            let headers: HTTPFields = [.contentType: "multipart/form-data; boundary=\(boundary)", .authorization: "Bearer \(ServedLog.editorToken)", .userAgent: "FieldMaps-Test"]
+            let added = try await client.execute(uri: Self.base + "/0/4/addAttachment", method: .post, headers: headers, body: ByteBuffer(bytes: body)) { r in
+                try JSONParser.parse(Array(r.body.readableBytesView))
+            }
+            let result = try #require(added["addAttachmentResult"], "\(added.serialized())")
+            #expect(result["success"] == true, "\(added.serialized())")
+            let id = try #require(result["objectId"]?.intValue)
+            let bytes = try await client.execute(uri: Self.base + "/0/4/attachments/\(id)", method: .get) { r in Array(r.body.readableBytesView) }
+            #expect(bytes == photo)
+            let gid = Self.trees[3]["GlobalID"]!.stringValue!
+            let (_, history) = try log.value.history(globalId: gid)
+            #expect(history.contains { $0.actor == "alice_pdx" && $0.device == "FieldMaps-Test" && $0.field.contains("bark.png") || ($0.actor == "alice_pdx" && $0.new.serialized().contains("bark.png")) },
+                    "\(history.map { "\($0.field) \($0.new.serialized())" })")
+            let anonymous = try await client.postForm(Self.base + "/0/4/deleteAttachments", [("attachmentIds", "\(id)")])
+            #expect(anonymous.status == .unauthorized)
+            let deleted = try await client.postForm(Self.base + "/0/4/deleteAttachments", [("attachmentIds", "\(id), 99999"), ("token", ServedLog.editorToken), ("f", "json")])
+            #expect(deleted.json["deleteAttachmentResults"]?.arrayValue?.compactMap { $0["success"]?.boolValue } == [true, false], "\(deleted.text)")
+            let list = try await client.getJSON(Self.base + "/0/4/attachments")
+            #expect(list.json["attachmentInfos"]?.arrayValue?.isEmpty == true)
+        }
+    }
+}
