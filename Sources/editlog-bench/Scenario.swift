@@ -25,6 +25,9 @@ enum Scenarios {
         Rebuild.self,
         Verify.self,
         HistoryShow.self,
+        BundleExportScenario.self,
+        BundleImportScenario.self,
+        BundleVerifyScenario.self,
     ]
 
     static func named(_ n: String) -> (any Scenario.Type)? {
