@@ -20,6 +20,7 @@ extension EditLog {
         let geocoder = self.geocoder
         let now = Timestamp.format(milliseconds: store.clock.now())
         return try writeMapped { db, appender, projector in
+            appender.keepsAppended = false  // the report is the result: the imported events are not held in memory
             var importer = Importer(schema: schema, policy: policy, ownLog: store.logId,
                                     context: EventContext(actor: actor, device: device, clientTime: now), source: source)
             try feed({ e in try importer.importEvent(e, db: db, appender: &appender, projector: projector) },

@@ -73,8 +73,8 @@ public final class BundleReader {
         func corrupt(_ m: String, _ entry: String? = nil) -> EditLogError {
             EditLogError(.corrupt, m, at: entry.map { "\(path): \($0)" } ?? path)
         }
-        func callback(_ body: () throws -> Void, _ entry: String) throws(EditLogError) {
-            do { try body() } catch let e as EditLogError { throw e } catch { throw EditLogError.wrapping(error, at: "\(path): \(entry)") }
+        func callback(_ body: () throws -> Void, _ entry: @autoclosure () -> String) throws(EditLogError) {
+            do { try body() } catch let e as EditLogError { throw e } catch { throw EditLogError.wrapping(error, at: "\(path): \(entry())") }
         }
         while let entry = try tar.next() {
             let name = entry.name
@@ -95,7 +95,7 @@ public final class BundleReader {
                 var start = 0
                 for i in bytes.indices where bytes[i] == 0x0A {
                     line += 1
-                    let where_ = "\(name): line \(line)"
+                    var where_: String { "\(name): line \(line)" }  // only built when an error names it
                     let e: RecordedEvent
                     do { e = try state.event(bytes[start..<i]) } catch { throw error.at("\(path): \(where_)") }
                     try callback({ try event(e) }, where_)
@@ -189,7 +189,7 @@ struct ReadState {
         }
         let e: RecordedEvent
         do { e = try RecordedEvent(json: .object(o)) } catch { throw EditLogError(.corrupt, error.message) }
-        let at = "position \(e.position)"
+        var at: String { "position \(e.position)" }  // only built when an error names it
         guard e.chainHashMatches(previous: previous, using: &encoder) else {
             throw EditLogError(.corrupt, "the event's hash does not match its contents and previousHash: the event was changed", at: at)
         }

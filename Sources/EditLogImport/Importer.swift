@@ -167,7 +167,7 @@ public struct Importer {
     /// The registers of a feature: its stream folded in this log's order.
     func history(of stream: String, _ db: Database) throws -> FeatureHistory {
         var h = FeatureHistory(ownLog: engine.ownLog)
-        try EventReading.forEach(db, where: "stream = ?", arguments: [stream]) { h.apply($0) }
+        try EventReading.forEach(db, where: "stream = ?", arguments: [stream], cached: true) { h.apply($0) }
         return h
     }
 

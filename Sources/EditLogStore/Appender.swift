@@ -22,8 +22,11 @@ public struct Appender {
     /// `PRAGMA data_version` when the transaction began (the cache is valid for this value only).
     let dataVersion: Int64
     var encoder = EventHash.Encoder()
-    /// Events appended by this transaction, in order.
+    /// Events appended by this transaction, in order (empty when `keepsAppended` is false).
     public private(set) var appended: [RecordedEvent] = []
+    /// Whether `appended` keeps every event of the transaction. An import of a whole bundle (a million events in
+    /// one transaction) turns it off: nothing reads that list there, and it grew by every event's payload.
+    public var keepsAppended = true
 
     init(db: Database, store: EventStore) throws {
         self.db = db
@@ -121,7 +124,7 @@ public struct Appender {
             actor: e.context.actor, device: e.context.device, session: e.session, cause: e.cause,
             clientTime: e.context.clientTime, recordedTime: recorded,
             origin: origin ?? EventOrigin(logId: logId, position: position, hash: hash), hash: hash)
-        appended.append(recordedEvent)
+        if keepsAppended { appended.append(recordedEvent) }
         return .appended(recordedEvent)
     }
 

@@ -12,19 +12,24 @@ public enum EventReading {
 
     /// Calls `body` for each event in position order, from `after` on, streaming (never materializing the log).
     /// Rows are read straight from SQLite's column buffers (the replay hot path: no `Row`, no boxing).
+    /// With `cached`, the statement is prepared once per connection (for a query run once per event, e.g. the
+    /// importer's per-feature history); `body` must then not run the same query again while it is stepped.
     public static func forEach(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
-                               _ body: (RecordedEvent) throws -> Void) throws {
+                               cached: Bool = false, _ body: (RecordedEvent) throws -> Void) throws {
         let sql = "SELECT \(columns) FROM events WHERE position > ?\(clause.map { " AND (\($0))" } ?? "") ORDER BY position"
         var args: StatementArguments = [after]
         args += arguments
-        try step(db, sql: sql, arguments: args) { try body(try decode($0)); return true }
+        try step(db, sql: sql, arguments: args, cached: cached) { try body(try decode($0)); return true }
     }
 
-    /// Steps a statement over `columns`, handing each row to `body` until it returns false.
-    public static func step(_ db: Database, sql: String, arguments: StatementArguments, _ body: (StatementEventColumns) throws -> Bool) throws {
-        let statement = try db.makeStatement(sql: sql)
+    /// Steps a statement over `columns`, handing each row to `body` until it returns false. With `cached`, the
+    /// statement comes from the connection's cache (and is reset after), so `body` must not run the same SQL.
+    public static func step(_ db: Database, sql: String, arguments: StatementArguments, cached: Bool = false,
+                            _ body: (StatementEventColumns) throws -> Bool) throws {
+        let statement = cached ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
         try statement.setArguments(arguments)
         let stmt = statement.sqliteStatement
+        defer { if cached { sqlite3_reset(stmt) } }
         let row = StatementEventColumns(stmt)
         while true {
             let rc = sqlite3_step(stmt)

@@ -14,8 +14,10 @@ struct EditLogBench: ParsableCommand {
         abstract: "EditLog's hot paths against raw SQLite C-API floors measured in the same run.",
         discussion: """
             Scenarios (default: all, in this order): append-bulk, append-session, rebuild, verify, history \
-            (history and show; `show` is accepted as a name too), replay, export, report, diff. The read scenarios \
-            (all but append-session and diff) use the big log append-bulk leaves; it is built first, unreported, when only they are asked for. Each scenario runs in a child \
+            (history and show; `show` is accepted as a name too), replay, export, report, diff, bundle-export, \
+            bundle-import, bundle-verify. The read and bundle scenarios (all but append-session and diff) use the big log \
+            append-bulk leaves (bundle-import and bundle-verify the bundle bundle-export makes of it); each is built first, \
+            unreported, when only later scenarios are asked for. Each scenario runs in a child \
             process, measuring the operation and then its floor; the table prints each ratio (throughput / floor \
             throughput) against its goal, met or NOT met. Build and run it with tools/bench (release mode). \
             Results of a full run: tools/BENCH-RESULTS.md.

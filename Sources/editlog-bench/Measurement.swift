@@ -10,6 +10,8 @@ enum Goal: Codable, Sendable {
     case megabytesAtMost(Double)
     /// The measured operation's wall time at most this many seconds.
     case secondsAtMost(Double)
+    /// Output size at most this multiple of the reference tool's output size (bundle-export vs `gzip -6`).
+    case sizeRatioAtMost(Double)
 
     var text: String {
         switch self {
@@ -18,13 +20,14 @@ enum Goal: Codable, Sendable {
         case .millisecondsAtMost(let ms): return "p99 ≤ \(Fmt.num(ms)) ms"
         case .megabytesAtMost(let mb): return "≤ \(Fmt.num(mb)) MB"
         case .secondsAtMost(let s): return "≤ \(Fmt.num(s)) s"
+        case .sizeRatioAtMost(let r): return "≤ \(Fmt.num(r))x size"
         }
     }
 }
 
 /// One row of the result table.
 struct Measurement: Codable, Sendable {
-    enum Kind: String, Codable, Sendable { case throughput, latency, rss, info }
+    enum Kind: String, Codable, Sendable { case throughput, latency, rss, info, size }
 
     var scenario: String
     var kind: Kind
@@ -43,6 +46,12 @@ struct Measurement: Codable, Sendable {
     var p99ms: Double?
     var maxms: Double?
     var rssBytes: Int64?
+    /// `.size` rows: this tool's output size and the reference tool's over the same input.
+    var sizeBytes: Int64?
+    var floorSizeBytes: Int64?
+    /// Set when the peer or reference tool a row compares with could not run (e.g. "peer unavailable: no pigz"):
+    /// the verdict says so instead of met / NOT met.
+    var unavailable: String?
     var goal: Goal?
     /// Replaces the verdict when the goal could not be judged (e.g. "peer unavailable").
     var status: String?
@@ -55,6 +64,10 @@ struct Measurement: Codable, Sendable {
         guard let s = seconds, let f = floorSeconds, s > 0 else { return nil }
         return f / s
     }
+    var sizeRatio: Double? {
+        guard let a = sizeBytes, let b = floorSizeBytes, b > 0 else { return nil }
+        return Double(a) / Double(b)
+    }
     var cpuRatio: Double? {
         guard let s = cpuSeconds, let f = floorCpuSeconds, s > 0 else { return nil }
         return f / s
@@ -66,6 +79,7 @@ struct Measurement: Codable, Sendable {
         case .millisecondsAtMost?: return p99ms
         case .megabytesAtMost?: return rssBytes.map { Double($0) / 1_048_576 }
         case .secondsAtMost?: return seconds
+        case .sizeRatioAtMost?: return sizeRatio
         case nil: return nil
         }
     }
@@ -75,25 +89,27 @@ struct Measurement: Codable, Sendable {
         switch goal {
         case .ratioAtLeast(let g), .peerRatioAtLeast(let g): return v >= g
         case .millisecondsAtMost(let g), .secondsAtMost(let g): return v <= g
-        case .megabytesAtMost(let g): return v <= g
+        case .megabytesAtMost(let g), .sizeRatioAtMost(let g): return v <= g
         }
     }
 
     /// "met", or "NOT met" and by how much the goal is missed.
     var verdict: String {
         if let status { return status }
+        if let unavailable { return unavailable }
         guard let goal, let v = value, let met else { return "—" }
         if met { return "met" }
         switch goal {
         case .ratioAtLeast(let g), .peerRatioAtLeast(let g): return "NOT met: \(Fmt.num(g / max(v, 1e-9)))x too slow"
         case .millisecondsAtMost(let g), .secondsAtMost(let g): return "NOT met: \(Fmt.num(v / g))x over"
         case .megabytesAtMost(let g): return "NOT met: +\(Fmt.num(v - g)) MB"
+        case .sizeRatioAtMost(let g): return String(format: "NOT met: %.3fx > %.2fx", v, g)
         }
     }
 
     enum CodingKeys: String, CodingKey {
         case scenario, kind, size, units, unitName, seconds, cpuSeconds, floorSeconds, floorCpuSeconds, floorDescription
-        case p50ms, p99ms, maxms, rssBytes, goal, status, notes
+        case p50ms, p99ms, maxms, rssBytes, sizeBytes, floorSizeBytes, unavailable, goal, status, notes
     }
 }
 
@@ -114,6 +130,7 @@ enum Fmt {
     }
 
     static func rate(_ r: Double, _ unit: String) -> String {
+        if unit == "B" { return String(format: "%.1f MB/s", r / 1e6) }
         if r >= 1_000_000 { return String(format: "%.2fM %@/s", r / 1e6, unit) }
         if r >= 1000 { return String(format: "%.1fk %@/s", r / 1e3, unit) }
         return String(format: "%.0f %@/s", r, unit)
@@ -146,6 +163,11 @@ enum Report {
                 ratio = "—"
             case .rss:
                 time = "—"; thr = m.rssBytes.map { "peak RSS \(Fmt.mb($0))" } ?? "—"; floor = "—"; ratio = "—"
+            case .size:
+                time = "—"
+                thr = m.sizeBytes.map { "size \(Fmt.mb($0))" } ?? "—"
+                floor = m.floorSizeBytes.map { "size \(Fmt.mb($0))" } ?? "—"
+                ratio = m.sizeRatio.map { String(format: "%.3fx", $0) } ?? "—"
             default: break
             }
             rows.append([m.scenario, m.size, time, thr, floor, ratio, m.goal?.text ?? "—", m.verdict])
@@ -174,10 +196,11 @@ enum Report {
                 try c.encodeIfPresent(m.floorThroughput, forKey: .floorThroughput)
                 try c.encodeIfPresent(m.ratio, forKey: .ratio)
                 try c.encodeIfPresent(m.cpuRatio, forKey: .cpuRatio)
+                try c.encodeIfPresent(m.sizeRatio, forKey: .sizeRatio)
                 try c.encodeIfPresent(m.met, forKey: .met)
                 try c.encode(m.verdict, forKey: .verdict)
             }
-            enum Extra: String, CodingKey { case throughput, floorThroughput, ratio, cpuRatio, met, verdict }
+            enum Extra: String, CodingKey { case throughput, floorThroughput, ratio, cpuRatio, sizeRatio, met, verdict }
         }
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -29,6 +29,9 @@ enum Scenarios {
         ExportLive.self,
         ReportWhole.self,
         DiffWindows.self,
+        BundleExportScenario.self,
+        BundleImportScenario.self,
+        BundleVerifyScenario.self,
     ]
 
     static func named(_ n: String) -> (any Scenario.Type)? {

@@ -181,19 +181,23 @@ private struct Parser {
     mutating func parseString() throws(JSONParseError) -> String {
         i += 1  // opening quote
         let start = i
-        // Fast path: no escapes.
+        // Fast path: no escapes. An all-ASCII string (the common case) is valid UTF-8 by construction and is made
+        // without `String(validating:)`, whose generic validation looked up type metadata on every call.
+        var high: UInt8 = 0
         while i < bytes.count {
             let c = bytes[i]
             if c == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<i])
+                i += 1
+                if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 guard let s = String(validating: slice, as: UTF8.self) else {
                     throw JSONParseError(offset: start, reason: "string is not valid UTF-8")
                 }
-                i += 1
                 return s
             }
             if c == UInt8(ascii: "\\") { break }
             if c < 0x20 { throw fail("control character in string") }
+            high |= c
             i += 1
         }
         var out = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<i]))
