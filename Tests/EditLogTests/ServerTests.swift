@@ -242,8 +242,10 @@ struct ServerTests {
         }
     }
 
-    /// Reads do not wait for a write: another connection holds the write lock with an uncommitted change,
-    /// and a query answers at once with the last committed state.
+    /// Reads do not wait for a write: another connection holds the write lock with an uncommitted change, and a
+    /// query answers with the last committed state. (A read that waited for the lock would fail with SQLite's
+    /// busy error after the timeout, not answer; no wall-clock bound here: under a parallel test run the task
+    /// itself can wait for a thread, which says nothing about SQLite.)
     @Test func readsDoNotWaitForAWriteInProgress() async throws {
         try await ServedLog.run { client, log in
             var config = Configuration()
@@ -253,10 +255,9 @@ struct ServerTests {
                 try db.execute(sql: "BEGIN IMMEDIATE")
                 try db.execute(sql: #"UPDATE p_layer_0 SET "Condition" = 'Dead'"#)
             }
-            let started = Date()
             let r = try await client.getJSON(Self.base + "/0/query" + queryString([("where", "Condition = 'Dead'"), ("returnCountOnly", "true")]))
+            #expect(r.status == .ok && r.json["error"] == nil, "\(r.text)")
             #expect(r.json["count"]?.intValue == Int64(Self.trees.filter { $0["Condition"] == "Dead" }.count), "\(r.text)")
-            #expect(Date().timeIntervalSince(started) < 4, "the read waited for the writer")
             try writer.inDatabase { db in try db.execute(sql: "ROLLBACK") }
             try writer.close()
         }
