@@ -2,7 +2,7 @@ import EditLog
 import Foundation
 import Testing
 
-/// Esri's own REST payloads (../shared/fixtures/arcgis-rest) import as they are.
+/// Esri's own REST payloads (Fixtures/arcgis-rest, vendored from ../shared/fixtures/arcgis-rest) import as they are.
 @Suite struct ArcGISFixtureImportTests {
     func load(_ name: String) throws -> (String, JSONValue) {
         (name, try InputFiles.json(Paths.arcgisRest + "/" + name))
@@ -16,6 +16,18 @@ import Testing
         #expect(try log.verify().ok)
         log.close()
         return schema
+    }
+
+    /// The vendored copy stays byte-identical to the shared originals wherever they sit beside the clone.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: Paths.sharedArcgisRest)))
+    func vendoredCopyMatchesTheSharedOriginals() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Paths.sharedArcgisRest).sorted()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: Paths.arcgisRest).sorted() == names)
+        for name in names {
+            let a = FileManager.default.contents(atPath: Paths.sharedArcgisRest + "/" + name)
+            let b = FileManager.default.contents(atPath: Paths.arcgisRest + "/" + name)
+            #expect(a != nil && a == b, "\(name) differs from ../shared/fixtures/arcgis-rest")
+        }
     }
 
     @Test func allLayersAndTablesWithMapServerRelationships() throws {

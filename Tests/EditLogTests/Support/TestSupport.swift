@@ -8,8 +8,11 @@ enum Paths {
     static let root: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
     static let trees = root + "/Fixtures/trees-of-portland"
-    /// Esri's REST payloads beside the clone (../shared/fixtures/arcgis-rest).
-    static let arcgisRest = URL(fileURLWithPath: root).deletingLastPathComponent().appendingPathComponent("shared/fixtures/arcgis-rest").path
+    /// Esri's REST payloads (Apache-2.0), vendored unchanged from ../shared/fixtures/arcgis-rest so a clean clone
+    /// anywhere runs the contract tests; Fixtures/arcgis-rest/SOURCES.txt names each file's origin.
+    static let arcgisRest = root + "/Fixtures/arcgis-rest"
+    /// The shared originals, when the clone sits beside them.
+    static let sharedArcgisRest = URL(fileURLWithPath: root).deletingLastPathComponent().appendingPathComponent("shared/fixtures/arcgis-rest").path
     static var editlogBinary: String { root + "/.build/debug/editlog" }
 }
 
