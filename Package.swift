@@ -21,7 +21,7 @@ let package = Package(
         // The append-only event store on SQLite.
         .target(name: "EditLogStore", dependencies: ["EditLogCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Feature tables rebuilt from events.
-        .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Replay and audit: log, history, sessions, verify.
         .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Replay as of a position or time (with checkpoints) and exports: SQLite, GeoPackage, GeoJSON, CSV.

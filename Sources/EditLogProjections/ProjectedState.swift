@@ -62,8 +62,10 @@ public struct ProjectedState: CurrentState {
 
     public func feature(layer: Int, globalId: String) throws -> FeatureSnapshot? {
         if let f = projector?.featureCache[globalId], f.layerId == layer { return f }
-        guard let l = schema.layer(id: layer), let r = try row(layer: layer, globalId: globalId) else { return nil }
-        let f = try snapshot(l, r)
+        guard let l = schema.layer(id: layer) else { return nil }
+        try sync()
+        let statement = try db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?")
+        guard let f = try Self.stepOnce(statement, db: db, binding: [globalId], { try snapshot(l, stmt: $0) }) else { return nil }
         projector?.featureCache[globalId] = f
         return f
     }
@@ -110,12 +112,14 @@ public struct ProjectedState: CurrentState {
     public func session(id: String) throws -> SessionState? {
         if let s = projector?.openSessions[id] { return s }
         try syncSessions()
-        return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), arguments: [id]))
+        let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?")
+        return try sessionRow(statement, binding: [id])
     }
 
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {
         try syncSessions()
-        return try session(Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?"), arguments: [globalId, layer]))
+        let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?")
+        return try sessionRow(statement, binding: [globalId], ints: [(2, Int64(layer))])
     }
 
     public func openSessions(actor: String) throws -> [SessionState] {
@@ -128,17 +132,17 @@ public struct ProjectedState: CurrentState {
         guard let l = schema.layer(id: layer), let f = l.field(field) else { return [] }
         try sync()
         let column = f.name.lowercased() == l.globalIdField?.lowercased() ? "_globalid" : ProjectionTables.quoted(f.name)
-        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 0 ORDER BY _oid"),
-                                    arguments: [Projector.databaseValue(value)])
-        return try rows.map { try snapshot(l, $0) }
+        let statement = try db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 0 ORDER BY _oid")
+        try statement.setArguments([Projector.databaseValue(value)])
+        return try featureRows(l, statement)
     }
 
     public func features(layer: Int, containing x: Double, _ y: Double) throws -> [FeatureSnapshot] {
         guard let l = schema.layer(id: layer), try db.tableExists(ProjectionTables.featureTable(layer)) else { return [] }
         try sync()
-        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _xmin <= ? AND _xmax >= ? AND _ymin <= ? AND _ymax >= ? AND _deleted = 0 ORDER BY _oid"),
-                                    arguments: [x, x, y, y])
-        return try rows.map { try snapshot(l, $0) }
+        let statement = try db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _xmin <= ? AND _xmax >= ? AND _ymin <= ? AND _ymax >= ? AND _deleted = 0 ORDER BY _oid")
+        try statement.setArguments([x, x, y, y])
+        return try featureRows(l, statement)
     }
 
     public func attachment(globalId: String) throws -> AttachmentSnapshot? {

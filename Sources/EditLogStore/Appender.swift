@@ -59,7 +59,14 @@ public struct Appender {
         return v
     }
 
-    public func nowString() -> String { Timestamp.format(milliseconds: clock.now()) }
+    /// The last time formatted, reused while the clock reads the same millisecond (most events of a session).
+    var lastNow: (ms: Int64, text: String) = (.min, "")
+
+    public mutating func nowString() -> String {
+        let ms = clock.now()
+        if ms != lastNow.ms { lastNow = (ms, Timestamp.format(milliseconds: ms)) }
+        return lastNow.text
+    }
 
     /// Appends a new event of this log. An id that is already stored is a `.conflict` naming the id and
     /// the position that holds it: this log just generated the id, so a collision is a bug or a reused
@@ -83,7 +90,6 @@ public struct Appender {
     }
 
     mutating func insert(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?) throws -> AppendOutcome {
-        let idBytes = withUnsafeBytes(of: e.id.uuid) { Data($0) }
         let version = try currentVersion(of: e.stream)
         switch expected {
         case .any: break
@@ -109,6 +115,7 @@ public struct Appender {
         guard try Self.insertRow(insert, values, hash: hash, db: db) else {
             // A unique index fired. Which one is answered by looking the id up (never by the message's wording):
             // only then does the common path pay for a lookup.
+            let idBytes = withUnsafeBytes(of: e.id.uuid) { Data($0) }
             if let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT position FROM events WHERE id = ?"), arguments: [idBytes]) {
                 return .alreadyStored(position: stored)
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 extension JSONValue {
     /// Canonical compact JSON: object keys sorted by their UTF-8 bytes, no whitespace,
     /// integers as integers, doubles in Swift's shortest round-trip form.
@@ -19,7 +21,7 @@ extension JSONValue {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .int(let i): JSONValue.writeInt(i, to: &out)
         case .double(let d): JSONValue.writeDouble(d, to: &out)
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let a):
@@ -43,9 +45,32 @@ extension JSONValue {
         }
     }
 
+    /// Keys in the order of their UTF-8 bytes (memcmp on the strings' contiguous storage).
     @inline(__always)
     static func keyOrder(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+        var a = a, b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in
+                let n = min(pa.count, pb.count)
+                let c = n == 0 ? 0 : memcmp(pa.baseAddress!, pb.baseAddress!, n)
+                return c != 0 ? c < 0 : pa.count < pb.count
+            }
+        }
+    }
+
+    /// The decimal digits of `i`, without a `String` in between.
+    static func writeInt(_ i: Int64, to out: inout [UInt8]) {
+        if i < 0 { out.append(UInt8(ascii: "-")) }
+        var v = i.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var n = 0
+            repeat {
+                digits[19 - n] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: v % 10)
+                v /= 10
+                n += 1
+            } while v > 0
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[(20 - n)...]))
+        }
     }
 
     static func writeDouble(_ d: Double, to out: inout [UInt8]) {
@@ -53,7 +78,7 @@ extension JSONValue {
         if d.rounded() == d && abs(d) < 1e15 {
             // Whole numbers keep a ".0"-free integer form only when they were integers;
             // a double stays a double so that the value round-trips with its type.
-            out.append(contentsOf: String(Int64(d)).utf8)
+            writeInt(Int64(d), to: &out)
             out.append(contentsOf: ".0".utf8)
             return
         }

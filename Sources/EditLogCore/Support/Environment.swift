@@ -33,13 +33,13 @@ public protocol IDGenerator: Sendable {
 public final class UUIDv7Generator: IDGenerator, @unchecked Sendable {
     private let lock = NSLock()
     private let clock: any LogClock
-    private var rng: any RandomNumberGenerator
+    private var source: RandomSource
     private var lastMs: Int64 = 0
     private var counter: UInt16 = 0
 
     public init(clock: any LogClock = SystemClock(), seed: UInt64? = nil) {
         self.clock = clock
-        if let seed { rng = SplitMix64(seed: seed) } else { rng = SystemRandomNumberGenerator() }
+        if let seed { source = .seeded(SplitMix64(seed: seed)) } else { source = .system }
     }
 
     /// Never issue an id at or below `id`: a reopened log goes on after its newest id even when the clock
@@ -60,17 +60,33 @@ public final class UUIDv7Generator: IDGenerator, @unchecked Sendable {
             counter &+= 1
             if counter > 0x0FFF { ms += 1; counter = 0 }
         } else {
-            counter = UInt16.random(in: 0...0x7FF, using: &rng)
+            // What `UInt16.random(in: 0...0x7FF, using:)` draws (one word, its low 16 bits' top 11), without the
+            // generic, unspecialized path through an existential generator: seeded runs keep their ids.
+            counter = UInt16(truncatingIfNeeded: source.next()) >> 5
         }
         lastMs = ms
-        let r = UInt64.random(in: .min ... .max, using: &rng)
-        var b = [UInt8](repeating: 0, count: 16)
-        for k in 0..<6 { b[k] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * k)) }
-        b[6] = 0x70 | UInt8(counter >> 8)
-        b[7] = UInt8(counter & 0xFF)
-        for k in 0..<8 { b[8 + k] = UInt8(truncatingIfNeeded: r >> (56 - 8 * k)) }
-        b[8] = 0x80 | (b[8] & 0x3F)
-        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        let r = source.next()
+        let m = UInt64(bitPattern: ms)
+        let c = counter
+        return UUID(uuid: (UInt8(truncatingIfNeeded: m >> 40), UInt8(truncatingIfNeeded: m >> 32), UInt8(truncatingIfNeeded: m >> 24),
+                           UInt8(truncatingIfNeeded: m >> 16), UInt8(truncatingIfNeeded: m >> 8), UInt8(truncatingIfNeeded: m),
+                           0x70 | UInt8(truncatingIfNeeded: c >> 8), UInt8(truncatingIfNeeded: c),
+                           0x80 | (UInt8(truncatingIfNeeded: r >> 56) & 0x3F), UInt8(truncatingIfNeeded: r >> 48),
+                           UInt8(truncatingIfNeeded: r >> 40), UInt8(truncatingIfNeeded: r >> 32), UInt8(truncatingIfNeeded: r >> 24),
+                           UInt8(truncatingIfNeeded: r >> 16), UInt8(truncatingIfNeeded: r >> 8), UInt8(truncatingIfNeeded: r)))
+    }
+
+    /// The generator's random words: a seeded PRNG or the system's, called directly (not through an existential).
+    private enum RandomSource {
+        case seeded(SplitMix64)
+        case system
+
+        mutating func next() -> UInt64 {
+            switch self {
+            case .seeded(var g): let v = g.next(); self = .seeded(g); return v
+            case .system: var g = SystemRandomNumberGenerator(); return g.next()
+            }
+        }
     }
 }
 
