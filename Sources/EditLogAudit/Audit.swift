@@ -221,11 +221,24 @@ public enum Audit {
     /// Sessions with their state and staged changes, in the order they were opened; times on `clock`.
     public static func sessions(_ db: Database, schema: ServiceSchema? = nil, status: String? = nil, actor: String? = nil, globalId: String? = nil,
                                 clock: EventClock = .default) throws -> [SessionSummary] {
+        var out: [SessionSummary] = []
+        try forEachSession(db, schema: schema, status: status, actor: actor, globalId: globalId, clock: clock) { out.append($0) }
+        return out
+    }
+
+    /// `sessions(…)` one at a time, from a cursor (a report of a long window reads every canceled session: they are
+    /// decoded one by one instead of all rows and all states at once). `ended`: only sessions whose end position
+    /// lies in this range.
+    public static func forEachSession(_ db: Database, schema: ServiceSchema? = nil, status: String? = nil, actor: String? = nil, globalId: String? = nil,
+                                      endedAfter: Int64? = nil, endedUpTo: Int64? = nil, clock: EventClock = .default,
+                                      _ body: (SessionSummary) throws -> Void) throws {
         var parts: [String] = []
         var args: StatementArguments = []
         if let status { parts.append("status = ?"); args += [status] }
         if let actor { parts.append("(actor = ? OR opened_by = ?)"); args += [actor, actor] }
         if let globalId { parts.append("global_id = ?"); args += [globalId] }
+        if let endedAfter { parts.append("ended_position > ?"); args += [endedAfter] }
+        if let endedUpTo { parts.append("ended_position <= ?"); args += [endedUpTo] }
         // The projection keeps client times (falling back to recorded); the recorded clock reads the events.
         let times = clock == .client ? "started_time, ended_time"
             : "(SELECT recorded_time FROM events WHERE position = started_position), (SELECT recorded_time FROM events WHERE position = ended_position)"
@@ -233,13 +246,14 @@ public enum Audit {
             SELECT id, state, started_position, opened_by, ended_position, \(times) FROM p_sessions
             \(parts.isEmpty ? "" : "WHERE " + parts.joined(separator: " AND ")) ORDER BY started_position
             """
-        return try Row.fetchAll(db, sql: sql, arguments: args).map { r in
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: args)
+        while let r = try rows.next() {
             let state = try ProjectedState.decodeSession(state: r[1], startedPosition: r[2], id: r[0])
             let layer = schema?.layer(id: state.layerId)
             let relationships = state.relations.sorted { $0.key < $1.key }.map { id, g in
                 RelationChoice(id: id, name: layer?.relationships.first { $0.id == id }?.name ?? "relationship \(id)", globalId: g)
             }
-            return SessionSummary(state: state, openedBy: r[3], endedPosition: r[4], startedTime: r[5], endedTime: r[6], clock: clock, relationships: relationships)
+            try body(SessionSummary(state: state, openedBy: r[3], endedPosition: r[4], startedTime: r[5], endedTime: r[6], clock: clock, relationships: relationships))
         }
     }
 }

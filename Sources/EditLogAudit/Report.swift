@@ -19,8 +19,8 @@ public struct AuditReport: Sendable {
     public var byCause: [String: Int] = [:]
     /// Rule-derived edits in the window.
     public var derived: [Derived] = []
-    /// Sessions canceled or abandoned in the window, with what they discarded.
-    public var discarded: [SessionSummary] = []
+    /// Sessions canceled or abandoned in the window, with what they discarded (in order of their end).
+    public var discarded: [Discarded] = []
     /// The features changed in the window (the net diff): layer, GlobalID, kind of change and the centre of its
     /// geometry as an Esri point (the map);
     /// their fields, actors and sessions are left empty (`diff` gives them), so a report of a long window holds
@@ -35,6 +35,31 @@ public struct AuditReport: Sendable {
         public var cause: String
         public var session: String?
         public var fields: [String]
+    }
+
+    /// A session that ended without a commit: who, which feature, when, and what it discarded as one line
+    /// (staged values, staged attachments, relationship choices). Kept small: a long window holds thousands.
+    public struct Discarded: Sendable, Hashable {
+        public var id: String
+        public var status: SessionState.Status
+        public var actor: String
+        public var globalId: String
+        public var endedPosition: Int64
+        public var endedTime: String
+        public var what: String
+
+        init(_ s: SessionSummary) {
+            let st = s.state
+            var what = st.staged.map { "\($0.field) = \($0.value.serialized())" }
+            what += st.attachmentsAdded.map { "attachment \($0.name) (\($0.size) bytes, sha256 \($0.sha256))" }
+            what += s.relationships.map { "\($0.name) → \($0.globalId)" }
+            self.init(id: s.id, status: st.status, actor: st.actor, globalId: st.globalId, endedPosition: s.endedPosition ?? 0,
+                      endedTime: s.endedTime ?? "", what: what.joined(separator: "; "))
+        }
+
+        init(id: String, status: SessionState.Status, actor: String, globalId: String, endedPosition: Int64, endedTime: String, what: String) {
+            (self.id, self.status, self.actor, self.globalId, self.endedPosition, self.endedTime, self.what) = (id, status, actor, globalId, endedPosition, endedTime, what)
+        }
     }
 
     public var sessionCount: Int { sessionsByActorDay.values.reduce(0) { $0 + $1.values.reduce(0, +) } }
@@ -75,7 +100,7 @@ public struct AuditReport: Sendable {
                 let fields = try e.fields.object("changes").keys.sorted()
                 r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName,
                                          globalId: interned.string(try e.fields.string("globalId")), cause: interned.string(e.cause),
-                                         session: e.session, fields: interned.fieldLists[fields] ?? { interned.fieldLists[fields] = fields; return fields }()))
+                                         session: e.session.map(interned.string), fields: interned.fieldLists[fields] ?? { interned.fieldLists[fields] = fields; return fields }()))
             default: break
             }
             r.byLayer[layerName, default: 0] += 1
@@ -83,13 +108,19 @@ public struct AuditReport: Sendable {
             r.byCause[causeKind(e.cause), default: 0] += 1
         }
         // Sessions that ended without a commit inside the window.
-        let ended = try Audit.sessions(db, schema: schema, status: "canceled", clock: clock) + Audit.sessions(db, schema: schema, status: "abandoned", clock: clock)
-        r.discarded = ended.filter { s in
-            guard let p = s.endedPosition, let t = s.endedTime else { return false }
-            let afterFrom: Bool = switch from { case .position(let f): p > f; case .time(let f): t > f }
-            let beforeTo: Bool = switch to { case .position(let x): p <= x; case .time(let x): t <= x }
-            return afterFrom && beforeTo
-        }.sorted { ($0.endedPosition ?? 0) < ($1.endedPosition ?? 0) }
+        // Read a session at a time and kept as one line each (a long window holds thousands; their states were
+        // half of the report's peak memory).
+        let endedAfter: Int64? = if case .position(let f) = from { f } else { nil }
+        let endedUpTo: Int64? = if case .position(let x) = to { x } else { nil }
+        for status in ["canceled", "abandoned"] {
+            try Audit.forEachSession(db, schema: schema, status: status, endedAfter: endedAfter, endedUpTo: endedUpTo, clock: clock) { s in
+                guard let p = s.endedPosition, let t = s.endedTime else { return }
+                let afterFrom: Bool = switch from { case .position(let f): p > f; case .time(let f): t > f }
+                let beforeTo: Bool = switch to { case .position(let x): p <= x; case .time(let x): t <= x }
+                if afterFrom && beforeTo { r.discarded.append(Discarded(s)) }
+            }
+        }
+        r.discarded.sort { $0.endedPosition < $1.endedPosition }
         r.changes = try Audit.diff(db, schema: schema, from: from, to: to, clock: clock, geometry: true, fields: false,
                                    progress: progress.map { p in { d, t in p(t + d, 2 * t) } }).changes
         return r
@@ -242,11 +273,7 @@ public struct AuditReport: Sendable {
         }
         emit("</table>\n<h2>Canceled and abandoned sessions</h2>\n<table id=\"discarded\"><tr><th>session</th><th>status</th><th>actor</th><th>feature</th><th>ended (\(clock.rawValue))</th><th>discarded</th></tr>")
         for s in discarded {
-            let st = s.state
-            var what = st.staged.map { "\($0.field) = \($0.value.serialized())" }
-            what += st.attachmentsAdded.map { "attachment \($0.name) (\($0.size) bytes, sha256 \($0.sha256))" }
-            what += s.relationships.map { "\($0.name) → \($0.globalId)" }
-            emit("<tr class=\"discarded \(st.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(st.status.rawValue)</td><td>\(Self.esc(st.actor))</td><td>\(Self.esc(st.globalId))</td><td>\(Self.esc(String((s.endedTime ?? "").prefix(19))))</td><td>\(Self.esc(what.joined(separator: "; ")))</td></tr>")
+            emit("<tr class=\"discarded \(s.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(s.status.rawValue)</td><td>\(Self.esc(s.actor))</td><td>\(Self.esc(s.globalId))</td><td>\(Self.esc(String(s.endedTime.prefix(19))))</td><td>\(Self.esc(s.what))</td></tr>")
         }
         emit("</table>\n<h2>Map of edited features</h2>\n")
         mapSVG(emit)
