@@ -37,10 +37,12 @@ extension FeatureService {
             q.offset = n
         }
         if paged {
-            var limit = options.maxRecordCount
+            // A query by objectIds answers up to `objectIdsPageFloor` features whatever `maxRecordCount` says:
+            // Esri's Python API fetches a layer in objectIds batches of 200 and reads each answer whole.
+            var limit = q.objectIds == nil ? options.maxRecordCount : max(options.maxRecordCount, Self.objectIdsPageFloor)
             if let c = p["resultRecordCount"] {
                 guard let n = Int(c.trimmingCharacters(in: .whitespaces)), n >= 0 else { throw .query("resultRecordCount must be a non-negative integer") }
-                limit = min(n, options.maxRecordCount)
+                limit = min(n, limit)
             }
             q.limit = limit
         } else if let c = p["resultRecordCount"] {
@@ -49,6 +51,9 @@ extension FeatureService {
         }
         return q
     }
+
+    /// The most features a query by `objectIds` is capped to, at least (see `featureQuery`).
+    static let objectIdsPageFloor = 200
 
     /// `"1,2"`, `"1, 2"` or `[1,2]`.
     static func objectIdList(_ text: String) throws(ServiceError) -> [Int64] {
