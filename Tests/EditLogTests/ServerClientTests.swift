@@ -96,7 +96,7 @@ struct ServerClientTests {
         let script = """
             import json, sys
             from esridump.dumper import EsriDumper
-            features = list(EsriDumper(sys.argv[1]))
+            features = list(EsriDumper(sys.argv[1], paginate_oid=len(sys.argv) > 3))
             json.dump({"type": "FeatureCollection", "features": features}, open(sys.argv[2], "w"))
             """
         try script.write(toFile: served.dir + "/dump.py", atomically: true, encoding: .utf8)
@@ -107,6 +107,12 @@ struct ServerClientTests {
         #expect(features.count == 240)
         #expect(Set(features.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
         #expect(features.first?["geometry"]?["type"] == "Point")
+        // --paginate-oid: pages by ObjectID ranges in `where` instead of resultOffset.
+        let byOid = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/0' '\(served.dir)/oid.geojson' paginate-oid 2>&1")
+        #expect(byOid.status == 0, "\(byOid.stdout)\(byOid.stderr)")
+        let oidFeatures = try JSONParser.parse(try String(contentsOfFile: served.dir + "/oid.geojson", encoding: .utf8))["features"]?.arrayValue ?? []
+        #expect(oidFeatures.count == 240)
+        #expect(Set(oidFeatures.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
         let tables = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/2' '\(served.dir)/species.geojson' 2>&1")
         #expect(tables.status == 0, "\(tables.stdout)")
     }
