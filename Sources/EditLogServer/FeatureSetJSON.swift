@@ -7,8 +7,16 @@ import Hummingbird
 /// lists them) and its geometry without a spatial reference. The same document `JSONValue` would give, less
 /// its canonical key order, without building and sorting a dictionary per feature (the hot path of
 /// `tools/bench serve`: key sorting and dictionary filtering were a fifth of a 1,000-feature query).
-enum FeatureSetJSON {
+public enum FeatureSetJSON {
     static func response(header: [String: JSONValue], fields: [FieldSchema], features: [JSONValue], returnGeometry: Bool) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        headers[.cacheControl] = "no-cache"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes(header: header, fields: fields, features: features, returnGeometry: returnGeometry))))
+    }
+
+    /// The document's bytes (public for `tools/bench serve`'s in-process floor).
+    public static func bytes(header: [String: JSONValue], fields: [FieldSchema], features: [JSONValue], returnGeometry: Bool) -> [UInt8] {
         let keys: [(name: String, bytes: [UInt8])] = fields.map { f in
             var b: [UInt8] = [UInt8(ascii: ",")]
             JSONValue.string(f.name).write(to: &b)
@@ -44,9 +52,6 @@ enum FeatureSetJSON {
             out.append(UInt8(ascii: "}"))
         }
         out.append(contentsOf: Array("]}".utf8))
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=utf-8"
-        headers[.cacheControl] = "no-cache"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: out)))
+        return out
     }
 }

@@ -17,7 +17,7 @@ import FoundationNetworking
 /// `delay()`, at twice the expected load (below): the goal rows, query p99 ≤ 20 ms and no error. An ArcGIS
 /// error travels with HTTP 200, so the Lua scripts read every body (`{"error":…}`, `"success":false`).
 /// The floor of each query: the same query through the facade in this process (`queryFeatures` and the
-/// JSON of its features), no HTTP, one at a time.
+/// feature set's JSON as the service writes it, `FeatureSetJSON`), no HTTP, one at a time.
 ///
 /// The expected load: 200 devices syncing once a minute, each sync one `where` query (the pull), one
 /// `objectIds` query (the features it names) and one `applyEdits` of 10 updates (the push): 3.3 requests/s
@@ -66,8 +66,9 @@ enum ServeLoad: Scenario {
         function init(args)
           errors = 0
           pace = tonumber(args[1]) or 0
+          math.randomseed(os.time() * 1000 + (id or 0) * 7919)
         end
-        function delay() return pace end
+        function delay() if pace > 0 then return math.random(math.floor(pace / 2), pace + math.floor(pace / 2)) end return 0 end
         function response(status, headers, body)
           if status ~= 200 or string.sub(body, 1, 9) == '{"error":' then errors = errors + 1 end
         end
@@ -86,7 +87,7 @@ enum ServeLoad: Scenario {
           token = args[3]
           math.randomseed(os.time() * 1000 + (id or 0) * 7919)
         end
-        function delay() return pace end
+        function delay() if pace > 0 then return math.random(math.floor(pace / 2), pace + math.floor(pace / 2)) end return 0 end
         function request()
           local start = math.random(1, trees - 10)
           local parts = {}
@@ -167,13 +168,14 @@ enum ServeLoad: Scenario {
 
     /// The in-process floor of a query: `runs` times the facade query and the JSON of its features.
     static func floor(_ log: EditLog, _ q: FeatureQuery, runs: Int) throws -> (mean: Double, p50: Double, p99: Double, features: Int) {
+        let fields = log.schema.layer("Trees")?.fields.filter { $0.type != .geometry } ?? []
         var ms: [Double] = []
         var features = 0
         var total = 0.0
         for _ in 0..<(runs + 3) {
             let t0 = Stopwatch.wallNow()
             let page = try log.queryFeatures(layer: "0", q)
-            let bytes = JSONValue.array(page.features).serializedBytes()
+            let bytes = FeatureSetJSON.bytes(header: [:], fields: fields, features: page.features, returnGeometry: true)
             let t = Double(Stopwatch.wallNow() - t0) / 1e6
             features = page.features.count
             precondition(!bytes.isEmpty)
@@ -220,7 +222,7 @@ enum ServeLoad: Scenario {
             }
             if let floor {
                 m.floorSeconds = floor.mean / 1000 * Double(max(r?.requests ?? 1, 1))
-                m.floorDescription = "the same query through the facade in this process (queryFeatures + the features' JSON, one at a time, no HTTP): mean \(Fmt.num(floor.mean)) ms, p50 \(Fmt.num(floor.p50)) ms, p99 \(Fmt.num(floor.p99)) ms over \(floorRuns) runs, \(floor.features) features"
+                m.floorDescription = "the same query through the facade in this process (queryFeatures + the feature set's JSON as the service writes it, one at a time, no HTTP): mean \(Fmt.num(floor.mean)) ms, p50 \(Fmt.num(floor.p50)) ms, p99 \(Fmt.num(floor.p99)) ms over \(floorRuns) runs, \(floor.features) features"
                 if r == nil { m.units = 1; m.seconds = nil }
             }
             return m
@@ -257,7 +259,8 @@ enum ServeLoad: Scenario {
         let idsAlone = try finish(try startWrk(wrk, script: queryScript, url: idsURL, connections: 16, seconds: aloneSeconds, args: ["0"]))
         let editAlone = try finish(try startWrk(wrk, script: editScript, url: editURL, connections: 16, seconds: aloneSeconds, args: ["0", String(trees), token]))
 
-        // All three at once, paced: 6 + 6 + 4 connections, each waiting so its kind totals `pacedRate` req/s
+        // All three at once, paced: 6 + 6 + 4 connections, each waiting (uniformly 0.5x to 1.5x the pace, so the
+        // connections do not fire in step) so its kind totals `pacedRate` req/s
         // (a connection's cycle is its wait plus the answer's latency: the wait is the cycle less one service
         // time, estimated as the p50 measured alone over its 16 connections, so the rate lands near the target).
         let rate = pacedRate
