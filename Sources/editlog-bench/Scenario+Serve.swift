@@ -218,6 +218,7 @@ enum ServeLoad: Scenario {
                 if r.errors > 0 { m.status = "NOT met: \(r.errors) errors" }
                 if r.requests == 0 { m.status = "NOT met: no request completed" }
             } else {
+                m.kind = .info
                 m.status = "peer unavailable: wrk is not installed (apt-get install wrk)"
             }
             if let floor {
