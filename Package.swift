@@ -39,8 +39,8 @@ let package = Package(
         // An audited ArcGIS FeatureServer over a log (editlog serve): reads from the projection, edits as sessions.
         .target(name: "EditLogServer", dependencies: ["EditLog", .product(name: "Hummingbird", package: "hummingbird")]),
         .executableTarget(name: "editlog", dependencies: ["EditLog", "EditLogServer", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Hummingbird", package: "hummingbird")]),
-        // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads.
-        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
+        // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads, the feature service under wrk.
+        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", "EditLogServer", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", "EditLogServer", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "HummingbirdTesting", package: "hummingbird")]),
     ],
     swiftLanguageModes: [.v6]

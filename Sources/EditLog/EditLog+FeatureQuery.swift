@@ -302,6 +302,14 @@ extension EditLog {
         }
     }
 
+    /// One live attachment by its GlobalID.
+    public func attachmentInfo(globalId: String) throws(EditLogError) -> AttachmentInfo? {
+        guard let g = GlobalID.normalize(globalId) else { return nil }
+        return try read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Self.attachmentColumns) FROM p_attachments WHERE deleted = 0 AND global_id = ?", arguments: [g]).map(Self.attachmentInfo)
+        }
+    }
+
     /// One live attachment by its id.
     public func attachmentInfo(id: Int64) throws(EditLogError) -> AttachmentInfo? {
         try read { db in

@@ -3,16 +3,18 @@ import Foundation
 
 /// `applyEdits`, `addFeatures`, `updateFeatures` and `deleteFeatures` on a layer. Each edited feature is one
 /// edit session recorded through the facade exactly as a pop-up's: `create` (or `edit`), one `set` per
-/// attribute, `finish`; a delete is `delete`. The actor is the token's user, the device the client's
-/// User-Agent, and every step is validated as a session's is (domains, ranges, read-only fields,
-/// capabilities). With `rollbackOnFailure` (the default) the whole request is one transaction: one failure
-/// records nothing.
+/// attribute, `finish`; a delete is `delete`; an attachment is `edit`, `attach`/`detach`, `finish`. The actor
+/// is the token's user, the device the client's User-Agent, and every step is validated as a session's is
+/// (domains, ranges, read-only fields, capabilities). With `rollbackOnFailure` (the default) the whole
+/// request is one transaction: one failure records nothing. The service-level `applyEdits` uses the same
+/// plan and commit over several layers (`ServiceApplyEdits.swift`).
 extension FeatureService {
     enum EditMode { case applyEdits, add, update, delete }
-    enum EditKind: String { case add, update, delete }
+    enum EditKind: String { case add, update, delete, attachmentAdd, attachmentUpdate, attachmentDelete }
 
     /// One edit of the request, with the commands that record it (or the error that refused it before).
     struct PlannedEdit {
+        var layer: LayerSchema
         var kind: EditKind
         var objectId: Int64?
         var globalId: String?
@@ -20,44 +22,100 @@ extension FeatureService {
         var error: String?
     }
 
-    static let rolledBack = (code: 1003, description: "Operation rolled back.")
+    /// One layer's part of a request: the features to add and update, the ids to delete, and the
+    /// `attachments` object (`{"adds":[…],"updates":[…],"deletes":[…]}`), if any.
+    struct LayerEdits {
+        var layer: LayerSchema
+        var adds: [JSONValue] = []
+        var updates: [JSONValue] = []
+        var deletes: [String] = []
+        var attachments: JSONValue?
+    }
+
+    typealias EditFailure = (code: Int, description: String)
+
+    static let rolledBack: EditFailure = (1003, "Operation rolled back.")
+
+    /// A JSON parameter holding features: an array, or one feature.
+    static func features(_ text: String?, name: String) throws(ServiceError) -> [JSONValue] {
+        guard let text else { return [] }
+        let v: JSONValue
+        do { v = try JSONParser.parse(Array(text.utf8)) } catch { throw .invalid("\(name): \(error.description)") }
+        return try features(v, name: name)
+    }
+
+    static func features(_ v: JSONValue?, name: String) throws(ServiceError) -> [JSONValue] {
+        guard let v, !v.isNull else { return [] }
+        if let a = v.arrayValue { return a }
+        if v.objectValue != nil { return [v] }
+        throw .invalid("\(name) must be an array of features")
+    }
 
     func applyEdits(_ layer: LayerSchema, _ r: ServiceRequest, mode: EditMode) throws -> JSONValue {
         let user = try requireEdit(r)
         let p = r.params
         let useGlobalIds = p.bool("useGlobalIds", default: false)
         let rollback = p.bool("rollbackOnFailure", default: true)
-        var adds: [JSONValue] = [], updates: [JSONValue] = [], deletes: [String] = []
-        func features(_ name: String) throws(ServiceError) -> [JSONValue] {
-            guard let text = p[name] else { return [] }
-            let v: JSONValue
-            do { v = try JSONParser.parse(Array(text.utf8)) } catch { throw .invalid("\(name): \(error.description)") }
-            if let a = v.arrayValue { return a }
-            if v.objectValue != nil { return [v] }
-            throw .invalid("\(name) must be an array of features")
-        }
+        var edits = LayerEdits(layer: layer)
         switch mode {
         case .applyEdits:
-            adds = try features("adds"); updates = try features("updates")
-            if let d = p["deletes"] { deletes = try Self.idList(d) }
-        case .add: adds = try features("features")
-        case .update: updates = try features("features")
+            edits.adds = try Self.features(p["adds"], name: "adds")
+            edits.updates = try Self.features(p["updates"], name: "updates")
+            if let d = p["deletes"] { edits.deletes = try Self.idList(d) }
+            if let a = p["attachments"] {
+                do { edits.attachments = try JSONParser.parse(Array(a.utf8)) } catch { throw ServiceError.invalid("attachments: \(error.description)") }
+            }
+        case .add: edits.adds = try Self.features(p["features"], name: "features")
+        case .update: edits.updates = try Self.features(p["features"], name: "features")
         case .delete:
-            if let d = p["objectIds"] { deletes = try Self.idList(d) }
-            if let d = p["globalIds"] { deletes += try Self.idList(d) }
+            if let d = p["objectIds"] { edits.deletes = try Self.idList(d) }
+            if let d = p["globalIds"] { edits.deletes += try Self.idList(d) }
             if p["where"] != nil {
                 let q = try featureQuery(layer, p, paged: false)
                 let ref = String(layer.id)
-                deletes += try handles.read { try $0.queryObjectIds(layer: ref, q) }.map(String.init)
+                edits.deletes += try handles.read { try $0.queryObjectIds(layer: ref, q) }.map(String.init)
             }
         }
         let deletesByGlobalId = useGlobalIds || (mode == .delete && p["globalIds"] != nil && p["objectIds"] == nil && p["where"] == nil)
-        var plan: [PlannedEdit] = []
-        try handles.read { log in
-            for f in adds { plan.append(planAdd(f, layer: layer, useGlobalIds: useGlobalIds, log: log)) }
-            for f in updates { plan.append(planUpdate(f, layer: layer, useGlobalIds: useGlobalIds, log: log)) }
-            for d in deletes { plan.append(planDelete(d, layer: layer, byGlobalId: deletesByGlobalId, log: log)) }
+        let plan = try handles.read { log in try self.plan([edits], useGlobalIds: useGlobalIds, deletesByGlobalId: deletesByGlobalId, log: log) }
+        let (failures, moment) = commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(layer.name) by \(user)")
+        var response = try results(plan, failures: failures, layer: layer, attachments: edits.attachments != nil)
+        switch mode {
+        case .applyEdits: break
+        case .add: response = ["addResults": response["addResults"] ?? []]
+        case .update: response = ["updateResults": response["updateResults"] ?? []]
+        case .delete: response = ["deleteResults": response["deleteResults"] ?? []]
         }
+        if p.bool("returnEditMoment", default: false) { response["editMoment"] = .int(moment) }
+        return .object(response)
+    }
+
+    /// The plan of several layers' edits, in request order: per layer its adds, updates, deletes, then its
+    /// attachment adds, updates and deletes. A feature added earlier in the plan may be a later edit's
+    /// parent or related record, or an attachment's parent.
+    func plan(_ layers: [LayerEdits], useGlobalIds: Bool, deletesByGlobalId: Bool, log: EditLog) throws -> [PlannedEdit] {
+        var plan: [PlannedEdit] = []
+        var added = Set<String>()
+        for e in layers {
+            for f in e.adds {
+                let planned = planAdd(f, layer: e.layer, useGlobalIds: useGlobalIds, log: log)
+                if planned.error == nil, let g = planned.globalId { added.insert(g) }
+                plan.append(planned)
+            }
+            for f in e.updates { plan.append(planUpdate(f, layer: e.layer, useGlobalIds: useGlobalIds, log: log)) }
+            for d in e.deletes { plan.append(planDelete(d, layer: e.layer, byGlobalId: deletesByGlobalId, log: log)) }
+            if let a = e.attachments {
+                plan += try planAttachments(a, layer: e.layer, useGlobalIds: useGlobalIds, addedInRequest: added, log: log)
+            }
+        }
+        return plan
+    }
+
+    /// Records a plan as sessions of `user`. With `rollback`, everything is one `record` (one transaction):
+    /// one failure, planned or met while recording, records nothing and every other edit answers
+    /// `1003 Operation rolled back.`; without, each edit is its own transaction. Returns the failures by plan
+    /// index and the edit moment (the sessions' time, epoch milliseconds).
+    func commit(_ plan: [PlannedEdit], rollback: Bool, user: String, device: String, name: String) -> (failures: [Int: EditFailure], moment: Int64) {
         let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let at = Timestamp.format(milliseconds: now)
         func script(_ edits: [Int]) -> (commands: [ScriptCommand], owner: [Int: Int]) {
@@ -66,7 +124,7 @@ extension FeatureService {
             for i in edits {
                 let session = plan[i].kind == .delete ? nil : UUID().uuidString.lowercased()
                 for op in plan[i].commands {
-                    commands.append(ScriptCommand(line: commands.count + 1, op: op, actor: user, device: r.device, at: at, session: session))
+                    commands.append(ScriptCommand(line: commands.count + 1, op: op, actor: user, device: device, at: at, session: session))
                     owner[commands.count] = i
                 }
             }
@@ -75,11 +133,11 @@ extension FeatureService {
         func record(_ edits: [Int]) -> (failed: Int?, error: EditLogError?) {
             let (commands, owner) = script(edits)
             if commands.isEmpty { return (nil, nil) }
-            var bytes = Array("applyEdits \(user) \(r.device) \(at) \(UUID().uuidString)\n".utf8)
+            var bytes = Array("\(name) \(device) \(at) \(UUID().uuidString)\n".utf8)
             for c in commands { bytes += Array("\(c.op)\n".utf8) }
             do {
                 _ = try handles.write { log in
-                    try log.record(commands, name: "applyEdits \(layer.name) by \(user)", sha256: InputFiles.sha256(bytes), allowRepeat: true)
+                    try log.record(commands, name: name, sha256: InputFiles.sha256(bytes), allowRepeat: true)
                 }
                 return (nil, nil)
             } catch let e as EditLogError {
@@ -92,7 +150,7 @@ extension FeatureService {
                 return (edits.first, EditLogError(.io, "\(error)"))
             }
         }
-        var failures: [Int: (code: Int, description: String)] = [:]
+        var failures: [Int: EditFailure] = [:]
         for (i, e) in plan.enumerated() { if let err = e.error { failures[i] = (1000, err) } }
         let valid = plan.indices.filter { failures[$0] == nil }
         if rollback {
@@ -107,15 +165,25 @@ extension FeatureService {
                 if failed != nil, let error { failures[i] = (Self.code(error), Self.message(error)) }
             }
         }
-        // Results: the ObjectIDs of added features are known once recorded.
-        var results: [EditKind: [JSONValue]] = [.add: [], .update: [], .delete: []]
+        return (failures, now)
+    }
+
+    /// One layer's results in ArcGIS's shape: `addResults`, `updateResults`, `deleteResults` (each
+    /// `{objectId, globalId, success[, error{code, description}]}`) and, when the request had attachment
+    /// edits, `attachments: {addResults, updateResults, deleteResults}`. The ObjectIDs of added features (and
+    /// the ids of added attachments) are read once recorded.
+    func results(_ plan: [PlannedEdit], failures: [Int: EditFailure], layer: LayerSchema, attachments: Bool) throws -> [String: JSONValue] {
+        var results: [EditKind: [JSONValue]] = [:]
         try handles.read { log in
-            for (i, e) in plan.enumerated() {
+            for (i, e) in plan.enumerated() where e.layer.id == layer.id {
                 var o: [String: JSONValue] = [:]
                 var oid = e.objectId
-                if e.kind == .add, failures[i] == nil, let g = e.globalId { oid = try log.objectId(layer: String(layer.id), globalId: g)?.objectId }
+                if failures[i] == nil, let g = e.globalId {
+                    if e.kind == .add { oid = try log.objectId(layer: String(layer.id), globalId: g)?.objectId }
+                    if e.kind == .attachmentAdd { oid = try log.attachmentInfo(globalId: g)?.id }
+                }
                 o["objectId"] = oid.map { .int($0) } ?? .null
-                if let g = e.globalId { o["globalId"] = .string(g) } else { o["globalId"] = .null }
+                o["globalId"] = e.globalId.map { .string($0) } ?? .null
                 if let f = failures[i] {
                     o["success"] = false
                     o["error"] = ["code": .int(Int64(f.code)), "description": .string(f.description)]
@@ -125,174 +193,12 @@ extension FeatureService {
                 results[e.kind, default: []].append(.object(o))
             }
         }
-        var response: [String: JSONValue] = [:]
-        switch mode {
-        case .applyEdits:
-            response = ["addResults": .array(results[.add]!), "updateResults": .array(results[.update]!), "deleteResults": .array(results[.delete]!)]
-        case .add: response = ["addResults": .array(results[.add]!)]
-        case .update: response = ["updateResults": .array(results[.update]!)]
-        case .delete: response = ["deleteResults": .array(results[.delete]!)]
+        var response: [String: JSONValue] = ["addResults": .array(results[.add] ?? []), "updateResults": .array(results[.update] ?? []),
+                                             "deleteResults": .array(results[.delete] ?? [])]
+        if attachments {
+            response["attachments"] = ["addResults": .array(results[.attachmentAdd] ?? []), "updateResults": .array(results[.attachmentUpdate] ?? []),
+                                       "deleteResults": .array(results[.attachmentDelete] ?? [])]
         }
-        if p.bool("returnEditMoment", default: false) { response["editMoment"] = .int(now) }
-        return .object(response)
-    }
-
-    static func code(_ e: EditLogError) -> Int {
-        switch e.kind {
-        case .notFound: return 1019
-        case .conflict: return 1017
-        default: return 1000
-        }
-    }
-
-    static func message(_ e: EditLogError) -> String {
-        // The line number is the server's own script; the message is what the client needs.
-        e.message
-    }
-
-    /// `"1,2"`, `"1, 2"`, `[1,2]`, `["{…}","{…}"]` or `{…},{…}`.
-    static func idList(_ text: String) throws(ServiceError) -> [String] {
-        var t = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        if t.hasPrefix("[") && t.hasSuffix("]") { t = String(t.dropFirst().dropLast()) }
-        return t.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet.whitespaces.union(CharacterSet(charactersIn: "\""))) }.filter { !$0.isEmpty }
-    }
-
-    /// The steps that give a feature these attributes: one `set` per attribute, except the ObjectID, the
-    /// GlobalID and the editor-tracking fields (the service maintains those, as ArcGIS does), and values an
-    /// update leaves as they are (clients send every field back; a read-only field sent unchanged is no
-    /// edit). A relationship's key field (a GUID a pop-up cannot set) becomes `relate`, or the new record's
-    /// `parent` for a composite relationship, pointing at the record whose key holds the value.
-    func steps(_ attributes: [String: JSONValue], layer: LayerSchema, current: [String: JSONValue]?, log: EditLog) throws -> (sets: [ScriptCommand.Operation], parent: ScriptCommand.ParentRef?) {
-        var ops: [ScriptCommand.Operation] = []
-        var parent: ScriptCommand.ParentRef?
-        for k in attributes.keys.sorted() {
-            let v = attributes[k]!
-            if let oid = layer.objectIdField, oid.lowercased() == k.lowercased() { continue }
-            if let gid = layer.globalIdField, gid.lowercased() == k.lowercased() { continue }
-            if layer.isEditorTrackingField(k) { continue }
-            let name = layer.field(k)?.name ?? k
-            if let current, Self.sameValue(current[name] ?? .null, v) { continue }
-            if let rel = layer.relationships.first(where: { $0.role == .destination && $0.keyField?.lowercased() == k.lowercased() }),
-               let (origin, originSide) = schema.counterpart(of: rel, in: layer), !v.isNull {
-                let target = try relatedGlobalId(v, origin: origin, originKey: originSide.keyField, log: log)
-                if current == nil && rel.composite && parent == nil {
-                    parent = ScriptCommand.ParentRef(relationship: String(rel.id), globalId: target)
-                } else {
-                    ops.append(.relate(relationship: String(rel.id), globalId: target))
-                }
-                continue
-            }
-            ops.append(.set(field: k, value: v))
-        }
-        return (ops, parent)
-    }
-
-    /// The GlobalID of the origin record whose key holds `value` (the value itself when the key is the GlobalID).
-    func relatedGlobalId(_ value: JSONValue, origin: LayerSchema, originKey: String?, log: EditLog) throws -> String {
-        let key = originKey ?? origin.globalIdField
-        if key == nil || key?.lowercased() == origin.globalIdField?.lowercased() {
-            guard let s = value.stringValue, let g = GlobalID.normalize(s) else { throw EditLogError(.invalidInput, "\(value.serialized().prefix(60)) is not a GlobalID") }
-            return g
-        }
-        let page = try log.queryFeatures(layer: String(origin.id), FeatureQuery(predicate: .compare(.field(key!), .equal, .value(value)), limit: 1))
-        guard let g = page.features.first?["attributes"]?[origin.globalIdField ?? "GlobalID"]?.stringValue else {
-            throw EditLogError(.notFound, "no \(origin.name) record has \(key!) = \(value.serialized().prefix(60))")
-        }
-        return g
-    }
-
-    static func sameValue(_ a: JSONValue, _ b: JSONValue) -> Bool {
-        if let x = a.doubleValue, let y = b.doubleValue { return x == y }
-        if case .string(let x) = a, case .string(let y) = b, let gx = GlobalID.normalize(x), let gy = GlobalID.normalize(y) { return gx == gy }
-        return a == b
-    }
-
-    func planAdd(_ f: JSONValue, layer: LayerSchema, useGlobalIds: Bool, log: EditLog) -> PlannedEdit {
-        var e = PlannedEdit(kind: .add, commands: [])
-        guard let attributes = f["attributes"]?.objectValue ?? (f["geometry"] != nil ? [:] : nil) else {
-            e.error = "a feature needs \"attributes\""; return e
-        }
-        var gid = "{\(UUID().uuidString)}"
-        if useGlobalIds {
-            let given = layer.globalIdField.flatMap { name in attributes.first { $0.key.lowercased() == name.lowercased() }?.value.stringValue }
-            guard let given, let g = GlobalID.normalize(given) else { e.error = "useGlobalIds: the feature has no GlobalID"; return e }
-            gid = g
-        }
-        e.globalId = gid
-        let geometry = layer.isTable ? nil : f["geometry"].flatMap { $0.isNull ? nil : Self.stripSpatialReference($0) }
-        do {
-            let (sets, parent) = try steps(attributes, layer: layer, current: nil, log: log)
-            e.commands = [.create(layer: String(layer.id), globalId: gid, geometry: geometry, attributes: [:], parent: parent)] + sets + [.finish]
-        } catch let error as EditLogError {
-            e.error = error.message
-        } catch {
-            e.error = "\(error)"
-        }
-        return e
-    }
-
-    func planUpdate(_ f: JSONValue, layer: LayerSchema, useGlobalIds: Bool, log: EditLog) -> PlannedEdit {
-        var e = PlannedEdit(kind: .update, commands: [])
-        guard let attributes = f["attributes"]?.objectValue else { e.error = "a feature needs \"attributes\""; return e }
-        func value(_ name: String?) -> JSONValue? { name.flatMap { n in attributes.first { $0.key.lowercased() == n.lowercased() }?.value } }
-        do {
-            if useGlobalIds {
-                guard let s = value(layer.globalIdField)?.stringValue, let g = GlobalID.normalize(s) else { e.error = "useGlobalIds: the feature has no GlobalID"; return e }
-                e.globalId = g
-                guard let found = try log.objectId(layer: String(layer.id), globalId: g), !found.deleted else { e.error = "Object is missing."; return e }
-                e.objectId = found.objectId
-            } else {
-                guard let oid = value(layer.objectIdField)?.intValue else { e.error = "the feature has no \(layer.objectIdField ?? "ObjectID")"; return e }
-                e.objectId = oid
-                guard let found = try log.globalId(layer: String(layer.id), objectId: oid), !found.deleted else { e.error = "Object is missing."; return e }
-                e.globalId = found.globalId
-            }
-            let shown = try log.show(globalId: e.globalId!)
-            if let g = f["geometry"], !g.isNull, !layer.isTable {
-                if !Self.sameGeometry(shown["geometry"], g) { e.error = "Geometry updates are not supported: pop-up sessions edit attributes."; return e }
-            }
-            let (sets, _) = try steps(attributes, layer: layer, current: shown["attributes"]?.objectValue ?? [:], log: log)
-            e.commands = [.edit(layer: String(layer.id), globalId: e.globalId!)] + sets + [.finish]
-        } catch let error as EditLogError {
-            e.error = error.message
-        } catch {
-            e.error = "\(error)"
-        }
-        return e
-    }
-
-    /// The same shape: equal coordinates (as numbers) with the spatial reference left out.
-    static func sameGeometry(_ a: JSONValue?, _ b: JSONValue) -> Bool {
-        guard let a else { return false }
-        func norm(_ v: JSONValue) -> JSONValue {
-            switch v {
-            case .int(let i): return .double(Double(i))
-            case .array(let xs): return .array(xs.map(norm))
-            case .object(let o): return .object(o.filter { $0.key != "spatialReference" }.mapValues(norm))
-            default: return v
-            }
-        }
-        return norm(a) == norm(b)
-    }
-
-    func planDelete(_ ref: String, layer: LayerSchema, byGlobalId: Bool, log: EditLog) -> PlannedEdit {
-        var e = PlannedEdit(kind: .delete, commands: [])
-        do {
-            if byGlobalId {
-                guard let g = GlobalID.normalize(ref) else { e.error = "\"\(ref.prefix(40))\" is not a GlobalID"; return e }
-                e.globalId = g
-                guard let found = try log.objectId(layer: String(layer.id), globalId: g), !found.deleted else { e.error = "Object is missing."; return e }
-                e.objectId = found.objectId
-            } else {
-                guard let oid = Int64(ref) else { e.error = "\"\(ref.prefix(40))\" is not an ObjectID"; return e }
-                e.objectId = oid
-                guard let found = try log.globalId(layer: String(layer.id), objectId: oid), !found.deleted else { e.error = "Object is missing."; return e }
-                e.globalId = found.globalId
-            }
-        } catch {
-            e.error = "\(error)"; return e
-        }
-        e.commands = [.delete(layer: String(layer.id), globalId: e.globalId!)]
-        return e
+        return response
     }
 }

@@ -147,6 +147,7 @@ final class FeatureService: Sendable {
         if rest.isEmpty { return out(try serviceRoot(), r) }
         if rest.count == 1, rest[0].lowercased() == "layers" { return out(try allLayers(), r) }
         if rest.count == 1, rest[0].lowercased() == "extractchanges" { return try extractChanges(r) }
+        if rest.count == 1, rest[0].lowercased() == "applyedits" { return out(try serviceApplyEdits(r), r) }
         guard let id = Int(rest[0]), let layer = schema.layer(id: id) else { throw ServiceError.notFound }
         if rest.count == 1 { return out(try layerDefinition(layer), r) }
         let op = rest[1].lowercased()

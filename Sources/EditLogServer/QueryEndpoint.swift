@@ -37,10 +37,12 @@ extension FeatureService {
             q.offset = n
         }
         if paged {
-            var limit = options.maxRecordCount
+            // A query by objectIds answers up to `objectIdsPageFloor` features whatever `maxRecordCount` says:
+            // Esri's Python API fetches a layer in objectIds batches of 200 and reads each answer whole.
+            var limit = q.objectIds == nil ? options.maxRecordCount : max(options.maxRecordCount, Self.objectIdsPageFloor)
             if let c = p["resultRecordCount"] {
                 guard let n = Int(c.trimmingCharacters(in: .whitespaces)), n >= 0 else { throw .query("resultRecordCount must be a non-negative integer") }
-                limit = min(n, options.maxRecordCount)
+                limit = min(n, limit)
             }
             q.limit = limit
         } else if let c = p["resultRecordCount"] {
@@ -49,6 +51,9 @@ extension FeatureService {
         }
         return q
     }
+
+    /// The most features a query by `objectIds` is capped to, at least (see `featureQuery`).
+    static let objectIdsPageFloor = 200
 
     /// `"1,2"`, `"1, 2"` or `[1,2]`.
     static func objectIdList(_ text: String) throws(ServiceError) -> [Int64] {
@@ -116,6 +121,11 @@ extension FeatureService {
         let fields = try outFields(layer, p)
         let returnGeometry = !layer.isTable && p.bool("returnGeometry", default: true)
         let page = try handles.read { try $0.queryFeatures(layer: ref, q) }
+        if format == "json" {
+            // The common case, written straight to bytes (no per-feature dictionaries, no key sorting).
+            return FeatureSetJSON.response(header: try featureSetHeader(layer, fields: fields, sr: sr, exceeded: page.exceededTransferLimit),
+                                           fields: fields, features: page.features, returnGeometry: returnGeometry)
+        }
         let keep = Set(fields.map(\.name))
         var features: [JSONValue] = []
         features.reserveCapacity(page.features.count)
@@ -138,13 +148,19 @@ extension FeatureService {
             if page.exceededTransferLimit { fc["properties"] = ["exceededTransferLimit": true]; fc["exceededTransferLimit"] = true }
             return ArcGISResponse.json(.object(fc), contentType: "application/geo+json; charset=utf-8")
         }
+        var result = try featureSetHeader(layer, fields: fields, sr: sr, exceeded: page.exceededTransferLimit)
+        result["features"] = .array(features)
+        return out(.object(result), r)
+    }
+
+    /// Everything of an Esri JSON feature set but its features.
+    func featureSetHeader(_ layer: LayerSchema, fields: [FieldSchema], sr: JSONValue?, exceeded: Bool) throws -> [String: JSONValue] {
         var result: [String: JSONValue] = [
             "fields": .array(fields.map { f in
                 var o: [String: JSONValue] = ["name": .string(f.name), "type": .string(f.type.esriName), "alias": .string(f.alias ?? f.name)]
                 if let l = f.length { o["length"] = .int(Int64(l)) }
                 return .object(o)
             }),
-            "features": .array(features),
         ]
         if let oid = layer.objectIdField {
             result["objectIdFieldName"] = .string(oid)
@@ -155,8 +171,8 @@ extension FeatureService {
             result["geometryType"] = .string(gt)
             if let sr { result["spatialReference"] = sr }
         }
-        if page.exceededTransferLimit { result["exceededTransferLimit"] = true }
-        return out(.object(result), r)
+        if exceeded { result["exceededTransferLimit"] = true }
+        return result
     }
 
     static func stripSpatialReference(_ g: JSONValue) -> JSONValue {

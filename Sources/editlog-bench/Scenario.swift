@@ -32,6 +32,7 @@ enum Scenarios {
         BundleExportScenario.self,
         BundleImportScenario.self,
         BundleVerifyScenario.self,
+        ServeLoad.self,
     ]
 
     static func named(_ n: String) -> (any Scenario.Type)? {

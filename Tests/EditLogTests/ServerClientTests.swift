@@ -26,7 +26,7 @@ struct ServerClientTests {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let log = try Fixture.treesLog(at: temp.path)
             log.close()
-            try "tok-client-0001 gdal_user\n".write(toFile: dir + "/tokens", atomically: true, encoding: .utf8)
+            try "tok-client-0001 gdal_user\ntok-arcgis-0002 arcgis_user\n".write(toFile: dir + "/tokens", atomically: true, encoding: .utf8)
             let (p, out, _) = try CLI.start(["serve", temp.path, "--port", "0", "--name", "Trees", "--anonymous-reads",
                                              "--token-file", dir + "/tokens", "--max-record-count", String(maxRecordCount)])
             process = p
@@ -64,7 +64,7 @@ struct ServerClientTests {
     final class Box: @unchecked Sendable { var url: String? }
 
     @Test(.enabled(if: ogr2ogr != nil && ogrinfo != nil, "ogr2ogr/ogrinfo (gdal-bin) are not installed: GDAL's ESRIJSON driver is not tried"))
-    func gdalPagesThroughALayerLargerThanMaxRecordCount() throws {
+    func gdalPagesThroughALayerLargerThanMaxRecordCountIntoGeoJSONAndGeoPackage() throws {
         let served = try Served(maxRecordCount: 50)
         let url = "ESRIJSON:\(served.base)/0/query?where=1%3D1&outFields=*&orderByFields=OBJECTID&f=json"
         let out = served.dir + "/trees.geojson"
@@ -74,6 +74,15 @@ struct ServerClientTests {
         let ids = fc["features"]?.arrayValue?.compactMap { $0["properties"]?["OBJECTID"]?.intValue } ?? []
         #expect(ids.count == 240, "GDAL read \(ids.count) features")
         #expect(Set(ids) == Set(1...240))
+        // …and into a GeoPackage: every feature, counted by ogrinfo reading the file back.
+        let gpkg = served.dir + "/trees.gpkg"
+        let g = try CLI.sh("'\(Self.ogr2ogr!)' -f GPKG '\(gpkg)' '\(url)' -nln trees 2>&1")
+        #expect(g.status == 0, "\(g.stdout)\(g.stderr)")
+        let counted = try CLI.sh("'\(Self.ogrinfo!)' -ro -so '\(gpkg)' trees 2>&1")
+        #expect(counted.stdout.contains("Feature Count: 240"), "\(counted.stdout)")
+        let distinct = try CLI.sh("'\(Self.ogrinfo!)' -ro -q '\(gpkg)' -sql 'SELECT COUNT(DISTINCT OBJECTID) AS n, MIN(OBJECTID) AS lo, MAX(OBJECTID) AS hi FROM trees' 2>&1")
+        #expect(distinct.stdout.contains("n (Integer) = 240"), "\(distinct.stdout)")
+        #expect(distinct.stdout.contains("lo (Integer) = 1") && distinct.stdout.contains("hi (Integer) = 240"), "\(distinct.stdout)")
         let info = try CLI.sh("'\(Self.ogrinfo!)' -ro -al -so '\(url)' 2>&1")
         #expect(info.status == 0, "\(info.stdout)")
         #expect(info.stdout.contains("Geometry: Point"), "\(info.stdout)")
@@ -87,7 +96,7 @@ struct ServerClientTests {
         let script = """
             import json, sys
             from esridump.dumper import EsriDumper
-            features = list(EsriDumper(sys.argv[1]))
+            features = list(EsriDumper(sys.argv[1], paginate_oid=len(sys.argv) > 3))
             json.dump({"type": "FeatureCollection", "features": features}, open(sys.argv[2], "w"))
             """
         try script.write(toFile: served.dir + "/dump.py", atomically: true, encoding: .utf8)
@@ -98,6 +107,12 @@ struct ServerClientTests {
         #expect(features.count == 240)
         #expect(Set(features.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
         #expect(features.first?["geometry"]?["type"] == "Point")
+        // --paginate-oid: pages by ObjectID ranges in `where` instead of resultOffset.
+        let byOid = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/0' '\(served.dir)/oid.geojson' paginate-oid 2>&1")
+        #expect(byOid.status == 0, "\(byOid.stdout)\(byOid.stderr)")
+        let oidFeatures = try JSONParser.parse(try String(contentsOfFile: served.dir + "/oid.geojson", encoding: .utf8))["features"]?.arrayValue ?? []
+        #expect(oidFeatures.count == 240)
+        #expect(Set(oidFeatures.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
         let tables = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/2' '\(served.dir)/species.geojson' 2>&1")
         #expect(tables.status == 0, "\(tables.stdout)")
     }

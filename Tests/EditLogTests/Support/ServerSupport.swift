@@ -71,3 +71,11 @@ func formEncode(_ form: [(String, String)]) -> String {
 
 /// `?a=b&c=d` with the values percent-encoded.
 func queryString(_ form: [(String, String)]) -> String { "?" + formEncode(form) }
+
+extension JSONValue {
+    /// The element at `i` of an array (nil out of range or for a non-array), for chaining in assertions.
+    func at(_ i: Int) -> JSONValue? {
+        guard let a = arrayValue, a.indices.contains(i) else { return nil }
+        return a[i]
+    }
+}
