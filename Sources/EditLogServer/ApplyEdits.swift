@@ -9,7 +9,7 @@ import Foundation
 /// records nothing.
 extension FeatureService {
     enum EditMode { case applyEdits, add, update, delete }
-    enum EditKind: String { case add, update, delete }
+    enum EditKind: String { case add, update, delete, attach, detach }
 
     /// One edit of the request, with the commands that record it (or the error that refused it before).
     struct PlannedEdit {
@@ -57,6 +57,7 @@ extension FeatureService {
             for f in adds { plan.append(planAdd(f, layer: layer, useGlobalIds: useGlobalIds, log: log)) }
             for f in updates { plan.append(planUpdate(f, layer: layer, useGlobalIds: useGlobalIds, log: log)) }
             for d in deletes { plan.append(planDelete(d, layer: layer, byGlobalId: deletesByGlobalId, log: log)) }
+            if mode == .applyEdits { plan += try planAttachments(p["attachments"], layer: layer, useGlobalIds: useGlobalIds, log: log) }
         }
         let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let at = Timestamp.format(milliseconds: now)
@@ -108,7 +109,7 @@ extension FeatureService {
             }
         }
         // Results: the ObjectIDs of added features are known once recorded.
-        var results: [EditKind: [JSONValue]] = [.add: [], .update: [], .delete: []]
+        var results: [EditKind: [JSONValue]] = [.add: [], .update: [], .delete: [], .attach: [], .detach: []]
         try handles.read { log in
             for (i, e) in plan.enumerated() {
                 var o: [String: JSONValue] = [:]
@@ -129,6 +130,7 @@ extension FeatureService {
         switch mode {
         case .applyEdits:
             response = ["addResults": .array(results[.add]!), "updateResults": .array(results[.update]!), "deleteResults": .array(results[.delete]!)]
+            if p["attachments"] != nil { response["attachments"] = ["addResults": .array(results[.attach]!), "deleteResults": .array(results[.detach]!)] }
         case .add: response = ["addResults": .array(results[.add]!)]
         case .update: response = ["updateResults": .array(results[.update]!)]
         case .delete: response = ["deleteResults": .array(results[.delete]!)]
