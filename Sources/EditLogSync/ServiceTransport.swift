@@ -30,7 +30,16 @@ public enum FormEncoding {
     }
 }
 
-/// The real transport: swift-server/async-http-client's shared client.
+/// The process's client: no retry of a refused connection (an unreachable service is named at once, not after
+/// the request's deadline), connections given 10 seconds. Never shut down (it lives as long as the process).
+private let syncHTTPClient: HTTPClient = {
+    var c = HTTPClient.Configuration()
+    c.timeout = .init(connect: .seconds(10), read: .seconds(300))
+    c.connectionPool.retryConnectionEstablishment = false
+    return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: c)
+}()
+
+/// The real transport: swift-server/async-http-client.
 public struct HTTPTransport: ServiceTransport {
     public var timeoutSeconds: Int64
     public var userAgent: String
@@ -56,7 +65,7 @@ public struct HTTPTransport: ServiceTransport {
     }
 
     func execute(_ request: HTTPClientRequest) async throws -> TransportResponse {
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeoutSeconds))
+        let response = try await syncHTTPClient.execute(request, timeout: .seconds(timeoutSeconds))
         let body = try await response.body.collect(upTo: 1 << 30)
         return TransportResponse(status: Int(response.status.code), body: Array(body.readableBytesView), contentType: response.headers.first(name: "Content-Type"))
     }

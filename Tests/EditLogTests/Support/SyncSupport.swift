@@ -101,14 +101,17 @@ final class FlakyTransport: ServiceTransport, @unchecked Sendable {
     enum Failure { case drop, lostResponse, status500 }
     let inner = HTTPTransport()
     let lock = NSLock()
-    private(set) var calls = 0
-    let failOn: @Sendable (Int, String) -> Failure?
-    init(failOn: @escaping @Sendable (Int, String) -> Failure?) { self.failOn = failOn }
+    private var calls: [String: Int] = [:]
+    /// Gets the endpoint (the URL's last path component: applyEdits, extractChanges, query…) and how many
+    /// calls to it this one is (1-based).
+    let failOn: @Sendable (String, Int) -> Failure?
+    init(failOn: @escaping @Sendable (String, Int) -> Failure?) { self.failOn = failOn }
 
     func next(_ url: String) -> Failure? {
         lock.lock(); defer { lock.unlock() }
-        calls += 1
-        return failOn(calls, url)
+        let endpoint = String(url.split(separator: "/").last ?? "")
+        calls[endpoint, default: 0] += 1
+        return failOn(endpoint, calls[endpoint]!)
     }
 
     func run(_ url: String, _ send: () async throws -> TransportResponse) async throws -> TransportResponse {
