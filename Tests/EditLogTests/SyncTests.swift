@@ -91,6 +91,39 @@ import Testing
         #expect(failures.isEmpty, "\(failures)")
     }
 
+    // MARK: Deletes both ways
+
+    @Test func deletesTravelBothWaysByGlobalIdAndAnUpdateAgainstADeleteIsAConflict() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let (parent, inspections) = try Fixture.treeWithInspections()
+        let loner = try Fixture.treeWithoutInspections()
+        let others = try Fixture.globalIds("Trees").filter { ![parent, loner, SyncRig.tree1].contains($0) }
+        try await SyncRig.serve(hub.value) { url in
+            // A first sync: the service's ObjectIDs are known from here on (deletes come by ObjectID).
+            _ = try await SyncRig.sync(device.value, url)
+            // The hub deletes a tree with inspections (a composite cascade) and one the device edits meanwhile;
+            // the device deletes a lone tree.
+            try hub.value.run(#"{"op":"delete","layer":"Trees","globalId":"\#(parent)","actor":"hank"}"#)
+            try hub.value.run(#"{"op":"delete","layer":"Trees","globalId":"\#(others[0])","actor":"hank"}"#)
+            try SyncRig.set(device.value, others[0], [("PlantedBy", "\"crew D\"")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
+            try device.value.run(#"{"op":"delete","layer":"Trees","globalId":"\#(loner)","actor":"dana"}"#)
+            let r = try await SyncRig.sync(device.value, url)
+            // The two trees and their inspections (the cascade), each named by the service's ObjectID, mapped to its GlobalID.
+            #expect(Set(r.pulled.filter { $0.kind == "delete" }.map(\.globalId)).isSuperset(of: [parent, others[0]] + inspections), "\(r.pulled)")
+            #expect(r.pushed.contains { $0.globalId == loner && $0.kind == "delete" }, "\(r.pushed)")
+            #expect(r.conflicts.contains { $0.kind == .updateDelete && $0.globalId == others[0] && $0.winner == .remote }, "\(r.conflicts)")
+            let again = try await SyncRig.sync(device.value, url)
+            #expect(again.eventsWritten == 0, "\(again.json.serialized())")
+        }
+        for log in [device.value, hub.value] {
+            for g in [parent, loner, others[0]] + inspections { #expect(try log.snapshot(layer: g == parent || g == loner || g == others[0] ? 0 : 3, globalId: g)?.deleted == true, "\(g)") }
+        }
+        #expect(try device.value.conflicts().contains { $0.conflict.kind == .updateDelete })
+        #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
+    }
+
     // MARK: manual
 
     @Test func manualLeavesConflictsOpenAndSyncsEverythingElse() async throws {
