@@ -57,7 +57,7 @@ extension SyncEngine {
         for layer in log.schema.layers {
             var whereClause = "1=1"
             if let since, let f = layer.editFieldsInfo?.editDateField {
-                whereClause = "\(f) > TIMESTAMP '\(Timestamp.format(milliseconds: since).replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: ""))'"
+                whereClause = "\(f) >= TIMESTAMP '\(Timestamp.format(milliseconds: since).replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: ""))'"
             }
             var offset = 0
             while true {

@@ -124,6 +124,27 @@ import Testing
         #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
     }
 
+    // MARK: Without change tracking
+
+    @Test func aServiceWithoutChangeTrackingIsPulledByItsEditDateField() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
+        try await SyncRig.serve(hub.value) { url in
+            let first = try await SyncRig.sync(device.value, url, transport: NoChangeTrackingTransport())
+            #expect(first.mode == "query")
+            #expect(first.pushed.contains { $0.globalId == fromDevice.tree })
+            let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
+            try SyncRig.set(hub.value, SyncRig.tree1, [("PlantedBy", "\"crew H\"")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
+            let second = try await SyncRig.sync(device.value, url, transport: NoChangeTrackingTransport())
+            #expect(Set(second.pulled.map(\.globalId)).isSuperset(of: [fromHub.tree, fromHub.inspection, SyncRig.tree1]), "\(second.pulled)")
+            let third = try await SyncRig.sync(device.value, url, transport: NoChangeTrackingTransport())
+            #expect(third.eventsWritten == 0 && third.pulled.isEmpty, "\(third.json.serialized())")
+        }
+        #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
+    }
+
     // MARK: manual
 
     @Test func manualLeavesConflictsOpenAndSyncsEverythingElse() async throws {

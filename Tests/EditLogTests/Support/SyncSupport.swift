@@ -133,3 +133,24 @@ final class FlakyTransport: ServiceTransport, @unchecked Sendable {
         try await run(url) { try await inner.postForm(url, form: form) }
     }
 }
+
+/// A transport that answers the service root without change tracking (no `extractChangesCapabilities`,
+/// `changeTrackingInfo` or ChangeTracking capability), as many FeatureServers do.
+struct NoChangeTrackingTransport: ServiceTransport {
+    let inner = HTTPTransport()
+
+    func strip(_ url: String, _ r: TransportResponse) -> TransportResponse {
+        guard url.hasSuffix("/FeatureServer"), case .object(var o)? = try? JSONParser.parse(r.body) else { return r }
+        o["extractChangesCapabilities"] = nil
+        o["changeTrackingInfo"] = nil
+        if let c = o["capabilities"]?.stringValue {
+            o["capabilities"] = .string(c.split(separator: ",").filter { !$0.lowercased().contains("changetracking") }.joined(separator: ","))
+        }
+        var out = r
+        out.body = JSONValue.object(o).serializedBytes()
+        return out
+    }
+
+    func get(_ url: String, query: [(String, String)]) async throws -> TransportResponse { strip(url, try await inner.get(url, query: query)) }
+    func postForm(_ url: String, form: [(String, String)]) async throws -> TransportResponse { strip(url, try await inner.postForm(url, form: form)) }
+}
