@@ -23,11 +23,39 @@ struct PendingChange {
 extension SyncEngine {
     // MARK: Download
 
-    /// `extractChanges` since `from` (every layer of this log), with the features themselves.
-    func extractChanges(from: Int64) async throws(EditLogError) -> PulledChanges {
+    /// `extractChanges` since `from` (every layer of this log), with the features themselves, in windows of
+    /// generations up to the service's current one (read from the root's `changeTrackingInfo`); a feature changed
+    /// in several windows is taken from the last (each answer holds the current state).
+    func extractChanges(from: Int64, root: JSONValue? = nil) async throws(EditLogError) -> PulledChanges {
+        var current: Int64?
+        if let gens = root?["changeTrackingInfo"]?["layerServerGens"]?.arrayValue {
+            current = gens.compactMap { $0["serverGen"]?.intValue }.max()
+        }
+        var out = PulledChanges(mode: "extractChanges", fromGen: from)
+        var start = from
+        var index: [String: Int] = [:]
+        repeat {
+            let end = current.map { min($0, start + options.generationWindow) }
+            let part = try await extractWindow(from: start, to: end)
+            for f in part.features {
+                if let i = index[f.globalId] { out.features[i] = f } else { index[f.globalId] = out.features.count; out.features.append(f) }
+            }
+            out.deletes += part.deletes
+            if let d = part.lastEditDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
+            out.toGen = part.toGen ?? end
+            guard let end, let reached = part.toGen, reached >= end, end < current! else { break }
+            start = end
+        } while true
+        // A feature deleted in a later window than its last change is not listed as changed.
+        let deleted = Set(out.deletes.map { "\($0.layer):\($0.objectId)" })
+        out.features.removeAll { f in f.objectId.map { deleted.contains("\(f.layer):\($0)") } ?? false }
+        return out
+    }
+
+    func extractWindow(from: Int64, to: Int64?) async throws(EditLogError) -> PulledChanges {
         let ids = log.schema.layers.map { String($0.id) }.joined(separator: ",")
         let answer = try await client.json("extractChanges", [
-            ("layers", "[\(ids)]"), ("serverGens", "[\(from)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
+            ("layers", "[\(ids)]"), ("serverGens", to.map { "[\(from),\($0)]" } ?? "[\(from)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
             ("returnDeletes", "true"), ("returnIdsOnly", "false"), ("returnAttachments", "false"), ("dataFormat", "json"),
         ], post: true)
         guard let edits = answer["edits"]?.arrayValue else {

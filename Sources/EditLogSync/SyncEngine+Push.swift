@@ -65,7 +65,7 @@ extension SyncEngine {
         // already here): then the next pull starts after it and a sync with nothing new writes nothing.
         var gen: Int64? = nil
         if let pulledGen, plans.contains(where: { !$0.1.isEmpty }) {
-            let after = try await extractChanges(from: pulledGen)
+            let after = try await extractChanges(from: pulledGen, root: try await client.json(""))
             let echo = try await pendingEvents(after, state: state, openConflicts: openConflicts)
             if echo.isEmpty { gen = after.toGen }
         } else if let pulledGen, pulledGen != state.serverGen {

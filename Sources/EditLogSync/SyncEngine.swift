@@ -31,7 +31,7 @@ public final class SyncEngine {
         let state = SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
         let tracking = root["extractChangesCapabilities"] != nil || root["changeTrackingInfo"] != nil
             || (root["capabilities"]?.stringValue ?? "").lowercased().contains("changetracking")
-        let pull = tracking ? try await extractChanges(from: state.serverGen ?? 0) : try await queryChanges(since: state.lastEditDate)
+        let pull = tracking ? try await extractChanges(from: state.serverGen ?? 0, root: root) : try await queryChanges(since: state.lastEditDate)
         let openConflicts = try openConflictFields()
         let pending = try await pendingEvents(pull, state: state, openConflicts: openConflicts)
         try importPulled(pending, pull: pull, state: state)

@@ -10,6 +10,10 @@ public struct SyncOptions: Sendable {
     public var device: String
     /// Features per query or applyEdits request.
     public var batchSize: Int
+    /// Server generations asked for in one `extractChanges` request: a window of W generations holds at most W
+    /// changes on a service whose generation moves with each edit (the answer stays within what a server lists
+    /// at once; `editlog serve` refuses more than 30,000 ObjectIDs in one answer).
+    public var generationWindow: Int64 = 20_000
     /// Called at each step a crash could interrupt (`pulled`, `pushed-request-N`, `before-record`): tests throw or
     /// kill the process there to prove a later run finishes the work (nil in production).
     public var failpoint: (@Sendable (String) throws -> Void)?
