@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Pure core: schema, values, events, validation, the edit-session state machine. No I/O.
@@ -38,10 +39,12 @@ let package = Package(
         .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", .product(name: "GRDB", package: "GRDB.swift")]),
         // An audited ArcGIS FeatureServer over a log (editlog serve): reads from the projection, edits as sessions.
         .target(name: "EditLogServer", dependencies: ["EditLog", .product(name: "Hummingbird", package: "hummingbird")]),
-        .executableTarget(name: "editlog", dependencies: ["EditLog", "EditLogServer", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Hummingbird", package: "hummingbird")]),
+        // editlog sync: a log against a FeatureServer (pull extractChanges, merge, push applyEdits), state as events.
+        .target(name: "EditLogSync", dependencies: ["EditLog", "EditLogMerge", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
+        .executableTarget(name: "editlog", dependencies: ["EditLog", "EditLogServer", "EditLogSync", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Hummingbird", package: "hummingbird")]),
         // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads, the feature service under wrk.
-        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", "EditLogServer", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", "EditLogServer", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "HummingbirdTesting", package: "hummingbird")]),
+        .executableTarget(name: "editlog-bench", dependencies: ["EditLog", "EditLogServer", "EditLogSync", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
+        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", "EditLogServer", "EditLogSync", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "HummingbirdTesting", package: "hummingbird")]),
     ],
     swiftLanguageModes: [.v6]
 )

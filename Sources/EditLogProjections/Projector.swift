@@ -116,6 +116,8 @@ public final class Projector {
             let l = try p.layer(in: schema), g = try p.string("globalId")
             try revive(decision, e, db)
             try updateFeature(l, globalId: g, changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db)
+        case .syncPulled, .syncPushed:
+            return  // sync state: read from the events by `editlog sync`; no projection
         case .scriptRecorded:
             // The same script recorded by two logs (both imported here) is one row: the first.
             try db.cachedStatement(sql: "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING")

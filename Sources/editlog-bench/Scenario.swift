@@ -33,6 +33,7 @@ enum Scenarios {
         BundleImportScenario.self,
         BundleVerifyScenario.self,
         ServeLoad.self,
+        SyncScenario.self,
     ]
 
     static func named(_ n: String) -> (any Scenario.Type)? {
@@ -56,9 +57,11 @@ struct Sizes: Codable, Sendable {
     var lookups: Int
     /// Trees (generated, besides the fixture's) in the log `diff` edits 1% and 10% of.
     var diffTrees: Int
+    /// Generated trees the hub of `sync` changes (one session each): the remote changes one sync pulls.
+    var syncChanges: Int
 
-    static let quick = Sizes(profile: "quick", bulkEvents: 50_000, bulkTrees: 5_000, batchSessions: 200, sessions: 2_000, sessionTrees: 1_000, lookups: 1_000, diffTrees: 10_000)
-    static let full = Sizes(profile: "full", bulkEvents: 1_000_000, bulkTrees: 50_000, batchSessions: 500, sessions: 20_000, sessionTrees: 5_000, lookups: 1_000, diffTrees: 100_000)
+    static let quick = Sizes(profile: "quick", bulkEvents: 50_000, bulkTrees: 5_000, batchSessions: 200, sessions: 2_000, sessionTrees: 1_000, lookups: 1_000, diffTrees: 10_000, syncChanges: 2_000)
+    static let full = Sizes(profile: "full", bulkEvents: 1_000_000, bulkTrees: 50_000, batchSessions: 500, sessions: 20_000, sessionTrees: 5_000, lookups: 1_000, diffTrees: 100_000, syncChanges: 100_000)
 }
 
 /// What a scenario gets: sizes, seed, a work directory, the fixture, and the big log.

@@ -228,6 +228,8 @@ import Testing
     static let typesNotProduced: [EventType: String] = [
         .mergeDecided: "only imports record it; MergeTests validates the merged logs' events",
         .conflictResolved: "only `conflicts resolve` records it; MergeTests validates the merged logs' events",
+        .syncPulled: "only `editlog sync` records it; SyncTests validates the synced logs' events",
+        .syncPushed: "only `editlog sync` records it; SyncTests validates the synced logs' events",
     ]
 
     @Test func everyRecordedEventValidates() throws {

@@ -19,12 +19,18 @@ public enum EventType: String, Sendable, CaseIterable, Hashable {
     case mergeDecided = "MergeDecided"
     /// A conflict re-resolved by hand (`editlog conflicts resolve`): a write of the chosen value.
     case conflictResolved = "ConflictResolved"
+    /// `editlog sync` pulled a service's changes up to a server generation (recorded with the pulled events).
+    case syncPulled = "SyncPulled"
+    /// `editlog sync` pushed this log's changes to a service: what was sent and the service's answer.
+    case syncPushed = "SyncPushed"
 }
 
 /// Streams: one per feature (`<layerId>:<GlobalID>`), plus system streams that start with `$`.
 public enum StreamName {
     public static let schema = "$schema"
     public static let scripts = "$scripts"
+    /// Sync state: what each run pulled from and pushed to a service.
+    public static let sync = "$sync"
     public static func feature(layer: Int, globalId: String) -> String { "\(layer):\(globalId)" }
 
     public static func parseFeature(_ stream: String) -> (layer: Int, globalId: String)? {
@@ -44,4 +50,8 @@ public enum Cause {
     /// A merge decision of an import (`import:<origin log id>`).
     public static func merge(from logId: String) -> String { "merge:\(logId)" }
     public static let resolution = "resolution"
+    /// A change pulled from a feature service by `editlog sync`.
+    public static let syncPull = "sync-pull"
+    /// `editlog sync`'s own record of a run.
+    public static let sync = "sync"
 }

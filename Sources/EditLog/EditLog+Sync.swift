@@ -1,0 +1,124 @@
+import EditLogCore
+import EditLogImport
+import EditLogMerge
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// An event of this log's own about a system stream (sync state), appended with the log's ids and clock.
+public struct SystemEvent: Sendable, Hashable {
+    public var stream: String
+    public var type: EventType
+    public var payload: JSONValue
+    public var cause: String
+    public init(stream: String, type: EventType, payload: JSONValue, cause: String) {
+        self.stream = stream; self.type = type; self.payload = payload; self.cause = cause
+    }
+}
+
+/// What `editlog sync` (module EditLogSync) reads and writes through the facade: the current state of features,
+/// the events of a stream, the features changed since a position, and imports closed by sync-state events in the
+/// same transaction.
+extension EditLog {
+    /// A new event id from the log's generator (injected in tests).
+    public func nextEventId() -> UUID { store.ids.next() }
+
+    /// The log's clock, as ISO-8601.
+    public func nowString() -> String { Timestamp.format(milliseconds: store.clock.now()) }
+
+    /// The position of the last event of the data the log was made from (its schema and baseline).
+    public func baselineEnd() throws(EditLogError) -> Int64 {
+        try read { db in
+            try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events WHERE type IN (?, ?)",
+                               arguments: [EventType.schemaDefined.rawValue, EventType.featureBaselined.rawValue]) ?? 0
+        }
+    }
+
+    /// Every event of one stream, in position order.
+    public func streamEvents(_ stream: String) throws(EditLogError) -> [RecordedEvent] {
+        try read { db in
+            var out: [RecordedEvent] = []
+            try EventReading.forEach(db, where: "stream = ?", arguments: [stream]) { out.append($0) }
+            return out
+        }
+    }
+
+    /// A feature's current projected state (deleted ones too), or nil when this log never had it.
+    public func snapshot(layer: Int, globalId: String) throws(EditLogError) -> FeatureSnapshot? {
+        let schema = self.schema
+        return try read { db in try ProjectedState(db: db, schema: schema).feature(layer: layer, globalId: globalId) }
+    }
+
+    /// A feature's attachments (detached ones too with `includeDeleted`).
+    public func attachmentSnapshots(of globalId: String, includeDeleted: Bool = false) throws(EditLogError) -> [AttachmentSnapshot] {
+        let schema = self.schema
+        return try read { db in try ProjectedState(db: db, schema: schema).attachments(of: globalId, includeDeleted: includeDeleted) }
+    }
+
+    /// Every feature of a layer (deleted ones too), in ObjectID order.
+    public func allFeatures(layer: Int) throws(EditLogError) -> [FeatureSnapshot] {
+        let schema = self.schema
+        return try read { db in
+            let state = ProjectedState(db: db, schema: schema)
+            let gids = try String.fetchAll(db, sql: "SELECT _globalid FROM \(ProjectionTables.featureTable(layer)) ORDER BY _oid")
+            return try gids.compactMap { try state.feature(layer: layer, globalId: $0) }
+        }
+    }
+
+    /// The features with an event after `position` other than those of the given causes and types, in stream order.
+    public func changedFeatures(after position: Int64, excludingCauses causes: Set<String>, excludingTypes types: Set<EventType>) throws(EditLogError) -> [(layer: Int, globalId: String)] {
+        try read { db in
+            var seen = Set<String>()
+            let rows = try Row.fetchAll(db, sql: "SELECT stream, cause, type FROM events WHERE position > ? AND stream NOT LIKE '$%' ORDER BY position", arguments: [position])
+            var out: [(Int, String)] = []
+            for r in rows {
+                let stream: String = r[0], cause: String = r[1], type: String = r[2]
+                if causes.contains(cause) || EventType(rawValue: type).map(types.contains) == true { continue }
+                guard let f = StreamName.parseFeature(stream), seen.insert(stream).inserted else { continue }
+                out.append(f)
+            }
+            return out
+        }
+    }
+
+    /// Imports events of another source as `importEvents` does, then appends `closing` (built from the report) in
+    /// the same transaction: the pulled events and the sync state that names them commit together or not at all.
+    public func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
+                             _ feed: (_ event: (RecordedEvent) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void,
+                             closing: (ImportReport) throws -> [SystemEvent]) throws(EditLogError) -> ImportReport {
+        let schema = self.schema
+        let geocoder = self.geocoder
+        let now = Timestamp.format(milliseconds: store.clock.now())
+        return try writeMapped { db, appender, projector in
+            appender.keepsAppended = false
+            let context = EventContext(actor: actor, device: device, clientTime: now)
+            var importer = Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
+            try feed({ e in try importer.importEvent(e, db: db, appender: &appender, projector: projector) },
+                     { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
+            try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
+            for s in try closing(importer.report) {
+                let e = NewEvent(id: appender.ids.next(), stream: s.stream, type: s.type, payload: s.payload, context: context, session: nil, cause: s.cause)
+                try projector.apply(try appender.append(e), db)
+            }
+            return importer.report
+        }
+    }
+
+    /// Appends this log's own system events in one transaction.
+    @discardableResult
+    public func appendSystemEvents(_ events: [SystemEvent], actor: String, device: String) throws(EditLogError) -> [RecordedEvent] {
+        let now = Timestamp.format(milliseconds: store.clock.now())
+        return try writeMapped { db, appender, projector in
+            var out: [RecordedEvent] = []
+            for s in events {
+                let e = NewEvent(id: appender.ids.next(), stream: s.stream, type: s.type, payload: s.payload,
+                                 context: EventContext(actor: actor, device: device, clientTime: now), session: nil, cause: s.cause)
+                let r = try appender.append(e)
+                try projector.apply(r, db)
+                out.append(r)
+            }
+            return out
+        }
+    }
+}

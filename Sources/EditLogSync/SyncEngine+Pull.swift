@@ -1,0 +1,288 @@
+import EditLog
+import Foundation
+
+/// What the service changed since the last pull.
+struct PulledChanges {
+    var mode: String
+    var fromGen: Int64?
+    var toGen: Int64?
+    /// Adds and updates (the service's current state), per layer.
+    var features: [RemoteFeature] = []
+    /// Deletes, by the service's ObjectID.
+    var deletes: [(layer: Int, objectId: Int64)] = []
+    var lastEditDate: Int64?
+}
+
+/// A pulled change ready to import: its events (a sync-pull session or a delete) and the bytes of its new attachments.
+struct PendingChange {
+    var change: SyncChange
+    var events: [RecordedEvent]
+    var blobs: [[UInt8]]
+}
+
+extension SyncEngine {
+    // MARK: Download
+
+    /// `extractChanges` since `from` (every layer of this log), with the features themselves, in windows of
+    /// generations up to the service's current one (read from the root's `changeTrackingInfo`); a feature changed
+    /// in several windows is taken from the last (each answer holds the current state).
+    func extractChanges(from: Int64, root: JSONValue? = nil) async throws(EditLogError) -> PulledChanges {
+        var current: Int64?
+        if let gens = root?["changeTrackingInfo"]?["layerServerGens"]?.arrayValue {
+            current = gens.compactMap { $0["serverGen"]?.intValue }.max()
+        }
+        var out = PulledChanges(mode: "extractChanges", fromGen: from)
+        var start = from
+        var index: [String: Int] = [:]
+        repeat {
+            let end = current.map { min($0, start + options.generationWindow) }
+            let part = try await extractWindow(from: start, to: end)
+            for f in part.features {
+                if let i = index[f.globalId] { out.features[i] = f } else { index[f.globalId] = out.features.count; out.features.append(f) }
+            }
+            out.deletes += part.deletes
+            if let d = part.lastEditDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
+            out.toGen = part.toGen ?? end
+            guard let end, let reached = part.toGen, reached >= end, end < current! else { break }
+            start = end
+        } while true
+        // A feature deleted in a later window than its last change is not listed as changed.
+        let deleted = Set(out.deletes.map { "\($0.layer):\($0.objectId)" })
+        out.features.removeAll { f in f.objectId.map { deleted.contains("\(f.layer):\($0)") } ?? false }
+        return out
+    }
+
+    func extractWindow(from: Int64, to: Int64?) async throws(EditLogError) -> PulledChanges {
+        let ids = log.schema.layers.map { String($0.id) }.joined(separator: ",")
+        let answer = try await client.json("extractChanges", [
+            ("layers", "[\(ids)]"), ("serverGens", to.map { "[\(from),\($0)]" } ?? "[\(from)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
+            ("returnDeletes", "true"), ("returnIdsOnly", "false"), ("returnAttachments", "false"), ("dataFormat", "json"),
+        ], post: true)
+        guard let edits = answer["edits"]?.arrayValue else {
+            throw EditLogError(.invalidInput, "the extractChanges answer has no \"edits\": \(answer.serialized().prefix(160))", at: client.baseURL + "/extractChanges")
+        }
+        var out = PulledChanges(mode: "extractChanges", fromGen: from)
+        out.toGen = (answer["layerServerGens"]?.arrayValue ?? []).compactMap { $0["serverGen"]?.intValue }.max()
+        for e in edits {
+            guard let lid = e["id"]?.intValue, let layer = log.schema.layer(id: Int(lid)) else { continue }
+            let f = e["features"]
+            for item in (f?["adds"]?.arrayValue ?? []) + (f?["updates"]?.arrayValue ?? []) {
+                guard let rf = RemoteValues.feature(item, layer: layer) else {
+                    throw EditLogError(.invalidInput, "a changed \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/extractChanges")
+                }
+                out.features.append(rf)
+                if let d = rf.editDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
+            }
+            for d in f?["deleteIds"]?.arrayValue ?? [] { if let oid = d.intValue { out.deletes.append((layer.id, oid)) } }
+        }
+        return out
+    }
+
+    /// For a service without change tracking: every feature whose edit date is after `since` (all the first
+    /// time), paged. Deletes cannot be seen this way.
+    func queryChanges(since: Int64?) async throws(EditLogError) -> PulledChanges {
+        var out = PulledChanges(mode: "query")
+        for layer in log.schema.layers {
+            var whereClause = "1=1"
+            if let since, let f = layer.editFieldsInfo?.editDateField {
+                whereClause = "\(f) >= TIMESTAMP '\(Timestamp.format(milliseconds: since).replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: ""))'"
+            }
+            var offset = 0
+            while true {
+                let page = try await client.json("\(layer.id)/query", [
+                    ("where", whereClause), ("outFields", "*"), ("returnGeometry", "true"), ("orderByFields", layer.objectIdField ?? "OBJECTID"),
+                    ("resultOffset", String(offset)), ("resultRecordCount", "1000"),
+                ], post: true)
+                let features = page["features"]?.arrayValue ?? []
+                for item in features {
+                    guard let rf = RemoteValues.feature(item, layer: layer) else { continue }
+                    out.features.append(rf)
+                    if let d = rf.editDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
+                }
+                offset += features.count
+                if features.isEmpty || page["exceededTransferLimit"]?.boolValue != true { break }
+            }
+        }
+        return out
+    }
+
+    /// The service's attachments of features (their GlobalIDs and, where known, the service's ObjectIDs), by
+    /// the parent's GlobalID. Asked by ObjectID when every one is known (an indexed lookup on any server).
+    func remoteAttachments(layer: LayerSchema, features: [(globalId: String, objectId: Int64?)]) async throws(EditLogError) -> [String: [RemoteAttachment]] {
+        guard layer.hasAttachments, !features.isEmpty else { return [:] }
+        var out: [String: [RemoteAttachment]] = [:]
+        var i = 0
+        while i < features.count {
+            let batch = Array(features[i..<min(i + options.batchSize, features.count)])
+            i += batch.count
+            let oids = batch.compactMap(\.objectId)
+            let param = oids.count == batch.count ? ("objectIds", oids.map(String.init).joined(separator: ",")) : ("globalIds", batch.map(\.globalId).joined(separator: ","))
+            let answer = try await client.json("\(layer.id)/queryAttachments", [param, ("returnMetadata", "false")], post: true)
+            let wanted = Set(batch.map(\.globalId))
+            for group in answer["attachmentGroups"]?.arrayValue ?? [] {
+                let pg = group["parentGlobalId"]?.stringValue, po = group["parentObjectId"]?.intValue
+                for a in group["attachmentInfos"]?.arrayValue ?? [] {
+                    if let ra = RemoteValues.attachment(a, parentGlobalId: pg, parentObjectId: po), wanted.contains(ra.parentGlobalId) { out[ra.parentGlobalId, default: []].append(ra) }
+                }
+            }
+        }
+        return out
+    }
+
+    // MARK: Changes to events
+
+    /// The pulled changes as events for the merge, parents before children, echoes of this log's own pushes and
+    /// changes this log already has left out.
+    func pendingEvents(_ pull: PulledChanges, state: SyncState, openConflicts: [String: Set<String>]) async throws(EditLogError) -> [PendingChange] {
+        let basePosition = try commonBase(state)
+        let changedSinceBase = Set(try log.changedFeatures(after: basePosition, excludingCauses: [], excludingTypes: []).map { "\($0.layer):\($0.globalId)" })
+        let origin = "service:" + client.serviceKey
+        let now = log.nowString()
+        var out: [PendingChange] = []
+        var seq: Int64 = 0
+        func event(_ stream: String, _ type: EventType, _ payload: JSONValue, actor: String, time: String?, session: String?) -> RecordedEvent {
+            seq += 1
+            let bytes = payload.serializedBytes()
+            return RecordedEvent(position: 0, id: log.nextEventId(), stream: stream, streamVersion: 0, type: type.rawValue, payload: payload,
+                                 actor: actor, device: client.serviceKey, session: session, cause: Cause.syncPull, clientTime: time, recordedTime: now,
+                                 origin: EventOrigin(logId: origin, position: (pull.toGen ?? 0) * 1_000_000 + seq, hash: EventHash.sha256(bytes)), hash: [])
+        }
+        let byLayer = Dictionary(grouping: pull.features, by: \.layer)
+        for layer in layerOrder {
+            let features = byLayer[layer.id] ?? []
+            if features.isEmpty { continue }
+            let atts = try await remoteAttachments(layer: layer, features: features.map { ($0.globalId, $0.objectId) })
+            let derived = derivedFields(layer)
+            for rf in features {
+                let stream = StreamName.feature(layer: layer.id, globalId: rf.globalId)
+                let local = try log.snapshot(layer: layer.id, globalId: rf.globalId)
+                let actor = rf.editor ?? "service"
+                let time = rf.editDate.map { Timestamp.format(milliseconds: $0) }
+                let session = log.nextEventId().uuidString.lowercased()
+                let open = openConflicts[rf.globalId] ?? []
+                if open.contains("") { continue }  // an open update/delete conflict: left to `conflicts resolve`
+                // Attachments the service has and this log never had (a detached one stays detached here).
+                let known = try Set(local == nil ? [] : log.attachmentSnapshots(of: rf.globalId, includeDeleted: true).map(\.globalId))
+                var added: [JSONValue] = [], blobs: [[UInt8]] = []
+                for a in atts[rf.globalId] ?? [] where !known.contains(a.globalId) {
+                    guard let oid = a.parentObjectId ?? rf.objectId else { continue }
+                    let bytes = try await client.bytes("\(layer.id)/\(oid)/attachments/\(a.id)")
+                    blobs.append(bytes)
+                    added.append(["attachmentId": .string(a.globalId), "name": .string(a.name), "contentType": .string(a.contentType),
+                                  "size": .int(Int64(bytes.count)), "sha256": .string(Hex.encode(EventHash.sha256(bytes))), "preferredSize": "actual"])
+                }
+                let attachments: JSONValue = ["added": .array(added), "renamed": [], "removed": []]
+                var started: [String: JSONValue] = ["layer": .int(Int64(layer.id)), "globalId": .string(rf.globalId)]
+                var committed: [String: JSONValue] = ["layer": .int(Int64(layer.id)), "globalId": .string(rf.globalId), "attachments": attachments]
+                var fields: [String] = []
+                if local == nil {
+                    var changes: [String: JSONValue] = [:]
+                    for (k, v) in rf.attributes where !v.isNull { changes[k] = ["old": .null, "new": v]; fields.append(k) }
+                    started["kind"] = "create"; committed["kind"] = "create"
+                    if let g = rf.geometry { started["geometry"] = g; committed["geometry"] = g }
+                    committed["changes"] = .object(changes)
+                } else {
+                    let current = local!
+                    let base = try baseAttributes(layer, rf.globalId, basePosition: basePosition, changedSinceBase.contains(stream), current: current)
+                    var changes: [String: JSONValue] = [:]
+                    for (k, r) in rf.attributes where !derived.contains(k) && !open.contains(k) {
+                        let b = base?[k] ?? .null, l = current.attributes[k] ?? .null
+                        if RemoteValues.same(r, b) || RemoteValues.same(r, l) { continue }
+                        changes[k] = ["old": b, "new": r]; fields.append(k)
+                    }
+                    if changes.isEmpty && added.isEmpty { continue }  // nothing new: an echo of this log's push, or already here
+                    started["kind"] = "edit"; committed["kind"] = "edit"
+                    committed["changes"] = .object(changes)
+                }
+                fields.sort()
+                out.append(PendingChange(change: SyncChange(layer: layer.id, globalId: rf.globalId, kind: local == nil ? "add" : "update", fields: fields, objectId: rf.objectId),
+                                         events: [event(stream, .sessionStarted, .object(started), actor: actor, time: time, session: session),
+                                                  event(stream, .sessionCommitted, .object(committed), actor: actor, time: time, session: session)],
+                                         blobs: blobs))
+                report.pulledAttachments += added.count
+            }
+        }
+        // Deletes: the service names them by its ObjectIDs; known ones map to GlobalIDs (children first).
+        for layer in layerOrder.reversed() {
+            for d in pull.deletes where d.layer == layer.id {
+                guard let g = state.objectIds[layer.id]?[d.objectId] ?? objectIdsPulled(pull)[layer.id]?[d.objectId] else { continue }
+                guard let local = try log.snapshot(layer: layer.id, globalId: g), !local.deleted else { continue }
+                if openConflicts[g]?.contains("") == true { continue }
+                let stream = StreamName.feature(layer: layer.id, globalId: g)
+                let base = try baseAttributes(layer, g, basePosition: basePosition, changedSinceBase.contains(stream), current: local) ?? local.attributes
+                var attrs: [String: JSONValue] = [:]
+                for f in layer.attributeFields { attrs[f.name] = base[f.name] ?? .null }
+                let payload: JSONValue = ["layer": .int(Int64(layer.id)), "globalId": .string(g), "attributes": .object(attrs)]
+                out.append(PendingChange(change: SyncChange(layer: layer.id, globalId: g, kind: "delete", fields: [], objectId: d.objectId),
+                                         events: [event(stream, .featureDeleted, payload, actor: "service", time: nil, session: nil)], blobs: []))
+            }
+        }
+        return out
+    }
+
+    func objectIdsPulled(_ pull: PulledChanges) -> [Int: [Int64: String]] {
+        var m: [Int: [Int64: String]] = [:]
+        for f in pull.features { if let o = f.objectId { m[f.layer, default: [:]][o] = f.globalId } }
+        return m
+    }
+
+    /// The local position both sides last agreed on: the last push's, else (first sync) the end of the baseline
+    /// the log was made from (the data the service had too).
+    func commonBase(_ state: SyncState) throws(EditLogError) -> Int64 {
+        if state.agreedPosition > 0 { return state.agreedPosition }
+        return try log.baselineEnd()
+    }
+
+    /// The feature's attributes at the common base (nil: it did not exist then).
+    func baseAttributes(_ layer: LayerSchema, _ g: String, basePosition: Int64, _ changedSince: Bool, current: FeatureSnapshot) throws(EditLogError) -> [String: JSONValue]? {
+        if !changedSince { return current.attributes }
+        guard let b = try? log.blame(globalId: g, asOf: .position(basePosition)), b.exists else { return nil }
+        var out: [String: JSONValue] = [:]
+        for e in b.fields where !e.field.hasPrefix("@") { out[e.field] = e.value }
+        return out
+    }
+
+    // MARK: Import
+
+    /// One transaction: the pulled events through the merge engine, then the `SyncPulled` state event. Nothing
+    /// new (no event to import and the same server generation) writes nothing.
+    func importPulled(_ pending: [PendingChange], pull: PulledChanges, state: SyncState) throws(EditLogError) {
+        report.mode = pull.mode
+        report.fromServerGen = pull.fromGen
+        report.toServerGen = pull.toGen
+        report.pulled = pending.map(\.change)
+        var newMappings: [Int: [Int64: String]] = [:]
+        for (l, m) in objectIdsPulled(pull) {
+            for (oid, g) in m where state.objectIds[l]?[oid] != g { newMappings[l, default: [:]][oid] = g }
+        }
+        // Nothing new here (only echoes of this log's own pushes, or nothing at all): nothing is written; the
+        // generation moves with the push (or the next pull that brings something).
+        if pending.isEmpty && newMappings.isEmpty { return }
+        var payload: [String: JSONValue] = ["service": .string(client.serviceKey), "mode": .string(pull.mode),
+                                            "fromServerGen": pull.fromGen.map(JSONValue.int) ?? .null, "serverGen": pull.toGen.map(JSONValue.int) ?? .null,
+                                            "changes": .array(pending.map(\.change.json))]
+        if let d = pull.lastEditDate { payload["lastEditDate"] = .int(d) }
+        payload["objectIds"] = Self.objectIdsJSON(newMappings)
+        let source = "sync:" + client.serviceKey
+        let r = try log.importEvents(policy: options.policy, actor: options.actor, device: options.device, source: source, { event, blob in
+            for p in pending {
+                for b in p.blobs { try blob(b) }
+                for e in p.events { try event(e) }
+            }
+        }, closing: { r in
+            payload["imported"] = .int(Int64(r.imported))
+            payload["conflicts"] = .array(r.conflicts.map { .string($0.id) })
+            return [SystemEvent(stream: StreamName.sync, type: .syncPulled, payload: .object(payload), cause: Cause.sync)]
+        })
+        report.imported = r.imported
+        report.conflicts = r.conflicts
+    }
+
+    static func objectIdsJSON(_ m: [Int: [Int64: String]]) -> JSONValue {
+        var o: [String: JSONValue] = [:]
+        for (l, pairs) in m where !pairs.isEmpty {
+            o[String(l)] = .array(pairs.sorted { $0.key < $1.key }.map { [.int($0.key), .string($0.value)] })
+        }
+        return .object(o)
+    }
+}

@@ -1,0 +1,186 @@
+import EditLog
+import Foundation
+
+/// One layer's edits for the service.
+struct LayerPush {
+    var adds: [JSONValue] = []
+    var updates: [JSONValue] = []
+    var deletes: [String] = []
+    var attachmentAdds: [JSONValue] = []
+    var attachmentDeletes: [String] = []
+    var changes: [SyncChange] = []
+    var isEmpty: Bool { adds.isEmpty && updates.isEmpty && deletes.isEmpty && attachmentAdds.isEmpty && attachmentDeletes.isEmpty }
+}
+
+extension SyncEngine {
+    /// Sends what differs between this log and the service for every feature this log changed since the last
+    /// push (its own edits, imports, merge decisions that kept a local value), then records `SyncPushed`.
+    func push(state: SyncState, pulledGen: Int64?, openConflicts: [String: Set<String>]) async throws(EditLogError) {
+        let since = state.agreedPosition
+        let agreed = try log.lastPosition()
+        let candidates = try log.changedFeatures(after: since, excludingCauses: [Cause.syncPull], excludingTypes: [.featureDerived, .sessionStarted])
+        if candidates.isEmpty && report.imported == 0 { return }
+        let byLayer = Dictionary(grouping: candidates, by: \.layer)
+        var plans: [(LayerSchema, LayerPush)] = []
+        for layer in layerOrder {
+            guard let gids = byLayer[layer.id]?.map(\.globalId), !gids.isEmpty else { continue }
+            plans.append((layer, try await plan(layer, gids, state: state, openConflicts: openConflicts)))
+        }
+        for (_, p) in plans { report.pushed += p.changes.filter { $0.kind != "kept" } ; report.notPushed += p.changes.filter { $0.kind == "kept" } }
+        report.pushedAttachments = plans.reduce(0) { $0 + $1.1.attachmentAdds.count + $1.1.attachmentDeletes.count }
+        if options.dryRun { return }
+
+        // Adds, updates and attachments parents first; deletes children first (a parent's delete cascades).
+        var results: [JSONValue] = []
+        var objectIds: [Int: [Int64: String]] = [:]
+        var editMoment: Int64?
+        var requests = 0
+        for (layer, p) in plans where !(p.adds.isEmpty && p.updates.isEmpty && p.attachmentAdds.isEmpty && p.attachmentDeletes.isEmpty) {
+            var form: [(String, String)] = [("useGlobalIds", "true"), ("rollbackOnFailure", "true"), ("returnEditMoment", "true")]
+            if !p.adds.isEmpty { form.append(("adds", JSONValue.array(p.adds).serialized())) }
+            if !p.updates.isEmpty { form.append(("updates", JSONValue.array(p.updates).serialized())) }
+            if !p.attachmentAdds.isEmpty || !p.attachmentDeletes.isEmpty {
+                var a: [String: JSONValue] = [:]
+                if !p.attachmentAdds.isEmpty { a["adds"] = .array(p.attachmentAdds) }
+                if !p.attachmentDeletes.isEmpty { a["deletes"] = .array(p.attachmentDeletes.map(JSONValue.string)) }
+                form.append(("attachments", JSONValue.object(a).serialized()))
+            }
+            let answer = try await client.json("\(layer.id)/applyEdits", form, post: true)
+            try collect(answer, layer: layer, into: &results, objectIds: &objectIds)
+            if let m = answer["editMoment"]?.intValue { editMoment = m }
+            requests += 1
+            try fail("pushed-request-\(requests)")
+        }
+        for (layer, p) in plans.reversed() where !p.deletes.isEmpty {
+            let answer = try await client.json("\(layer.id)/applyEdits", [("useGlobalIds", "true"), ("rollbackOnFailure", "true"), ("returnEditMoment", "true"),
+                                                                         ("deletes", JSONValue.array(p.deletes.map(JSONValue.string)).serialized())], post: true)
+            try collect(answer, layer: layer, into: &results, objectIds: &objectIds)
+            if let m = answer["editMoment"]?.intValue { editMoment = m }
+            requests += 1
+            try fail("pushed-request-\(requests)")
+        }
+        try fail("before-record")
+
+        // The generation after the push, when everything the service changed since the pull is this push (or
+        // already here): then the next pull starts after it and a sync with nothing new writes nothing.
+        var gen: Int64? = nil
+        if let pulledGen, plans.contains(where: { !$0.1.isEmpty }) {
+            let after = try await extractChanges(from: pulledGen, root: try await client.json(""))
+            let echo = try await pendingEvents(after, state: state, openConflicts: openConflicts)
+            if echo.isEmpty { gen = after.toGen }
+        } else if let pulledGen, pulledGen != state.serverGen {
+            gen = pulledGen
+        }
+        var payload: [String: JSONValue] = ["service": .string(client.serviceKey), "agreedPosition": .int(agreed), "sincePosition": .int(since),
+                                            "pushed": .array(report.pushed.map(\.json)), "results": .array(results),
+                                            "objectIds": Self.objectIdsJSON(objectIds)]
+        if let gen { payload["serverGen"] = .int(gen) }
+        if let editMoment { payload["editMoment"] = .int(editMoment) }
+        try log.appendSystemEvents([SystemEvent(stream: StreamName.sync, type: .syncPushed, payload: .object(payload), cause: Cause.sync)],
+                                   actor: options.actor, device: options.device)
+    }
+
+    /// Each answer's results, checked: one failure stops the sync (the service rolled that request back).
+    func collect(_ answer: JSONValue, layer: LayerSchema, into results: inout [JSONValue], objectIds: inout [Int: [Int64: String]]) throws(EditLogError) {
+        var failures: [String] = []
+        let groups: [(String, JSONValue?)] = [("add", answer["addResults"]), ("update", answer["updateResults"]), ("delete", answer["deleteResults"]),
+                                               ("attach", answer["attachments"]?["addResults"]), ("detach", answer["attachments"]?["deleteResults"])]
+        for (kind, list) in groups {
+            for r in list?.arrayValue ?? [] {
+                let g = r["globalId"]?.stringValue.flatMap(GlobalID.normalize)
+                let oid = r["objectId"]?.intValue
+                let ok = r["success"]?.boolValue ?? false
+                results.append(["layer": .int(Int64(layer.id)), "kind": .string(kind), "globalId": JSONValue(g), "objectId": oid.map(JSONValue.int) ?? .null, "success": .bool(ok)])
+                if ok, let g, let oid, kind == "add" || kind == "update" { objectIds[layer.id, default: [:]][oid] = g }
+                if !ok {
+                    failures.append("\(kind) \(g ?? "?"): \(r["error"]?["description"]?.stringValue ?? "failed") (\(r["error"]?["code"]?.intValue ?? 0))")
+                }
+            }
+        }
+        if !failures.isEmpty {
+            throw EditLogError(.conflict, "the service refused the push to \(layer.name) (nothing of that request applied; run sync again after fixing): "
+                               + failures.prefix(5).joined(separator: "; "), at: client.baseURL + "/\(layer.id)/applyEdits")
+        }
+    }
+
+    /// A field this log sends: edited by people (not editor tracking, not derived by a rule, editable), or a
+    /// relationship key (the service turns it into the record's parent or relation).
+    func pushable(_ f: FieldSchema, _ layer: LayerSchema, _ derived: Set<String>) -> Bool {
+        if layer.isEditorTrackingField(f.name) || derived.contains(f.name) { return false }
+        if layer.relationships.contains(where: { $0.role == .destination && $0.keyField?.lowercased() == f.name.lowercased() }) { return true }
+        guard f.editable, !f.type.isUnsupportedInPopup else { return false }
+        guard let popup = layer.popup else { return true }
+        return popup.fieldInfo(f.name)?.isEditable == true
+    }
+
+    /// What one layer's changed features need on the service: the service's state read by GlobalID, compared.
+    func plan(_ layer: LayerSchema, _ gids: [String], state: SyncState, openConflicts: [String: Set<String>]) async throws(EditLogError) -> LayerPush {
+        var p = LayerPush()
+        let gidField = layer.globalIdField ?? "GlobalID"
+        let derived = derivedFields(layer)
+        let known = Set(state.objectIds[layer.id]?.values.map { $0 } ?? [])
+        var i = 0
+        while i < gids.count {
+            let batch = Array(gids[i..<min(i + options.batchSize, gids.count)])
+            i += batch.count
+            let quoted = batch.map { "'\($0)'" }.joined(separator: ",")
+            let answer = try await client.json("\(layer.id)/query", [("where", "\(gidField) IN (\(quoted))"), ("outFields", "*"), ("returnGeometry", "false")], post: true)
+            var remote: [String: RemoteFeature] = [:]
+            for f in answer["features"]?.arrayValue ?? [] { if let rf = RemoteValues.feature(f, layer: layer) { remote[rf.globalId] = rf } }
+            let remoteAtts = try await remoteAttachments(layer: layer, features: batch.compactMap { g in remote[g].map { (g, $0.objectId) } })
+            for g in batch {
+                guard let local = try log.snapshot(layer: layer.id, globalId: g) else { continue }
+                let open = openConflicts[g] ?? []
+                if open.contains("") { continue }
+                let r = remote[g]
+                if local.deleted {
+                    if r != nil { p.deletes.append(g); p.changes.append(SyncChange(layer: layer.id, globalId: g, kind: "delete", fields: [], objectId: r?.objectId)) }
+                    continue
+                }
+                var sent: [String] = []
+                if let r {
+                    var attrs: [String: JSONValue] = [gidField: .string(g)]
+                    for f in layer.attributeFields where pushable(f, layer, derived) && !open.contains(f.name) {
+                        let l = local.attributes[f.name] ?? .null
+                        if !RemoteValues.same(l, r.attributes[f.name]) { attrs[f.name] = l; sent.append(f.name) }
+                    }
+                    if !sent.isEmpty {
+                        p.updates.append(["attributes": .object(attrs)])
+                        p.changes.append(SyncChange(layer: layer.id, globalId: g, kind: "update", fields: sent.sorted(), objectId: r.objectId))
+                    }
+                } else if known.contains(g) {
+                    // The service had it and deleted it; kept here (a merge decision): not re-created there.
+                    p.changes.append(SyncChange(layer: layer.id, globalId: g, kind: "kept", fields: [], objectId: nil))
+                    continue
+                } else {
+                    var attrs: [String: JSONValue] = [gidField: .string(g)]
+                    for f in layer.attributeFields where pushable(f, layer, derived) {
+                        if let v = local.attributes[f.name], !v.isNull { attrs[f.name] = v; sent.append(f.name) }
+                    }
+                    var feature: [String: JSONValue] = ["attributes": .object(attrs)]
+                    if let geom = local.geometry, !geom.isNull, !layer.isTable { feature["geometry"] = geom }
+                    p.adds.append(.object(feature))
+                    p.changes.append(SyncChange(layer: layer.id, globalId: g, kind: "add", fields: sent.sorted(), objectId: nil))
+                }
+                // Attachments: this log's live ones the service lacks are added with their GlobalIDs; detached ones it still has are deleted.
+                if layer.hasAttachments {
+                    let theirs = Set((remoteAtts[g] ?? []).map(\.globalId))
+                    for a in try log.attachmentSnapshots(of: g, includeDeleted: true) {
+                        if !a.deleted && !theirs.contains(a.globalId) {
+                            guard let bytes = try log.blob(sha256: a.sha256) else {
+                                throw EditLogError(.corrupt, "attachment \(a.globalId) of \(g) has no stored bytes (\(a.sha256))")
+                            }
+                            p.attachmentAdds.append(["globalId": .string(a.globalId), "parentGlobalId": .string(g), "name": .string(a.name),
+                                                     "contentType": .string(a.contentType), "data": .string(Data(bytes).base64EncodedString())])
+                            p.changes.append(SyncChange(layer: layer.id, globalId: a.globalId, kind: "attach", fields: [], objectId: nil))
+                        } else if a.deleted && theirs.contains(a.globalId) {
+                            p.attachmentDeletes.append(a.globalId)
+                            p.changes.append(SyncChange(layer: layer.id, globalId: a.globalId, kind: "detach", fields: [], objectId: nil))
+                        }
+                    }
+                }
+            }
+        }
+        return p
+    }
+}

@@ -1,0 +1,131 @@
+import EditLog
+import Foundation
+
+/// `editlog sync`: a log against an ArcGIS FeatureServer. One run:
+/// 1. checks the service (a FeatureServer whose layers hold every layer and field of this log, the token);
+/// 2. pulls the changes since the last recorded server generation (`extractChanges`; `query` by the edit
+///    date field when the service has no change tracking), attachments included, turns each changed
+///    feature into a `sync-pull` session (actor: the service's editor field) and imports them through the
+///    merge engine with this log's changes since the last sync as the other side, all in one transaction
+///    closed by a `SyncPulled` event;
+/// 3. pushes what differs between this log and the service for the features this log changed since the last
+///    sync (`applyEdits`, GlobalIDs, rollbackOnFailure, parents before children, attachments with their
+///    GlobalIDs) and records a `SyncPushed` event with the answers.
+/// Every step compares states by GlobalID, so a run interrupted anywhere is finished by the next without
+/// duplicates: what the service already has is not sent again.
+public final class SyncEngine {
+    let log: EditLog
+    let client: FeatureServiceClient
+    let options: SyncOptions
+    var report: SyncReport
+
+    public init(log: EditLog, client: FeatureServiceClient, options: SyncOptions) {
+        self.log = log; self.client = client; self.options = options
+        self.report = SyncReport(service: client.serviceKey, dryRun: options.dryRun, policy: options.policy)
+    }
+
+    /// Syncs `log` (opened read-write) with the service.
+    public func run() async throws(EditLogError) -> SyncReport {
+        let before = try log.lastPosition()
+        let root = try await checkService()
+        let state = SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
+        let tracking = root["extractChangesCapabilities"] != nil || root["changeTrackingInfo"] != nil
+            || (root["capabilities"]?.stringValue ?? "").lowercased().contains("changetracking")
+        let pull = tracking ? try await extractChanges(from: state.serverGen ?? 0, root: root) : try await queryChanges(since: state.lastEditDate)
+        let openConflicts = try openConflictFields()
+        let pending = try await pendingEvents(pull, state: state, openConflicts: openConflicts)
+        try importPulled(pending, pull: pull, state: state)
+        try fail("pulled")
+        try await push(state: state, pulledGen: pull.toGen, openConflicts: try openConflictFields())
+        report.eventsWritten = try log.lastPosition() - before
+        return report
+    }
+
+    /// `--dry-run`: the same run on a scratch copy of the log (the file and its WAL), sending no edit; the log
+    /// itself is opened read-only and nothing is written to it.
+    public static func plan(logAt path: String, client: FeatureServiceClient, options: SyncOptions) async throws(EditLogError) -> SyncReport {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-sync-plan-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: scratch + s) } }
+        do {
+            // Read-only open first: a missing or foreign file is named as `open` names it.
+            let original = try EditLog.open(at: path, readonly: true)
+            original.close()
+            try FileManager.default.copyItem(atPath: path, toPath: scratch)
+            if FileManager.default.fileExists(atPath: path + "-wal") { try FileManager.default.copyItem(atPath: path + "-wal", toPath: scratch + "-wal") }
+        } catch let e as EditLogError {
+            throw e
+        } catch {
+            throw EditLogError(.io, "cannot copy the log for a dry run: \(error)", at: path)
+        }
+        let copy = try EditLog.open(at: scratch)
+        defer { copy.close() }
+        var o = options
+        o.dryRun = true
+        let engine = SyncEngine(log: copy, client: client, options: o)
+        var r = try await engine.run()
+        r.eventsWritten = 0
+        return r
+    }
+
+    /// A failpoint (see `SyncOptions.failpoint`): its error is the run's.
+    func fail(_ name: String) throws(EditLogError) {
+        guard let f = options.failpoint else { return }
+        do { try f(name) } catch let e as EditLogError { throw e } catch { throw EditLogError(.io, "\(error)") }
+    }
+
+    // MARK: The service
+
+    /// The service root and its layers, checked: a FeatureServer, holding every layer and field of this log.
+    func checkService() async throws(EditLogError) -> JSONValue {
+        let root = try await client.json("")
+        guard root["layers"]?.arrayValue != nil || root["tables"]?.arrayValue != nil else {
+            throw EditLogError(.invalidInput, "the answer is not a FeatureServer root (no \"layers\" or \"tables\"): \(root.serialized().prefix(160))", at: client.baseURL)
+        }
+        let layers = try await client.json("layers")
+        guard layers["layers"]?.arrayValue != nil else {
+            throw EditLogError(.invalidInput, "the service's /layers answer has no \"layers\"", at: client.baseURL + "/layers")
+        }
+        let remote: ServiceSchema
+        do { remote = try ArcGISSchemaDecoder.decode(service: [(name: "layers", json: layers)], webmap: nil, rules: nil) } catch {
+            throw EditLogError(.invalidInput, "the service's layer definitions cannot be read: \(error.message)", at: client.baseURL + "/layers")
+        }
+        if let problem = remote.incompatibility(importing: log.schema) {
+            throw EditLogError(.invalidInput, "the service's schema does not match this log's: \(problem)", at: client.baseURL)
+        }
+        return root
+    }
+
+    /// Layers in the order edits reach the service: origins of relationships (parents) before their destinations.
+    var layerOrder: [LayerSchema] {
+        let schema = log.schema
+        var depth: [Int: Int] = [:]
+        func d(_ l: LayerSchema, _ seen: Set<Int>) -> Int {
+            if let v = depth[l.id] { return v }
+            var best = 0
+            for r in l.relationships where r.role == .destination {
+                guard let (parent, _) = schema.counterpart(of: r, in: l), !seen.contains(parent.id) else { continue }
+                best = max(best, d(parent, seen.union([l.id])) + 1)
+            }
+            depth[l.id] = best
+            return best
+        }
+        return schema.layers.sorted { (d($0, []), $0.id) < (d($1, []), $1.id) }
+    }
+
+    /// Fields (and whole features, under "") with a conflict still open here: sync leaves them to `conflicts resolve`.
+    func openConflictFields() throws(EditLogError) -> [String: Set<String>] {
+        var out: [String: Set<String>] = [:]
+        for c in try log.conflicts() where c.status == "open" {
+            out[c.conflict.globalId, default: []].insert(c.conflict.field ?? "")
+        }
+        return out
+    }
+
+    /// Fields sync never sends or takes as a change of an existing feature: editor tracking (each side keeps its
+    /// own), values rules derive (each side derives them), and fields no one edits.
+    func derivedFields(_ layer: LayerSchema) -> Set<String> {
+        var s = Set<String>()
+        for rule in log.schema.rules { for (l, f) in rule.fieldsWritten where l == layer.id { s.insert(f) } }
+        return s
+    }
+}

@@ -1,0 +1,70 @@
+import EditLog
+
+/// How `editlog sync` runs.
+public struct SyncOptions: Sendable {
+    public var policy: MergePolicy
+    /// Plan only: pull into a scratch copy of the log, merge there, compute the push, send nothing, write nothing.
+    public var dryRun: Bool
+    /// Who runs the sync (the actor of its decisions and state events) and from where.
+    public var actor: String
+    public var device: String
+    /// Features per query or applyEdits request.
+    public var batchSize: Int
+    /// Server generations asked for in one `extractChanges` request: a window of W generations holds at most W
+    /// changes on a service whose generation moves with each edit (the answer stays within what a server lists
+    /// at once; `editlog serve` refuses more than 30,000 ObjectIDs in one answer).
+    public var generationWindow: Int64 = 20_000
+    /// Called at each step a crash could interrupt (`pulled`, `pushed-request-N`, `before-record`): tests throw or
+    /// kill the process there to prove a later run finishes the work (nil in production).
+    public var failpoint: (@Sendable (String) throws -> Void)?
+
+    public init(policy: MergePolicy = .lastInWins, dryRun: Bool = false, actor: String = "editlog-sync", device: String = "editlog-sync", batchSize: Int = 100) {
+        self.policy = policy; self.dryRun = dryRun; self.actor = actor; self.device = device; self.batchSize = batchSize
+    }
+}
+
+/// One feature change pulled or pushed.
+public struct SyncChange: Sendable, Hashable {
+    public var layer: Int
+    public var globalId: String
+    /// add, update, delete (and for attachments: attach, detach).
+    public var kind: String
+    public var fields: [String]
+    public var objectId: Int64?
+
+    public var json: JSONValue {
+        .object(["layer": .int(Int64(layer)), "globalId": .string(globalId), "kind": .string(kind),
+                 "fields": .array(fields.map(JSONValue.string)), "objectId": objectId.map(JSONValue.int) ?? .null])
+    }
+}
+
+/// What a sync did (or, with `--dry-run`, would do).
+public struct SyncReport: Sendable {
+    public var service: String
+    public var dryRun: Bool
+    public var policy: MergePolicy
+    /// extractChanges, or query (by the edit date field, for services without change tracking).
+    public var mode = "extractChanges"
+    public var fromServerGen: Int64?
+    public var toServerGen: Int64?
+    public var pulled: [SyncChange] = []
+    public var pulledAttachments = 0
+    public var imported = 0
+    public var conflicts: [Conflict] = []
+    public var pushed: [SyncChange] = []
+    public var pushedAttachments = 0
+    /// Features kept here that the service deleted and can no longer take back (not re-created there).
+    public var notPushed: [SyncChange] = []
+    /// Events this run appended to the log (0 in a dry run and in a run with nothing new).
+    public var eventsWritten: Int64 = 0
+
+    public var json: JSONValue {
+        .object([
+            "service": .string(service), "dryRun": .bool(dryRun), "policy": .string(policy.rawValue), "mode": .string(mode),
+            "fromServerGen": fromServerGen.map(JSONValue.int) ?? .null, "toServerGen": toServerGen.map(JSONValue.int) ?? .null,
+            "pulled": .array(pulled.map(\.json)), "pulledAttachments": .int(Int64(pulledAttachments)), "imported": .int(Int64(imported)),
+            "conflicts": .array(conflicts.map(\.json)), "pushed": .array(pushed.map(\.json)), "pushedAttachments": .int(Int64(pushedAttachments)),
+            "notPushed": .array(notPushed.map(\.json)), "eventsWritten": .int(eventsWritten),
+        ])
+    }
+}

@@ -1,0 +1,152 @@
+import EditLog
+import EditLogServer
+import EditLogSync
+import Foundation
+
+/// `editlog sync` pulling N remote changes: a hub (a copy of the base log with N trees) is served on 127.0.0.1
+/// by `editlog serve`'s application in this process; a device (another copy) syncs once (untimed), the hub then
+/// records one session on each of the N trees, and the device's second sync is timed (extractChanges, attachment
+/// lists, the merge of 2N sync-pull events, rules derived again, the state events). Floor: the same
+/// `extractChanges` answer downloaded over the same loopback, plus raw C-API inserts of every row the sync left,
+/// one transaction.
+enum SyncScenario: Scenario {
+    static let name = "sync"
+    static let summary = "sync pulling N remote changes (N: 100k full, 2k --quick) vs the extractChanges download plus raw inserts of the rows it left"
+
+    /// Runs async work from the scenario's synchronous code (the server answers on its own event loops).
+    static func blocking<T>(_ body: @escaping () async throws -> T) throws -> T {
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        let unchecked = UncheckedBody(body)
+        Task {
+            do { box.result = .success(try await unchecked.body()) } catch { box.result = .failure(error) }
+            done.signal()
+        }
+        done.wait()
+        return try box.result!.get()
+    }
+
+    /// Sessions on each tree changing two fields people edit (not the rollup's DBH and Condition, which each
+    /// side derives), in batches of 500 sessions.
+    static func edit(_ log: EditLog, _ workload: Workload, trees: ArraySlice<String>) throws {
+        var batch: [ScriptCommand] = [], line = 0, batches = 0, n = 0
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            batches += 1
+            let name = "bench-sync-\(batches)"
+            _ = try log.record(batch, name: name, sha256: Workload.scriptSHA(name))
+            batch = []; line = 0
+        }
+        for g in trees {
+            n += 1
+            let (actor, device) = workload.pick(workload.actors)
+            let sid = "bench-sync-\(n)"
+            for op: ScriptCommand.Operation in [.edit(layer: "Trees", globalId: g), .set(field: "PlantedBy", value: .string("crew \(n % 97)")),
+                                                .set(field: "SiteWidth", value: .double(Double(n % 13) + 0.5)), .finish] {
+                line += 1
+                batch.append(ScriptCommand(line: line, op: op, actor: actor, device: device, at: workload.tick(), session: sid))
+            }
+            if n % 500 == 0 { try flush() }
+        }
+        try flush()
+    }
+
+    static func run(_ ctx: BenchContext) throws -> [Measurement] {
+        let n = ctx.sizes.syncChanges
+        let base = try ctx.baseLog(trees: n)
+        let hubPath = ctx.path("sync-hub.editlog"), devicePath = ctx.path("sync-device.editlog")
+        for p in [hubPath, devicePath] { ctx.remove(p); try FileManager.default.copyItem(atPath: base, toPath: p) }
+        defer { ctx.remove(hubPath); ctx.remove(devicePath) }
+        let hubClock = StepClock(start: 1_781_000_000_000, step: 1), deviceClock = StepClock(start: 1_781_500_000_000, step: 1)
+        let hub = try EditLog.open(at: hubPath, clock: hubClock, ids: UUIDv7Generator(clock: hubClock, seed: ctx.seed &+ 21))
+        let device = try EditLog.open(at: devicePath, clock: deviceClock, ids: UUIDv7Generator(clock: deviceClock, seed: ctx.seed &+ 22))
+        let workload = Workload(fixture: try ctx.fixture(), seed: ctx.seed &+ 23)
+        try workload.adopt(hub)
+
+        var options = ServerOptions(serviceName: "Hub")
+        options.tokens = ["bench-token": "bench_hub"]
+        options.host = "127.0.0.1"
+        options.port = 0
+        options.maxRequestBytes = 1 << 30
+        let portBox = ResultBox<Int>()
+        let up = DispatchSemaphore(value: 0)
+        let app = makeApplication(log: hub, options: options) { port in portBox.result = .success(port); up.signal() }
+        let server = UncheckedBody { try await app.runService() }
+        Task { try? await server.body() }
+        up.wait()
+        let url = "http://127.0.0.1:\(try portBox.result!.get())/arcgis/rest/services/Hub/FeatureServer"
+        let client = try FeatureServiceClient(url: url, token: "bench-token")
+        let deviceBox = UncheckedRef(device)
+
+        ctx.note("first sync of a device with the hub (\(n) trees; untimed: it learns the service's ObjectIDs)")
+        _ = try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() }
+        let trees = workload.trees.prefix(n)
+        ctx.note("the hub records one session on each of \(trees.count) trees")
+        try edit(hub, workload, trees: trees)
+        let before = try device.eventCount()
+        ctx.prewarm(devicePath)
+        Memory.resetPeak()
+        var watch = Stopwatch()
+        let report = try watch.time { try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() } }
+        let rss = Memory.peakBytes()
+        let after = try device.eventCount()
+        device.close()
+        let size = "\(Fmt.count(report.pulled.count)) remote changes"
+        var m = Measurement(scenario: name, kind: .throughput, size: size, units: report.pulled.count, unitName: "changes",
+                            seconds: watch.seconds, cpuSeconds: watch.cpuSeconds, goal: .ratioAtLeast(0.5))
+        m.notes.append("\(report.pulled.count) changes pulled (serverGen \(report.fromServerGen ?? 0) -> \(report.toServerGen ?? 0)), \(report.imported) events imported, "
+                       + "\(report.conflicts.count) conflicts, \(report.pushed.count) pushed; the device grew from \(before) to \(after) events")
+        if !ctx.prepareOnly {
+            ctx.note("floor: the same extractChanges download, then raw inserts of every row the sync left (one transaction)")
+            var download = Stopwatch()
+            // In the same windows of server generations the sync asks for (serve answers at most 30,000 ObjectIDs at once).
+            let from = report.fromServerGen ?? 0, to = report.toServerGen ?? from
+            let layers = "[\(hub.schema.layers.map { String($0.id) }.joined(separator: ","))]"
+            let bytes = try download.time {
+                try blocking {
+                    var total = 0, start = from
+                    repeat {
+                        let end = min(to, start + SyncOptions().generationWindow)
+                        let r = try await HTTPTransport().postForm(url + "/extractChanges", form: [
+                            ("layers", layers), ("serverGens", "[\(start),\(end)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
+                            ("returnDeletes", "true"), ("dataFormat", "json"), ("f", "json"), ("token", "bench-token"),
+                        ])
+                        if r.body.count < 1000, String(decoding: r.body, as: UTF8.self).contains("\"error\"") {
+                            throw RawError(description: "the floor's extractChanges failed: \(String(decoding: r.body, as: UTF8.self))")
+                        }
+                        total += r.body.count
+                        start = end
+                    } while start < to
+                    return total
+                }
+            }
+            let src = try RawDB(devicePath, readonly: true)
+            let tables = try Floors.addedRows(in: src, after: before, baseLog: nil)
+            let floor = try Floors.replay(tables, from: src, into: ctx.path("floor-sync.sqlite"), grouping: .oneTransaction, remove: ctx.remove)
+            m.floorSeconds = download.seconds + floor.watch.seconds
+            m.floorCpuSeconds = download.cpuSeconds + floor.watch.cpuSeconds
+            m.floorDescription = "the extractChanges answer downloaded over the same loopback (\(Fmt.mb(Int64(bytes))), \(Fmt.seconds(download.seconds))) "
+                + "plus raw C-API INSERT of every row the sync left (\(floor.total) rows: \(floor.summary)), one transaction, WAL + synchronous=NORMAL "
+                + "(\(Fmt.seconds(floor.watch.seconds)))"
+        }
+        var r = Measurement(scenario: name, kind: .rss, size: size, units: report.pulled.count, goal: .megabytesAtMost(500))
+        r.rssBytes = rss
+        return [m, r]
+    }
+}
+
+final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}
+
+/// A closure (over non-Sendable logs) handed to a task the scenario waits for: used from one task at a time.
+final class UncheckedBody<T>: @unchecked Sendable {
+    let body: () async throws -> T
+    init(_ body: @escaping () async throws -> T) { self.body = body }
+}
+
+/// A non-Sendable value handed to a task the scenario waits for.
+final class UncheckedRef<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

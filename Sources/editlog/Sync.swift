@@ -1,0 +1,115 @@
+import ArgumentParser
+import EditLog
+import EditLogSync
+import Foundation
+
+struct Sync: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Sync the log with an ArcGIS FeatureServer: pull its changes, merge them field by field, push this log's changes.",
+        discussion: """
+            Pull: extractChanges since the last recorded server generation (query by the edit date field when the \
+            service has no change tracking), attachments included; each changed feature becomes a sync-pull session \
+            (actor: the service's editor field), keyed by GlobalID, merged with this log's changes since the last sync \
+            under --policy (conflicts and decisions are MergeDecided events: `editlog conflicts`). Push: applyEdits \
+            with useGlobalIds and rollbackOnFailure, parents before children, attachments with their GlobalIDs, only \
+            what the service does not have already. Each run's state is a SyncPulled / SyncPushed event; a run \
+            interrupted anywhere is finished by the next one without duplicates.
+            """)
+
+    @OptionGroup var log: LogOptions
+
+    @Option(name: .long, help: ArgumentHelp("The service root, e.g. http://127.0.0.1:8080/arcgis/rest/services/Trees/FeatureServer.", valueName: "url"))
+    var service: String
+
+    @Option(name: .long, help: "The token sent with every request (`token=`).")
+    var token: String?
+
+    @Option(name: .customLong("token-file"), help: "A file whose first non-empty line is the token (keeps it out of the process list).")
+    var tokenFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("How a conflict is decided: last-in-wins (the later write by client time / the service's edit date), local-wins, remote-wins, or manual (left open for `editlog conflicts resolve`; everything else syncs).", valueName: "policy"))
+    var policy: MergePolicy = .lastInWins
+
+    @Flag(name: .customLong("dry-run"), help: "Print the plan (what would be pulled and pushed, the conflicts and their outcome) and write nothing.")
+    var dryRun = false
+
+    @Option(name: .long, help: "Who runs the sync (the actor of its decisions and state events).")
+    var actor: String = ProcessInfo.processInfo.environment["USER"] ?? "editlog-sync"
+
+    @Option(name: .long, help: "Where the sync runs (the device of its decisions and state events).")
+    var device: String = ProcessInfo.processInfo.hostName
+
+    @OptionGroup var json: JSONFlag
+
+    func validate() throws {
+        if token != nil && tokenFile != nil { throw ValidationError("--token and --token-file are exclusive: give one") }
+    }
+
+    func run() throws {
+        try handleErrors {
+            var tok = token
+            if let tokenFile {
+                guard let data = FileManager.default.contents(atPath: tokenFile) else { throw EditLogError(.notFound, "cannot read the token file", at: tokenFile) }
+                tok = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.first { !$0.isEmpty }
+                guard tok != nil else { throw EditLogError(.invalidInput, "the token file is empty", at: tokenFile) }
+            }
+            let client = try FeatureServiceClient(url: service, token: tok)
+            var options = SyncOptions(policy: policy, dryRun: dryRun, actor: actor, device: device)
+            // Crash tests: EDITLOG_SYNC_KILL_AT=<failpoint> kills this process (SIGKILL) there.
+            if let at = ProcessInfo.processInfo.environment["EDITLOG_SYNC_KILL_AT"], !at.isEmpty {
+                options.failpoint = { name in if name == at { kill(getpid(), SIGKILL) } }
+            }
+            let path = log.db, dry = dryRun
+            let box = SyncResultBox()
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                do {
+                    if dry {
+                        box.set(.success(try await SyncEngine.plan(logAt: path, client: client, options: options)))
+                    } else {
+                        let editLog = try EditLog.open(at: path)
+                        defer { editLog.close() }
+                        box.set(.success(try await SyncEngine(log: editLog, client: client, options: options).run()))
+                    }
+                } catch let e as EditLogError {
+                    box.set(.failure(e))
+                } catch {
+                    box.set(.failure(EditLogError(.io, "\(error)")))
+                }
+                done.signal()
+            }
+            done.wait()
+            let r = try box.get().get()
+            if json.json { out(r.json.serialized()); return }
+            print(r)
+        }
+    }
+
+    func print(_ r: SyncReport) {
+        let verb = r.dryRun ? "would pull" : "pulled"
+        out("\(r.dryRun ? "dry run: " : "")\(r.service) (\(r.mode)\(r.fromServerGen.map { ", serverGen \($0)" } ?? "")\(r.toServerGen.map { " -> \($0)" } ?? ""))")
+        out("\(verb) \(r.pulled.count) changes (\(r.pulledAttachments) attachments); \(r.conflicts.count) conflicts (policy \(r.policy.rawValue))")
+        if !r.pulled.isEmpty {
+            out(table(["layer", "feature", "change", "fields"], r.pulled.map { [String($0.layer), $0.globalId, $0.kind, $0.fields.joined(separator: ",")] }))
+        }
+        if !r.conflicts.isEmpty {
+            out(table(["conflict", "kind", "feature", "field", "local", "remote", "winner"], r.conflicts.map { c in
+                [String(c.id.prefix(13)), c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "", short(c.local.value, 24), short(c.remote.value, 24), c.winner.rawValue]
+            }))
+        }
+        out("\(r.dryRun ? "would push" : "pushed") \(r.pushed.count) changes (\(r.pushedAttachments) attachments)")
+        if !r.pushed.isEmpty {
+            out(table(["layer", "feature", "change", "fields"], r.pushed.map { [String($0.layer), $0.globalId, $0.kind, $0.fields.joined(separator: ",")] }))
+        }
+        for k in r.notPushed { out("kept here, deleted on the service (not re-created): \(k.globalId)") }
+        if !r.dryRun { out("\(r.eventsWritten) events written") }
+    }
+}
+
+/// The sync task's outcome, handed back to the waiting command.
+final class SyncResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<SyncReport, EditLogError> = .failure(EditLogError(.io, "the sync did not finish"))
+    func set(_ r: Result<SyncReport, EditLogError>) { lock.lock(); result = r; lock.unlock() }
+    func get() -> Result<SyncReport, EditLogError> { lock.lock(); defer { lock.unlock() }; return result }
+}

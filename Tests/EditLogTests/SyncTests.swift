@@ -1,0 +1,396 @@
+import EditLog
+import EditLogSync
+import Foundation
+import Testing
+
+/// `editlog sync` between a device log and a hub log served by `editlog serve`'s application on 127.0.0.1.
+@Suite(.serialized) struct SyncTests {
+    // MARK: Both ways, concurrent edits, last-in-wins
+
+    @Test func deviceAndHubConvergeUnderLastInWinsWithTreesInspectionsAndPhotosOnBothSides() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let t2 = try #require(try Fixture.globalIds("Trees").first { $0 != SyncRig.tree1 })
+        // The device: an early SiteWidth (the hub's later one wins), a late PlantedBy (wins), a new tree with an
+        // inspection and photos. The hub (its edits stamped with its clock, 2026-05-28): the same two fields, a
+        // field only it changes, its own tree with an inspection and photos (numbered the same way: only GlobalIDs differ).
+        try SyncRig.set(device.value, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
+        try SyncRig.set(device.value, SyncRig.tree1, [("PlantedBy", "\"crew D\"")], at: "2026-07-01T10:00:00Z", actor: "dana", session: "d-2")
+        let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
+        try SyncRig.set(hub.value, SyncRig.tree1, [("SiteWidth", "20"), ("PlantedBy", "\"crew H\"")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
+        try SyncRig.set(hub.value, t2, [("SiteType", "\"Park\"")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-2")
+        let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
+
+        try await SyncRig.serve(hub.value) { url in
+            let first = try await SyncRig.sync(device.value, url)
+            #expect(first.mode == "extractChanges")
+            #expect(Set(first.pulled.map(\.globalId)).isSuperset(of: [SyncRig.tree1, t2, fromHub.tree, fromHub.inspection]), "\(first.pulled)")
+            #expect(first.pulledAttachments == 2)
+            #expect(Set(first.pushed.map(\.globalId)).isSuperset(of: [SyncRig.tree1, fromDevice.tree, fromDevice.inspection, fromDevice.photo, fromDevice.inspectionPhoto]), "\(first.pushed)")
+            #expect(first.pushedAttachments == 2)
+            // Parents before children: the device's tree is added before its inspection.
+            let order = first.pushed.map(\.globalId)
+            #expect(order.firstIndex(of: fromDevice.tree)! < order.firstIndex(of: fromDevice.inspection)!)
+            // A second sync with nothing new writes nothing on either side.
+            let hubHead = try hub.value.lastPosition(), deviceHead = try device.value.lastPosition()
+            let second = try await SyncRig.sync(device.value, url)
+            #expect(second.pulled.isEmpty && second.pushed.isEmpty && second.eventsWritten == 0, "\(second.json.serialized())")
+            #expect(try hub.value.lastPosition() == hubHead)
+            #expect(try device.value.lastPosition() == deviceHead)
+        }
+
+        // Converged: every live feature, attribute (editor tracking aside), geometry and attachment by GlobalID.
+        let a = try SyncRig.userState(device.value), b = try SyncRig.userState(hub.value)
+        #expect(a == b, "\(SyncRig.differences(a, b).prefix(8))")
+        // The later write won each field, on both sides.
+        for log in [device.value, hub.value] {
+            let t = try log.attributes(SyncRig.tree1)
+            #expect(t["SiteWidth"]?.doubleValue == 20)
+            #expect(t["PlantedBy"] == "crew D")
+            #expect(try log.attributes(t2)["SiteType"] == "Park")
+            // No mislinked record: each inspection under its own tree, each photo on its own record, rollups derived.
+            for side in [fromDevice, fromHub] {
+                #expect(try log.attributes(side.inspection)["TreeGlobalID"]?.stringValue == side.tree)
+                #expect(try log.attachmentSnapshots(of: side.tree).map(\.globalId) == [side.photo])
+                #expect(try log.attachmentSnapshots(of: side.inspection).map(\.globalId) == [side.inspectionPhoto])
+                #expect(try log.attributes(side.tree)["Condition"] == "Poor")
+            }
+            #expect(try log.verify().ok)
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
+        }
+        // Every conflict is in `conflicts`, with base, both sides, who wrote each and the policy.
+        let conflicts = try device.value.conflicts()
+        let siteWidth = try #require(conflicts.first { $0.conflict.field == "SiteWidth" && $0.conflict.globalId == SyncRig.tree1 })
+        #expect(siteWidth.conflict.winner == .remote && siteWidth.conflict.policy == .lastInWins)
+        #expect(siteWidth.conflict.remote.writer?.actor == "hank" && siteWidth.conflict.local.writer?.actor == "dana")
+        #expect(siteWidth.conflict.remote.value.doubleValue == 20 && siteWidth.conflict.local.value.doubleValue == 10)
+        let plantedBy = try #require(conflicts.first { $0.conflict.field == "PlantedBy" && $0.conflict.globalId == SyncRig.tree1 })
+        #expect(plantedBy.conflict.winner == .local)
+        // Pulled changes are sync-pull sessions by the service's editor; pushed ones are the hub's sessions of the token's user.
+        let pulled = try device.value.history(globalId: t2).entries.filter { $0.field == "SiteType" }.last
+        #expect(pulled?.actor == "hank" && pulled?.cause == Cause.syncPull, "\(String(describing: pulled))")
+        let pushed = try hub.value.history(globalId: SyncRig.tree1).entries.filter { $0.field == "PlantedBy" }.last
+        #expect(pushed?.actor == SyncRig.hubUser)
+        // The sync state is events of the log, and every event validates against schemas/.
+        var types: [String] = []
+        _ = try device.value.events(LogFilter()) { e in
+            if e.stream == StreamName.sync { types.append(e.type) }
+        }
+        #expect(types == ["SyncPulled", "SyncPushed"])
+        try Self.validateEvents(device.value)
+    }
+
+    static func validateEvents(_ log: EditLog) throws {
+        let v = SchemaFilesTests.validator()
+        var failures: [String] = []
+        _ = try log.events(LogFilter()) { e in
+            let errors = try v.validate(try JSONParser.parse(e.json.serialized()), against: SchemaFilesTests.recordedEvent)
+            if !errors.isEmpty, failures.count < 10 { failures.append("\(e.position) \(e.type): \(errors)") }
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    // MARK: Deletes both ways
+
+    @Test func deletesTravelBothWaysByGlobalIdAndAnUpdateAgainstADeleteIsAConflict() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let (parent, inspections) = try Fixture.treeWithInspections()
+        let loner = try Fixture.treeWithoutInspections()
+        let others = try Fixture.globalIds("Trees").filter { ![parent, loner, SyncRig.tree1].contains($0) }
+        try await SyncRig.serve(hub.value) { url in
+            // A first sync: the service's ObjectIDs are known from here on (deletes come by ObjectID).
+            _ = try await SyncRig.sync(device.value, url)
+            // The hub deletes a tree with inspections (a composite cascade) and one the device edits meanwhile;
+            // the device deletes a lone tree.
+            try hub.value.run(#"{"op":"delete","layer":"Trees","globalId":"\#(parent)","actor":"hank"}"#)
+            try hub.value.run(#"{"op":"delete","layer":"Trees","globalId":"\#(others[0])","actor":"hank"}"#)
+            try SyncRig.set(device.value, others[0], [("PlantedBy", "\"crew D\"")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
+            try device.value.run(#"{"op":"delete","layer":"Trees","globalId":"\#(loner)","actor":"dana"}"#)
+            // In windows of 3 server generations: the cascade's deletes and the changes spread over several answers.
+            let r = try await SyncRig.sync(device.value, url, generationWindow: 3)
+            // The two trees and their inspections (the cascade), each named by the service's ObjectID, mapped to its GlobalID.
+            #expect(Set(r.pulled.filter { $0.kind == "delete" }.map(\.globalId)).isSuperset(of: [parent, others[0]] + inspections), "\(r.pulled)")
+            #expect(r.pushed.contains { $0.globalId == loner && $0.kind == "delete" }, "\(r.pushed)")
+            #expect(r.conflicts.contains { $0.kind == .updateDelete && $0.globalId == others[0] && $0.winner == .remote }, "\(r.conflicts)")
+            let again = try await SyncRig.sync(device.value, url)
+            #expect(again.eventsWritten == 0, "\(again.json.serialized())")
+        }
+        for log in [device.value, hub.value] {
+            for g in [parent, loner, others[0]] + inspections { #expect(try log.snapshot(layer: g == parent || g == loner || g == others[0] ? 0 : 3, globalId: g)?.deleted == true, "\(g)") }
+        }
+        #expect(try device.value.conflicts().contains { $0.conflict.kind == .updateDelete })
+        #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
+    }
+
+    // MARK: Without change tracking
+
+    @Test func aServiceWithoutChangeTrackingIsPulledByItsEditDateField() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
+        try await SyncRig.serve(hub.value) { url in
+            let first = try await SyncRig.sync(device.value, url, transport: NoChangeTrackingTransport())
+            #expect(first.mode == "query")
+            #expect(first.pushed.contains { $0.globalId == fromDevice.tree })
+            let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
+            try SyncRig.set(hub.value, SyncRig.tree1, [("PlantedBy", "\"crew H\"")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
+            let second = try await SyncRig.sync(device.value, url, transport: NoChangeTrackingTransport())
+            #expect(Set(second.pulled.map(\.globalId)).isSuperset(of: [fromHub.tree, fromHub.inspection, SyncRig.tree1]), "\(second.pulled)")
+            let third = try await SyncRig.sync(device.value, url, transport: NoChangeTrackingTransport())
+            #expect(third.eventsWritten == 0 && third.pulled.isEmpty, "\(third.json.serialized())")
+        }
+        #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
+    }
+
+    // MARK: manual
+
+    @Test func manualLeavesConflictsOpenAndSyncsEverythingElse() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let trees = try Fixture.globalIds("Trees").filter { $0 != SyncRig.tree1 }
+        try SyncRig.set(device.value, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-07-01T10:00:00Z", actor: "dana", session: "d-1")
+        try SyncRig.set(device.value, trees[0], [("PlantedBy", "\"crew D\"")], at: "2026-07-01T10:00:00Z", actor: "dana", session: "d-2")
+        try SyncRig.set(hub.value, SyncRig.tree1, [("SiteWidth", "20")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
+        try SyncRig.set(hub.value, trees[1], [("PlantedBy", "\"crew H\"")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-2")
+        try await SyncRig.serve(hub.value) { url in
+            let r = try await SyncRig.sync(device.value, url, policy: .manual)
+            #expect(r.conflicts.count == 1 && r.conflicts.first?.winner == .open, "\(r.conflicts)")
+            let open = try device.value.conflicts().filter { $0.status == "open" }
+            #expect(open.count == 1 && open.first?.conflict.field == "SiteWidth")
+            // The conflict stays as it is on both sides; everything else synced both ways.
+            #expect(try device.value.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 10)
+            #expect(try hub.value.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 20)
+            #expect(try hub.value.attributes(trees[0])["PlantedBy"] == "crew D")
+            #expect(try device.value.attributes(trees[1])["PlantedBy"] == "crew H")
+            // Syncing again changes nothing while it is open.
+            let again = try await SyncRig.sync(device.value, url, policy: .manual)
+            #expect(again.eventsWritten == 0 && again.pushed.isEmpty && again.pulled.isEmpty, "\(again.json.serialized())")
+            #expect(try device.value.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 10)
+            // Resolved by hand (take the local value): the next sync pushes it.
+            let id = try #require(open.first?.conflict.id)
+            _ = try device.value.resolveConflict(id: id, take: .local, actor: "dana", device: "test")
+            let third = try await SyncRig.sync(device.value, url, policy: .manual)
+            #expect(third.pushed.contains { $0.globalId == SyncRig.tree1 && $0.fields == ["SiteWidth"] }, "\(third.pushed)")
+            #expect(try hub.value.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 10)
+        }
+        #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
+    }
+
+    // MARK: --dry-run
+
+    @Test func dryRunPrintsThePlanAndWritesNothing() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close() }
+        try SyncRig.set(device.value, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
+        let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
+        try SyncRig.set(hub.value, SyncRig.tree1, [("SiteWidth", "20")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
+        let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
+        device.value.close()
+        func bytes() throws -> [Data] { try ["", "-wal"].map { FileManager.default.contents(atPath: td.path + $0) ?? Data() } }
+        let before = try bytes()
+        let path = td.path
+        try await SyncRig.serve(hub.value) { url in
+            let hubHead = try hub.value.lastPosition()
+            let client = try FeatureServiceClient(url: url, token: SyncRig.token)
+            let plan = try await SyncEngine.plan(logAt: path, client: client, options: SyncOptions(policy: .lastInWins))
+            #expect(plan.dryRun && plan.eventsWritten == 0)
+            #expect(plan.pulled.contains { $0.globalId == fromHub.tree && $0.kind == "add" })
+            #expect(plan.pushed.contains { $0.globalId == fromDevice.tree && $0.kind == "add" })
+            #expect(plan.conflicts.contains { $0.field == "SiteWidth" && $0.winner == .remote })
+            #expect(try hub.value.lastPosition() == hubHead, "a dry run sends no edit")
+            // The CLI prints the same plan.
+            let r = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--dry-run", "--json"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let j = try JSONParser.parse(r.stdout)
+            #expect(j["dryRun"] == true && (j["pushed"]?.arrayValue?.count ?? 0) == plan.pushed.count)
+        }
+        #expect(try bytes() == before, "the log's file and WAL are byte for byte as before")
+    }
+
+    // MARK: Bad input
+
+    @Test func badInputIsAClearErrorAndWritesNothing() async throws {
+        let th = TempPath("hub"), td = TempPath("device"), tm = TempPath("mismatch")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        // A log whose Trees have a field the service does not.
+        var service = try Fixture.json("service.json")
+        if case .object(var root) = service, case .array(var layers)? = root["layers"], case .object(var trees) = layers[0], case .array(var fields)? = trees["fields"] {
+            fields.append(["name": "ExtraNotes", "type": "esriFieldTypeString", "alias": "Extra", "length": 50, "nullable": true, "editable": true])
+            trees["fields"] = .array(fields); layers[0] = .object(trees); root["layers"] = .array(layers); service = .object(root)
+        }
+        let mismatch = Unchecked(try EditLog.create(at: tm.path, service: [("service.json", service)], webmap: try Fixture.json("webmap.json"),
+                                                    rules: try InputFiles.rules(Paths.trees + "/rules.json")))
+        defer { mismatch.value.close() }
+        let hubPath = th.path, devicePath = td.path
+        try await SyncRig.serve(hub.value) { url in
+            let head = try device.value.lastPosition(), hubHead = try hub.value.lastPosition()
+            func expectError(_ kind: EditLogError.Kind, _ words: String, log: EditLog? = nil, _ run: () async throws -> Void) async {
+                do {
+                    try await run()
+                    Issue.record("expected \(kind) (\(words))")
+                } catch let e as EditLogError {
+                    #expect(e.kind == kind, "\(e)")
+                    #expect(e.description.lowercased().contains(words.lowercased()), "\(e)")
+                } catch {
+                    Issue.record("not an EditLogError: \(error)")
+                }
+            }
+            // Unreachable: nothing listens on port 9 of 127.0.0.1.
+            await expectError(.io, "cannot reach") { _ = try await SyncRig.sync(device.value, "http://127.0.0.1:9/arcgis/rest/services/Trees/FeatureServer") }
+            await expectError(.invalidInput, "FeatureServer") { _ = try await SyncRig.sync(device.value, "http://127.0.0.1:9/arcgis/rest/services/Trees/MapServer") }
+            // An answer that is not a FeatureServer's.
+            let other = url.replacingOccurrences(of: "/Trees/FeatureServer", with: "/Nothing/FeatureServer")
+            await expectError(.invalidInput, "refused") { _ = try await SyncRig.sync(device.value, other) }
+            await expectError(.invalidInput, "token") { _ = try await SyncRig.sync(device.value, url, token: "tok-wrong") }
+            await expectError(.invalidInput, "schema does not match") { _ = try await SyncRig.sync(mismatch.value, url) }
+            // A server 500 on the first request.
+            let flaky = FlakyTransport { _, n in n == 1 ? .status500 : nil }
+            await expectError(.io, "500") { _ = try await SyncRig.sync(device.value, url, transport: flaky) }
+            #expect(try device.value.lastPosition() == head)
+            #expect(try hub.value.lastPosition() == hubHead)
+            // The CLI: a clear message and a non-zero exit code.
+            let r = try await runCLI(["sync", hubPath + ".nope", "--service", url, "--token", SyncRig.token])
+            #expect(r.status == 68, "\(r.stderr)")
+            let t = try await runCLI(["sync", devicePath, "--service", url, "--token", "tok-wrong"])
+            #expect(t.status == 65 && t.stderr.contains("token"), "\(t.stderr)")
+            let both = try await runCLI(["sync", devicePath, "--service", url, "--token", "a", "--token-file", "b"])
+            #expect(both.status == 64 && both.stderr.contains("--token-file"), "\(both.stderr)")
+        }
+        #expect(try mismatch.value.eventCount() == 1)
+    }
+
+    // MARK: Interrupted anywhere
+
+    /// Every step a sync can be interrupted at, in process: a failpoint's error; a connection dropped before a
+    /// request, an answer lost after the service applied it, a 500 (`mode-endpoint-n`: the n-th call to it).
+    /// The next run finishes the work: both sides converge with no duplicate.
+    @Test(arguments: ["pulled", "pushed-request-1", "pushed-request-2", "before-record",
+                      "lost-applyEdits-1", "lost-applyEdits-2", "drop-applyEdits-2", "500-applyEdits-1",
+                      "lost-extractChanges-2", "drop-queryAttachments-1", "lost-query-1"])
+    func anInterruptedSyncIsFinishedByTheNextWithoutDuplicates(point: String) async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        try Self.concurrentEdits(hub: hub.value, device: device.value)
+        try await SyncRig.serve(hub.value) { url in
+            let parts = point.split(separator: "-")
+            var transport: any ServiceTransport = HTTPTransport()
+            var failpoint: (@Sendable (String) throws -> Void)? = nil
+            if parts.count == 3, let n = Int(parts[2]), ["lost", "drop", "500"].contains(String(parts[0])) {
+                let mode: FlakyTransport.Failure = parts[0] == "lost" ? .lostResponse : parts[0] == "drop" ? .drop : .status500
+                let endpoint = String(parts[1])
+                transport = FlakyTransport { e, call in e == endpoint && call == n ? mode : nil }
+            } else {
+                failpoint = { name in if name == point { throw EditLogError(.io, "interrupted at \(name)") } }
+            }
+            do {
+                _ = try await SyncRig.sync(device.value, url, transport: transport, failpoint: failpoint)
+                Issue.record("the sync was not interrupted at \(point)")
+            } catch {}
+            _ = try await SyncRig.sync(device.value, url)
+            let again = try await SyncRig.sync(device.value, url)
+            #expect(again.eventsWritten == 0 && again.pushed.isEmpty, "\(again.json.serialized())")
+        }
+        try Self.expectConverged(hub: hub.value, device: device.value)
+    }
+
+    static func concurrentEdits(hub: EditLog, device: EditLog) throws {
+        try SyncRig.set(device, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
+        _ = try SyncRig.addTree(device, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
+        _ = try SyncRig.addTree(device, 110, actor: "dana", at: "2026-06-02T11:00:00Z")
+        try SyncRig.set(hub, SyncRig.tree1, [("SiteWidth", "20")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
+        _ = try SyncRig.addTree(hub, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
+    }
+
+    static func expectConverged(hub: EditLog, device: EditLog) throws {
+        let a = try SyncRig.userState(device), b = try SyncRig.userState(hub)
+        #expect(a == b, "\(SyncRig.differences(a, b).prefix(8))")
+        for log in [hub, device] {
+            // No duplicate: each added record (and each photo) exactly once, live.
+            for n in [100, 110, 200] {
+                let tree = newGID(n)
+                #expect(try log.attachmentSnapshots(of: tree, includeDeleted: true).count == 1)
+                #expect(try log.attachmentSnapshots(of: newGID(n + 1), includeDeleted: true).count == 1)
+                #expect(try log.attributes(newGID(n + 1))["TreeGlobalID"]?.stringValue == tree)
+            }
+            let creates = try log.allFeatures(layer: 0).filter { [newGID(100), newGID(110), newGID(200)].contains($0.globalId) }
+            #expect(creates.count == 3 && creates.allSatisfy { !$0.deleted })
+            #expect(try log.verify().ok)
+        }
+    }
+
+    /// The CLI killed (SIGKILL) at points chosen by a seeded generator, then run again: it converges.
+    @Test func theSyncCommandKilledAtRandomPointsConvergesWhenRunAgain() async throws {
+        let points = ["pulled", "pushed-request-1", "pushed-request-2", "before-record"]
+        var rng = SyncRNG(seed: 2026)
+        for round in 0..<3 {
+            let point = points[Int(rng.next() % UInt64(points.count))]
+            let th = TempPath("hub"), td = TempPath("device")
+            let hub = Unchecked(try SyncRig.hub(th))
+            defer { hub.value.close() }
+            do {
+                let device = try SyncRig.device(td)
+                try Self.concurrentEdits(hub: hub.value, device: device)
+                device.close()
+            }
+            let path = td.path
+            try await SyncRig.serve(hub.value) { url in
+                let killed = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token], env: ["EDITLOG_SYNC_KILL_AT": point])
+                #expect(killed.status == 9 && killed.killed, "round \(round) at \(point): \(killed.status) \(killed.stderr)")
+                let r = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--json"])
+                #expect(r.status == 0, "\(r.stderr)")
+                let again = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--json"])
+                #expect(try JSONParser.parse(again.stdout)["eventsWritten"]?.intValue == 0, "\(again.stdout)")
+            }
+            let device = try EditLog.open(at: td.path)
+            defer { device.close() }
+            try Self.expectConverged(hub: hub.value, device: device)
+        }
+    }
+}
+
+struct SyncRNG {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+struct CLIOutcome: Sendable { var status: Int32; var killed: Bool; var stdout: String; var stderr: String }
+
+/// Runs the editlog binary off the cooperative pool (the in-process server keeps answering meanwhile).
+func runCLI(_ args: [String], env: [String: String] = [:]) async throws -> CLIOutcome {
+    try await withCheckedThrowingContinuation { c in
+        DispatchQueue.global().async {
+            do {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: Paths.editlogBinary)
+                p.arguments = args
+                p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+                let out = Pipe(), err = Pipe()
+                p.standardOutput = out
+                p.standardError = err
+                try p.run()
+                let o = out.fileHandleForReading.readDataToEndOfFile()
+                let e = err.fileHandleForReading.readDataToEndOfFile()
+                p.waitUntilExit()
+                c.resume(returning: CLIOutcome(status: p.terminationStatus, killed: p.terminationReason == .uncaughtSignal,
+                                               stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self)))
+            } catch {
+                c.resume(throwing: error)
+            }
+        }
+    }
+}
