@@ -199,6 +199,28 @@ extension EditLog {
         }
     }
 
+    /// A page of the query's features as Esri JSON bytes: the features of `queryFeatures` with their attributes
+    /// limited to `fields` (in that order) and the geometry (when asked) without a spatial reference, written
+    /// comma-separated straight from the rows (the feature service's `f=json` query, its hot path).
+    public func queryFeatureBytes(layer ref: String, _ q: FeatureQuery, fields: [FieldSchema], returnGeometry: Bool) throws(EditLogError) -> (bytes: [UInt8], count: Int, exceededTransferLimit: Bool) {
+        let l = try layer(ref)
+        let (filter, arguments) = try filterSQL(q, layer: l)
+        var sql = "SELECT * " + filter + (try orderSQL(q, layer: l))
+        if let limit = q.limit { sql += " LIMIT \(max(0, limit) + 1)" } else if q.offset > 0 { sql += " LIMIT -1" }
+        if q.offset > 0 { sql += " OFFSET \(q.offset)" }
+        let schema = self.schema
+        let columns = ProjectedState.featureSetColumns(l, fields: fields)
+        return try read { db in
+            let statement = try db.makeStatement(sql: sql)
+            try statement.setArguments(arguments)
+            var out: [UInt8] = []
+            out.reserveCapacity(16_384)
+            let (n, exceeded) = try ProjectedState(db: db, schema: schema)
+                .writeEsriFeatures(l, statement, columns: columns, returnGeometry: returnGeometry, limit: q.limit.map { max(0, $0) }, to: &out)
+            return (out, n, exceeded)
+        }
+    }
+
     /// The ObjectIDs of every live feature matching the query (offset and limit apply when given).
     public func queryObjectIds(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> [Int64] {
         let l = try layer(ref)

@@ -120,12 +120,13 @@ extension FeatureService {
         let q = try featureQuery(layer, p, paged: true)
         let fields = try outFields(layer, p)
         let returnGeometry = !layer.isTable && p.bool("returnGeometry", default: true)
-        let page = try handles.read { try $0.queryFeatures(layer: ref, q) }
         if format == "json" {
-            // The common case, written straight to bytes (no per-feature dictionaries, no key sorting).
+            // The common case, written straight from the rows to bytes (no per-feature dictionaries, no key sorting).
+            let page = try handles.read { try $0.queryFeatureBytes(layer: ref, q, fields: fields, returnGeometry: returnGeometry) }
             return FeatureSetJSON.response(header: try featureSetHeader(layer, fields: fields, sr: sr, exceeded: page.exceededTransferLimit),
-                                           fields: fields, features: page.features, returnGeometry: returnGeometry)
+                                           features: page.bytes)
         }
+        let page = try handles.read { try $0.queryFeatures(layer: ref, q) }
         let keep = Set(fields.map(\.name))
         var features: [JSONValue] = []
         features.reserveCapacity(page.features.count)

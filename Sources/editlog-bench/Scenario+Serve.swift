@@ -174,10 +174,10 @@ enum ServeLoad: Scenario {
         var total = 0.0
         for _ in 0..<(runs + 3) {
             let t0 = Stopwatch.wallNow()
-            let page = try log.queryFeatures(layer: "0", q)
-            let bytes = FeatureSetJSON.bytes(header: [:], fields: fields, features: page.features, returnGeometry: true)
+            let page = try log.queryFeatureBytes(layer: "0", q, fields: fields, returnGeometry: true)
+            let bytes = FeatureSetJSON.bytes(header: [:], features: page.bytes)
             let t = Double(Stopwatch.wallNow() - t0) / 1e6
-            features = page.features.count
+            features = page.count
             precondition(!bytes.isEmpty)
             ms.append(t)
             total += t
@@ -223,7 +223,7 @@ enum ServeLoad: Scenario {
             }
             if let floor {
                 m.floorSeconds = floor.mean / 1000 * Double(max(r?.requests ?? 1, 1))
-                m.floorDescription = "the same query through the facade in this process (queryFeatures + the feature set's JSON as the service writes it, one at a time, no HTTP): mean \(Fmt.num(floor.mean)) ms, p50 \(Fmt.num(floor.p50)) ms, p99 \(Fmt.num(floor.p99)) ms over \(floorRuns) runs, \(floor.features) features"
+                m.floorDescription = "the same query through the facade in this process (queryFeatureBytes + the feature set's JSON as the service writes it, one at a time, no HTTP): mean \(Fmt.num(floor.mean)) ms, p50 \(Fmt.num(floor.p50)) ms, p99 \(Fmt.num(floor.p99)) ms over \(floorRuns) runs, \(floor.features) features"
                 if r == nil { m.units = 1; m.seconds = nil }
             }
             return m

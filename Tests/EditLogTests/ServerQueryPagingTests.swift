@@ -33,14 +33,26 @@ struct ServerQueryPagingTests {
 
     @Test func fJSONHoldsTheCanonicalDocument() async throws {
         try await ServedLog.run { client, _ in
-            for form in [[("where", "OBJECTID <= 30"), ("outFields", "*")], [("objectIds", "1,2,3"), ("outFields", "Condition,DBH,OBJECTID")],
-                         [("where", "1=1"), ("outFields", "*"), ("returnGeometry", "false"), ("resultRecordCount", "5")]] {
-                let fast = try await client.getJSON(Self.base + "/0/query" + queryString(form + [("f", "json")]))
-                let canonical = try await client.getJSON(Self.base + "/0/query" + queryString(form + [("f", "pjson")]))
-                #expect(fast.json != .null)
+            // A feature whose text needs escaping and whose stored geometry names a spatial reference (the
+            // writer copies stored geometry bytes unless they name one), and an inspection (a table).
+            let odd = #"quote \" backslash \\ newline \n tab \t control \u0001 é 🌳"#
+            let adds = #"[{"attributes":{"Condition":"Good","DBH":3.25,"PlantedBy":"\#(odd)","PlantedDate":1700000000000},"geometry":{"x":-122.6,"y":45.52,"spatialReference":{"wkid":4326}}}]"#
+            let added = try await client.postForm(Self.base + "/0/applyEdits", [("adds", adds), ("f", "json"), ("token", ServedLog.editorToken)])
+            let oid = try #require(added.json["addResults"]?.arrayValue?.first?["objectId"]?.intValue, "\(added.text.prefix(400))")
+            for (layer, form) in [("0", [("where", "OBJECTID <= 30"), ("outFields", "*")]), ("0", [("objectIds", "1,2,3"), ("outFields", "Condition,DBH,OBJECTID")]),
+                                  ("0", [("where", "1=1"), ("outFields", "*"), ("returnGeometry", "false"), ("resultRecordCount", "5")]),
+                                  ("0", [("objectIds", "\(oid)"), ("outFields", "*")]), ("0", [("objectIds", "\(oid),1"), ("outFields", "PlantedBy,GlobalID")]),
+                                  ("0", [("where", "1=1"), ("resultRecordCount", "0")]), ("3", [("where", "1=1"), ("outFields", "*")])] {
+                let fast = try await client.getJSON(Self.base + "/\(layer)/query" + queryString(form + [("f", "json")]))
+                let canonical = try await client.getJSON(Self.base + "/\(layer)/query" + queryString(form + [("f", "pjson")]))
+                #expect(fast.json["features"]?.arrayValue != nil, "\(fast.text.prefix(300))")
                 #expect(fast.json == canonical.json, "\(fast.text.prefix(300))\n\(canonical.text.prefix(300))")
                 #expect(fast.contentType?.hasPrefix("application/json") == true)
             }
+            let odd1 = try await client.getJSON(Self.base + "/0/query?objectIds=\(oid)&outFields=PlantedBy&f=json")
+            #expect(odd1.json["features"]?.arrayValue?.first?["attributes"]?["PlantedBy"] == (try JSONParser.parse("\"\(odd)\"")), "\(odd1.text.prefix(400))")
+            #expect(odd1.json["features"]?.arrayValue?.first?["geometry"]?["x"] == .double(-122.6))
+            #expect(odd1.json["features"]?.arrayValue?.first?["geometry"]?["spatialReference"] == nil)
             // Fields in the layer's order, as ArcGIS lists them.
             let one = try await client.getJSON(Self.base + "/0/query?objectIds=1&outFields=*&f=json")
             #expect(one.text.range(of: #"{"attributes":{"OBJECTID":1,"GlobalID":"#) != nil, "\(one.text.prefix(400))")

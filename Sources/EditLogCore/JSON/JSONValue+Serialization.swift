@@ -59,7 +59,7 @@ extension JSONValue {
     }
 
     /// The decimal digits of `i`, without a `String` in between.
-    static func writeInt(_ i: Int64, to out: inout [UInt8]) {
+    public static func writeInt(_ i: Int64, to out: inout [UInt8]) {
         if i < 0 { out.append(UInt8(ascii: "-")) }
         var v = i.magnitude
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
@@ -73,7 +73,7 @@ extension JSONValue {
         }
     }
 
-    static func writeDouble(_ d: Double, to out: inout [UInt8]) {
+    public static func writeDouble(_ d: Double, to out: inout [UInt8]) {
         guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
         if d.rounded() == d && abs(d) < 1e15 {
             // Whole numbers keep a ".0"-free integer form only when they were integers;
@@ -85,19 +85,23 @@ extension JSONValue {
         out.append(contentsOf: "\(d)".utf8)
     }
 
-    static func writeString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
+    public static func writeString(_ s: String, to out: inout [UInt8]) {
         var s = s
-        s.withUTF8 { utf8 in
-            // Runs of bytes that need no escaping are copied at once.
-            var start = 0
-            for (i, c) in utf8.enumerated() where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
-                escape(c, to: &out)
-                start = i + 1
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        s.withUTF8 { writeString(utf8: $0, to: &out) }
+    }
+
+    /// A JSON string of UTF-8 bytes (valid UTF-8, as SQLite's text of a projection column is), escaped as
+    /// `writeString(_:to:)` escapes a `String`.
+    public static func writeString(utf8: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        // Runs of bytes that need no escaping are copied at once.
+        var start = 0
+        for (i, c) in utf8.enumerated() where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") {
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+            escape(c, to: &out)
+            start = i + 1
         }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         out.append(UInt8(ascii: "\""))
     }
 
