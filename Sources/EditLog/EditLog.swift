@@ -10,6 +10,10 @@ import GRDB
 /// a step that fails records nothing.
 public final class EditLog {
     let store: EventStore
+    /// The log's injected clock (epoch milliseconds): what a caller recording on the log's behalf stamps.
+    public var clock: any LogClock { store.clock }
+    /// The log's injected id generator (event ids and generated session ids).
+    public var ids: any IDGenerator { store.ids }
     public private(set) var schema: ServiceSchema
     /// Replaces the rules' offline geocoder (the reverse-geocode rule is pluggable).
     public var geocoder: (any ReverseGeocoder)?

@@ -80,7 +80,7 @@ extension FeatureService {
         guard let attributes = f["attributes"]?.objectValue ?? (f["geometry"] != nil ? [:] : nil) else {
             e.error = "a feature needs \"attributes\""; return e
         }
-        var gid = "{\(UUID().uuidString)}"
+        var gid = "{\(handles.ids.next().uuidString)}"
         if useGlobalIds {
             let given = layer.globalIdField.flatMap { name in attributes.first { $0.key.lowercased() == name.lowercased() }?.value.stringValue }
             guard let given, let g = GlobalID.normalize(given) else { e.error = "useGlobalIds: the feature has no GlobalID"; return e }
@@ -117,7 +117,7 @@ extension FeatureService {
             }
             let shown = try log.show(globalId: e.globalId!)
             if let g = f["geometry"], !g.isNull, !layer.isTable {
-                if !Self.sameGeometry(shown["geometry"], g) { e.error = "Geometry updates are not supported: pop-up sessions edit attributes."; return e }
+                if !Geometry.same(shown["geometry"], g) { e.error = "Geometry updates are not supported: pop-up sessions edit attributes."; return e }
             }
             let (sets, _) = try steps(attributes, layer: layer, current: shown["attributes"]?.objectValue ?? [:], log: log)
             e.commands = [.edit(layer: String(layer.id), globalId: e.globalId!)] + sets + [.finish]
@@ -130,19 +130,6 @@ extension FeatureService {
     }
 
     /// The same shape: equal coordinates (as numbers) with the spatial reference left out.
-    static func sameGeometry(_ a: JSONValue?, _ b: JSONValue) -> Bool {
-        guard let a else { return false }
-        func norm(_ v: JSONValue) -> JSONValue {
-            switch v {
-            case .int(let i): return .double(Double(i))
-            case .array(let xs): return .array(xs.map(norm))
-            case .object(let o): return .object(o.filter { $0.key != "spatialReference" }.mapValues(norm))
-            default: return v
-            }
-        }
-        return norm(a) == norm(b)
-    }
-
     func planDelete(_ ref: String, layer: LayerSchema, byGlobalId: Bool, log: EditLog) -> PlannedEdit {
         var e = PlannedEdit(layer: layer, kind: .delete, commands: [])
         do {

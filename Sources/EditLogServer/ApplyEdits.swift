@@ -116,13 +116,13 @@ extension FeatureService {
     /// `1003 Operation rolled back.`; without, each edit is its own transaction. Returns the failures by plan
     /// index and the edit moment (the sessions' time, epoch milliseconds).
     func commit(_ plan: [PlannedEdit], rollback: Bool, user: String, device: String, name: String) -> (failures: [Int: EditFailure], moment: Int64) {
-        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        let now = handles.clock.now()
         let at = Timestamp.format(milliseconds: now)
         func script(_ edits: [Int]) -> (commands: [ScriptCommand], owner: [Int: Int]) {
             var commands: [ScriptCommand] = []
             var owner: [Int: Int] = [:]
             for i in edits {
-                let session = plan[i].kind == .delete ? nil : UUID().uuidString.lowercased()
+                let session = plan[i].kind == .delete ? nil : handles.ids.next().uuidString.lowercased()
                 for op in plan[i].commands {
                     commands.append(ScriptCommand(line: commands.count + 1, op: op, actor: user, device: device, at: at, session: session))
                     owner[commands.count] = i
@@ -133,7 +133,7 @@ extension FeatureService {
         func record(_ edits: [Int]) -> (failed: Int?, error: EditLogError?) {
             let (commands, owner) = script(edits)
             if commands.isEmpty { return (nil, nil) }
-            var bytes = Array("\(name) \(device) \(at) \(UUID().uuidString)\n".utf8)
+            var bytes = Array("\(name) \(device) \(at) \(handles.ids.next().uuidString)\n".utf8)
             for c in commands { bytes += Array("\(c.op)\n".utf8) }
             do {
                 _ = try handles.write { log in

@@ -12,6 +12,10 @@ final class LogHandles: @unchecked Sendable {
     /// The service documents of the schema (read once: the schema does not change while serving).
     let documents: [JSONValue]
     private let writer: EditLog
+    /// The writer's injected clock and ids: a service edit's time and session id come from here, as a
+    /// `record` of the log's own would.
+    var clock: any LogClock { writer.clock }
+    var ids: any IDGenerator { writer.ids }
     private let writeLock = NSLock()
     private let poolLock = NSLock()
     private var idle: [EditLog] = []

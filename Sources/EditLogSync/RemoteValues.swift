@@ -86,19 +86,6 @@ enum RemoteValues {
         return a == b
     }
 
-    /// The same shape: equal coordinates (as numbers) with the spatial reference left out.
-    static func sameGeometry(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
-        func norm(_ v: JSONValue) -> JSONValue {
-            switch v {
-            case .int(let i): return .double(Double(i))
-            case .array(let xs): return .array(xs.map(norm))
-            case .object(let o): return .object(o.filter { $0.key != "spatialReference" }.mapValues(norm))
-            default: return v
-            }
-        }
-        return norm(a ?? .null) == norm(b ?? .null)
-    }
-
     /// A value as the service takes it in applyEdits (the log already stores ArcGIS's representation).
     static func wire(_ v: JSONValue) -> JSONValue { v }
 

@@ -33,7 +33,9 @@ struct ServerEditTests {
             #expect(r["updateResults"]?.arrayValue?.first?["objectId"] == 2)
             #expect(r["deleteResults"]?.arrayValue?.compactMap { $0["objectId"]?.intValue } == [3, 4])
             #expect(r["deleteResults"]?.arrayValue?.allSatisfy { $0["success"] == true } == true)
-            #expect(r["editMoment"]?.intValue != nil)
+            // The edit moment is the log's injected clock (the fixture's starts at 1_780_000_000_000), not the wall clock.
+            let moment = try #require(r["editMoment"]?.intValue)
+            #expect((1_780_000_000_000..<1_781_000_000_000).contains(moment), "\(moment)")
 
             // The new feature is served, with the service's own ObjectID.
             let q = try await client.getJSON(Self.base + "/0/query?objectIds=\(newOid)&outFields=*&f=json")
