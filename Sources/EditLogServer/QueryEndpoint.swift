@@ -57,6 +57,7 @@ extension FeatureService {
 
     /// `"1,2"`, `"1, 2"` or `[1,2]`.
     static func objectIdList(_ text: String) throws(ServiceError) -> [Int64] {
+        if let ids = plainObjectIdList(text) { return ids }
         var t = text.trimmingCharacters(in: .whitespacesAndNewlines)
         if t.hasPrefix("[") && t.hasSuffix("]") { t = String(t.dropFirst().dropLast()) }
         var ids: [Int64] = []
@@ -67,6 +68,46 @@ extension FeatureService {
             ids.append(n)
         }
         return ids
+    }
+
+    /// The common spelling (ASCII digits, commas, spaces, optional brackets) read byte by byte; nil for
+    /// anything else, which `objectIdList` then reads (and names when it is wrong). Splitting and trimming
+    /// with Foundation took 2 ms for a list of 1,000.
+    static func plainObjectIdList(_ text: String) -> [Int64]? {
+        var text = text
+        return text.withUTF8 { b -> [Int64]? in
+            func space(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
+            var start = 0, end = b.count
+            while start < end, space(b[start]) { start += 1 }
+            while end > start, space(b[end - 1]) { end -= 1 }
+            if end - start >= 2, b[start] == UInt8(ascii: "["), b[end - 1] == UInt8(ascii: "]") { start += 1; end -= 1 }
+            var ids: [Int64] = []
+            ids.reserveCapacity((end - start) / 2 + 1)
+            var value: Int64 = 0, digits = 0, negative = false, ended = false
+            func flush() -> Bool {
+                if digits > 0 { ids.append(negative ? -value : value) } else if negative { return false }
+                (value, digits, negative, ended) = (0, 0, false, false)
+                return true
+            }
+            for i in start..<end {
+                let c = b[i]
+                if c >= UInt8(ascii: "0"), c <= UInt8(ascii: "9") {
+                    guard !ended, digits < 18 else { return nil }
+                    value = value * 10 + Int64(c - UInt8(ascii: "0"))
+                    digits += 1
+                } else if c == UInt8(ascii: ",") {
+                    guard flush() else { return nil }
+                } else if c == 0x20 || c == 0x09 {  // inside the list, only spaces and tabs are trimmed
+                    guard !negative || digits > 0 else { return nil }
+                    if digits > 0 { ended = true }
+                } else if c == UInt8(ascii: "-"), digits == 0, !negative {
+                    negative = true
+                } else {
+                    return nil
+                }
+            }
+            return flush() ? ids : nil
+        }
     }
 
     /// The fields a query returns: `*`, a list (checked against the layer), or — as ArcGIS does when
