@@ -103,6 +103,8 @@ public struct DiffFold: Sendable {
     }
     var features: [String: Feature] = [:]
     public private(set) var events = 0
+    /// Features touched so far (an upper bound of the changes).
+    public var featureCount: Int { features.count }
     let schema: ServiceSchema
     /// False: only each feature's kind of change and geometry are kept (no field values, actors or sessions),
     /// and nothing at all of the fields of a feature created in the window (the report's map needs no more).
@@ -188,6 +190,14 @@ public struct DiffFold: Sendable {
     public mutating func takeChanges() -> [FeatureChange] {
         var out: [FeatureChange] = []
         out.reserveCapacity(features.count)
+        takeChanges { out.append($0) }
+        out.sort { ($0.layer, $0.globalId) < ($1.layer, $1.globalId) }
+        return out
+    }
+
+    /// Each net change handed to `body` in no particular order, emptying the fold as it goes (the report keeps
+    /// a compact row per change instead of a `FeatureChange`).
+    public mutating func takeChanges(_ body: (FeatureChange) throws -> Void) rethrows {
         while let (g, f) = features.popFirst() {
             let layerName = schema.layer(id: f.layer)?.name ?? "layer \(f.layer)"
             let kind: FeatureChange.Kind
@@ -196,8 +206,8 @@ public struct DiffFold: Sendable {
             if !detail {
                 let kind: FeatureChange.Kind = f.deleted ? .deleted : f.created ? .added : .updated
                 if kind == .updated && !f.fields.contains(where: { $0.value.old != $0.value.new }) { continue }
-                out.append(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [],
-                                         geometry: f.geometry))
+                try body(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [],
+                                             geometry: f.geometry))
                 continue
             }
             if f.deleted {
@@ -218,11 +228,9 @@ public struct DiffFold: Sendable {
                 if kind == .updated && fields.isEmpty { continue }
             }
             fields.sort { $0.field < $1.field }
-            out.append(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: fields, actors: f.actors,
-                                     sessions: f.sessions, geometry: f.geometry))
+            try body(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: fields, actors: f.actors,
+                                         sessions: f.sessions, geometry: f.geometry))
         }
-        out.sort { ($0.layer, $0.globalId) < ($1.layer, $1.globalId) }
-        return out
     }
 }
 

@@ -283,8 +283,9 @@ import Testing
             let b = Geometry.bounds(c.geometry)
             return "\(c.layer) \(c.globalId) \(c.kind) \(b.map { "\(($0.minX + $0.maxX) / 2) \(($0.minY + $0.maxY) / 2)" } ?? "-")"
         }
-        #expect(r.changes.map(key) == diff.map(key) && r.changes.allSatisfy { $0.fields.isEmpty })
-        #expect(r.changes.contains { $0.geometry != nil } && r.changes.allSatisfy { $0.geometry == nil || ($0.geometry?["x"] != nil && $0.geometry?["rings"] == nil) })
+        func key(_ c: AuditReport.ChangedFeature) -> String { "\(c.layer) \(c.globalId) \(c.kind) \(c.centre.map { "\($0.x) \($0.y)" } ?? "-")" }
+        #expect(r.changes.map(key) == diff.map(key) && !r.changes.isEmpty)
+        #expect(r.changes.contains { $0.centre != nil })
 
         let html = TempPath("report")
         let page = html.path + ".html"
@@ -310,7 +311,7 @@ import Testing
         #expect(dom.stdout.contains("id=\"cause-session\">\(r.byCause["session"] ?? -1)<"))
         #expect(dom.stdout.components(separatedBy: "class=\"derived\"").count - 1 == r.derived.count)
         #expect(dom.stdout.components(separatedBy: "class=\"discarded ").count - 1 == 3)
-        let placed = r.changes.filter { $0.geometry != nil }.count
+        let placed = r.changes.filter { $0.centre != nil }.count
         #expect(placed > 0 && dom.stdout.components(separatedBy: "<circle class=\"feature ").count - 1 == placed)
         let shot = page + ".png"
         defer { try? FileManager.default.removeItem(atPath: shot) }
