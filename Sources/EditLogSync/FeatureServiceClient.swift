@@ -38,7 +38,8 @@ public struct FeatureServiceClient: Sendable {
     }
 
     /// GET (or POST for edits and long parameter lists) `path` under the service root; the answer's JSON.
-    public func json(_ path: String, _ p: [(String, String)] = [], post: Bool = false) async throws(EditLogError) -> JSONValue {
+    /// `allowArray`: the answer may be a JSON array (the service-level `applyEdits` answers one entry per layer).
+    public func json(_ path: String, _ p: [(String, String)] = [], post: Bool = false, allowArray: Bool = false) async throws(EditLogError) -> JSONValue {
         let url = path.isEmpty ? baseURL : baseURL + "/" + path
         let response: TransportResponse
         do {
@@ -49,7 +50,7 @@ public struct FeatureServiceClient: Sendable {
         if response.status >= 500 {
             throw EditLogError(.io, "the service answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))", at: url)
         }
-        guard let v = try? JSONParser.parse(response.body), v.objectValue != nil else {
+        guard let v = try? JSONParser.parse(response.body), v.objectValue != nil || (allowArray && v.arrayValue != nil) else {
             throw EditLogError(.invalidInput, "the answer (HTTP \(response.status), \(response.contentType ?? "no content type")) is not a FeatureServer's JSON: "
                                + "\(String(decoding: response.body.prefix(120), as: UTF8.self))", at: url)
         }

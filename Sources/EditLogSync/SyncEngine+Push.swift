@@ -30,32 +30,51 @@ extension SyncEngine {
         report.pushedAttachments = plans.reduce(0) { $0 + $1.1.attachmentAdds.count + $1.1.attachmentDeletes.count }
         if options.dryRun { return }
 
-        // Adds, updates and attachments parents first; deletes children first (a parent's delete cascades).
+        // Two service-level applyEdits, each one transaction across every layer (rollbackOnFailure): adds,
+        // updates and attachments with parents listed before children, then deletes with children first (a
+        // parent's delete cascades). A failure in any layer applies nothing of that request.
         var results: [JSONValue] = []
         var objectIds: [Int: [Int64: String]] = [:]
         var editMoment: Int64?
         var requests = 0
-        for (layer, p) in plans where !(p.adds.isEmpty && p.updates.isEmpty && p.attachmentAdds.isEmpty && p.attachmentDeletes.isEmpty) {
-            var form: [(String, String)] = [("useGlobalIds", "true"), ("rollbackOnFailure", "true"), ("returnEditMoment", "true")]
-            if !p.adds.isEmpty { form.append(("adds", JSONValue.array(p.adds).serialized())) }
-            if !p.updates.isEmpty { form.append(("updates", JSONValue.array(p.updates).serialized())) }
+        let forward: [(LayerSchema, JSONValue)] = plans.compactMap { layer, p in
+            if p.adds.isEmpty && p.updates.isEmpty && p.attachmentAdds.isEmpty && p.attachmentDeletes.isEmpty { return nil }
+            var e: [String: JSONValue] = ["id": .int(Int64(layer.id))]
+            if !p.adds.isEmpty { e["adds"] = .array(p.adds) }
+            if !p.updates.isEmpty { e["updates"] = .array(p.updates) }
             if !p.attachmentAdds.isEmpty || !p.attachmentDeletes.isEmpty {
                 var a: [String: JSONValue] = [:]
                 if !p.attachmentAdds.isEmpty { a["adds"] = .array(p.attachmentAdds) }
                 if !p.attachmentDeletes.isEmpty { a["deletes"] = .array(p.attachmentDeletes.map(JSONValue.string)) }
-                form.append(("attachments", JSONValue.object(a).serialized()))
+                e["attachments"] = .object(a)
             }
-            let answer = try await client.json("\(layer.id)/applyEdits", form, post: true)
-            try collect(answer, layer: layer, into: &results, objectIds: &objectIds)
-            if let m = answer["editMoment"]?.intValue { editMoment = m }
-            requests += 1
-            try fail("pushed-request-\(requests)")
+            return (layer, .object(e))
         }
-        for (layer, p) in plans.reversed() where !p.deletes.isEmpty {
-            let answer = try await client.json("\(layer.id)/applyEdits", [("useGlobalIds", "true"), ("rollbackOnFailure", "true"), ("returnEditMoment", "true"),
-                                                                         ("deletes", JSONValue.array(p.deletes.map(JSONValue.string)).serialized())], post: true)
-            try collect(answer, layer: layer, into: &results, objectIds: &objectIds)
-            if let m = answer["editMoment"]?.intValue { editMoment = m }
+        let deletes: [(LayerSchema, JSONValue)] = plans.reversed().compactMap { layer, p in
+            p.deletes.isEmpty ? nil : (layer, ["id": .int(Int64(layer.id)), "deletes": .array(p.deletes.map(JSONValue.string))])
+        }
+        for batch in [forward, deletes] where !batch.isEmpty {
+            // Entries in order (the service applies them in the order listed); keys inside each are canonical.
+            let edits = "[" + batch.map { $0.1.serialized() }.joined(separator: ",") + "]"
+            let answer = try await client.json("applyEdits", [("useGlobalIds", "true"), ("rollbackOnFailure", "true"), ("returnEditMoment", "true"),
+                                                               ("edits", edits)], post: true, allowArray: true)
+            guard let entries = answer.arrayValue else {
+                throw EditLogError(.invalidInput, "the service's applyEdits did not answer one entry per layer: \(answer.serialized().prefix(200))",
+                                   at: client.baseURL + "/applyEdits")
+            }
+            var failures: [String] = []
+            for (layer, _) in batch {
+                guard let entry = entries.first(where: { $0["id"]?.intValue == Int64(layer.id) }) else {
+                    throw EditLogError(.invalidInput, "the service's applyEdits answered nothing for \(layer.name) (layer \(layer.id))", at: client.baseURL + "/applyEdits")
+                }
+                failures += collect(entry, layer: layer, into: &results, objectIds: &objectIds)
+                if let m = entry["editMoment"]?.intValue { editMoment = m }
+            }
+            if !failures.isEmpty {
+                throw EditLogError(.conflict, "the service refused the push (nothing of that request applied, in any layer; run sync again after fixing): "
+                                   + (failures.filter { !$0.hasSuffix("(1003)") } + failures.filter { $0.hasSuffix("(1003)") }).prefix(5).joined(separator: "; "),
+                                   at: client.baseURL + "/applyEdits")
+            }
             requests += 1
             try fail("pushed-request-\(requests)")
         }
@@ -80,8 +99,9 @@ extension SyncEngine {
                                    actor: options.actor, device: options.device)
     }
 
-    /// Each answer's results, checked: one failure stops the sync (the service rolled that request back).
-    func collect(_ answer: JSONValue, layer: LayerSchema, into results: inout [JSONValue], objectIds: inout [Int: [Int64: String]]) throws(EditLogError) {
+    /// One layer's results of an answer, recorded; the failures, described (one stops the sync: the service
+    /// rolled that request back).
+    func collect(_ answer: JSONValue, layer: LayerSchema, into results: inout [JSONValue], objectIds: inout [Int: [Int64: String]]) -> [String] {
         var failures: [String] = []
         let groups: [(String, JSONValue?)] = [("add", answer["addResults"]), ("update", answer["updateResults"]), ("delete", answer["deleteResults"]),
                                                ("attach", answer["attachments"]?["addResults"]), ("detach", answer["attachments"]?["deleteResults"])]
@@ -93,14 +113,11 @@ extension SyncEngine {
                 results.append(["layer": .int(Int64(layer.id)), "kind": .string(kind), "globalId": JSONValue(g), "objectId": oid.map(JSONValue.int) ?? .null, "success": .bool(ok)])
                 if ok, let g, let oid, kind == "add" || kind == "update" { objectIds[layer.id, default: [:]][oid] = g }
                 if !ok {
-                    failures.append("\(kind) \(g ?? "?"): \(r["error"]?["description"]?.stringValue ?? "failed") (\(r["error"]?["code"]?.intValue ?? 0))")
+                    failures.append("\(layer.name) \(kind) \(g ?? "?"): \(r["error"]?["description"]?.stringValue ?? "failed") (\(r["error"]?["code"]?.intValue ?? 0))")
                 }
             }
         }
-        if !failures.isEmpty {
-            throw EditLogError(.conflict, "the service refused the push to \(layer.name) (nothing of that request applied; run sync again after fixing): "
-                               + failures.prefix(5).joined(separator: "; "), at: client.baseURL + "/\(layer.id)/applyEdits")
-        }
+        return failures
     }
 
     /// A field this log sends: edited by people (not editor tracking, not derived by a rule, editable), or a

@@ -23,8 +23,11 @@ import Testing
         let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
 
         try await SyncRig.serve(hub.value) { url in
-            let first = try await SyncRig.sync(device.value, url)
+            let counting = FlakyTransport { _, _ in nil }
+            let first = try await SyncRig.sync(device.value, url, transport: counting)
             #expect(first.mode == "extractChanges")
+            // One service-level applyEdits for the trees, inspections and photos: one transaction on the service.
+            #expect(counting.count("applyEdits") == 1)
             #expect(Set(first.pulled.map(\.globalId)).isSuperset(of: [SyncRig.tree1, t2, fromHub.tree, fromHub.inspection]), "\(first.pulled)")
             #expect(first.pulledAttachments == 2)
             #expect(Set(first.pushed.map(\.globalId)).isSuperset(of: [SyncRig.tree1, fromDevice.tree, fromDevice.inspection, fromDevice.photo, fromDevice.inspectionPhoto]), "\(first.pushed)")
@@ -305,6 +308,8 @@ import Testing
         try SyncRig.set(device, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
         _ = try SyncRig.addTree(device, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
         _ = try SyncRig.addTree(device, 110, actor: "dana", at: "2026-06-02T11:00:00Z")
+        // A delete too: the push is then two requests (adds and updates, then deletes), each every layer at once.
+        try device.run(#"{"op":"delete","layer":"Trees","globalId":"\#(try Fixture.treeWithoutInspections())","actor":"dana"}"#)
         try SyncRig.set(hub, SyncRig.tree1, [("SiteWidth", "20")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
         _ = try SyncRig.addTree(hub, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
     }
@@ -322,6 +327,7 @@ import Testing
             }
             let creates = try log.allFeatures(layer: 0).filter { [newGID(100), newGID(110), newGID(200)].contains($0.globalId) }
             #expect(creates.count == 3 && creates.allSatisfy { !$0.deleted })
+            #expect(try log.snapshot(layer: 0, globalId: try Fixture.treeWithoutInspections())?.deleted == true)
             #expect(try log.verify().ok)
         }
     }

@@ -115,6 +115,9 @@ final class FlakyTransport: ServiceTransport, @unchecked Sendable {
         return failOn(endpoint, calls[endpoint]!)
     }
 
+    /// How many calls went to an endpoint.
+    func count(_ endpoint: String) -> Int { lock.lock(); defer { lock.unlock() }; return calls[endpoint] ?? 0 }
+
     func run(_ url: String, _ send: () async throws -> TransportResponse) async throws -> TransportResponse {
         switch next(url) {
         case nil: return try await send()
