@@ -231,6 +231,17 @@ extension EditLog {
         return try read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
     }
 
+    /// The ObjectID and GlobalID of every live feature matching the query, in its order (offset and limit
+    /// apply when given): what `queryAttachments` needs of the parents, without reading their rows.
+    public func queryIdentities(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> [(objectId: Int64, globalId: String)] {
+        let l = try layer(ref)
+        let (filter, arguments) = try filterSQL(q, layer: l)
+        var sql = "SELECT _oid, _globalid " + filter + (try orderSQL(q, layer: l))
+        if let limit = q.limit { sql += " LIMIT \(max(0, limit))" } else if q.offset > 0 { sql += " LIMIT -1" }
+        if q.offset > 0 { sql += " OFFSET \(q.offset)" }
+        return try read { db in try Row.fetchAll(db, sql: sql, arguments: arguments).map { (objectId: $0[0], globalId: $0[1]) } }
+    }
+
     /// How many live features match (offset and limit ignored, as ArcGIS does).
     public func queryCount(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> Int {
         let l = try layer(ref)

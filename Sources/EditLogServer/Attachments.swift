@@ -59,17 +59,20 @@ extension FeatureService {
         }
         if let ids = p["objectIds"] { q.objectIds = try Self.objectIdList(ids) }
         let ref = String(layer.id)
-        var wantedGlobalIds: Set<String>?
-        if let g = p["globalIds"] { wantedGlobalIds = Set(try Self.idList(g).compactMap(GlobalID.normalize)) }
-        let oidField = layer.objectIdField ?? "OBJECTID", gidField = layer.globalIdField ?? "GlobalID"
-        let groups: [JSONValue] = try handles.read { log in
-            var parents: [(oid: Int64, gid: String)] = []
-            let page = try log.queryFeatures(layer: ref, q)
-            for f in page.features {
-                guard let oid = f["attributes"]?[oidField]?.intValue, let gid = f["attributes"]?[gidField]?.stringValue else { continue }
-                if let wantedGlobalIds, !wantedGlobalIds.contains(gid) { continue }
-                parents.append((oid, gid))
+        if let g = p["globalIds"] {
+            // The GlobalIDs go into the filter (bound, through the layer's own GlobalID column), so only those
+            // parents are read, not the whole layer.
+            let ids = Set(try Self.idList(g).compactMap(GlobalID.normalize)).sorted()
+            if let gidField = layer.globalIdField {
+                let wanted: FeaturePredicate = ids.isEmpty ? .compare(.value(.int(0)), .equal, .value(.int(1)))
+                    : .inList(.field(gidField), ids.map { .value(.string($0)) }, negated: false)
+                q.predicate = q.predicate.map { .and($0, wanted) } ?? wanted
+            } else {
+                q.objectIds = []
             }
+        }
+        let groups: [JSONValue] = try handles.read { log in
+            let parents = try log.queryIdentities(layer: ref, q).map { (oid: $0.objectId, gid: $0.globalId) }
             let infos = try log.attachmentInfos(parents: parents.map(\.gid))
             return parents.compactMap { parent in
                 guard let list = infos[parent.gid], !list.isEmpty else { return nil }

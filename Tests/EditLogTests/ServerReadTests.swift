@@ -40,6 +40,15 @@ struct ServerReadTests {
             #expect(groups.first?["attachmentInfos"]?.arrayValue?.count == 1)
             let byWhere = try await client.getJSON(Self.base + "/0/queryAttachments" + queryString([("definitionExpression", "OBJECTID < 5")]))
             #expect(byWhere.json["attachmentGroups"]?.arrayValue?.count == 1)
+            // By GlobalID, in any spelling; with a filter, both must hold; unknown ids select nothing.
+            let other = try #require(try log.value.globalId(layer: "0", objectId: 2)?.globalId)
+            let spelled = gid.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
+            let byGid = try await client.getJSON(Self.base + "/0/queryAttachments" + queryString([("globalIds", "\(spelled),\(other)")]))
+            #expect(byGid.json["attachmentGroups"]?.arrayValue?.map { $0["parentGlobalId"] } == [.string(gid)], "\(byGid.text.prefix(300))")
+            let both = try await client.getJSON(Self.base + "/0/queryAttachments" + queryString([("globalIds", gid), ("definitionExpression", "OBJECTID > 1")]))
+            #expect(both.json["attachmentGroups"]?.arrayValue?.count == 0, "\(both.text.prefix(300))")
+            let none = try await client.getJSON(Self.base + "/0/queryAttachments" + queryString([("globalIds", "{00000000-0000-0000-0000-000000000000},not-an-id")]))
+            #expect(none.json["attachmentGroups"]?.arrayValue?.count == 0, "\(none.text.prefix(300))")
             let noAttachments = try await client.getJSON(Self.base + "/1/1/attachments")
             #expect(noAttachments.json["error"]?["code"] == 400)
         }
