@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogMerge
 import EditLogProjections
 import EditLogStore
 import Foundation
@@ -21,6 +22,30 @@ public struct AuditReport: Sendable {
     public var derived: [Derived] = []
     /// Sessions canceled or abandoned in the window, with what they discarded (in order of their end).
     public var discarded: [Discarded] = []
+    /// Conflicts decided in the window (merge decisions of bundle imports and sync pulls), in log order, each
+    /// with the resolutions recorded for it up to the window's end.
+    public var conflicts: [ConflictRow] = []
+
+    /// A conflict as the report shows it: what each side wrote and who, what the policy chose, and how it was
+    /// resolved by hand since.
+    public struct ConflictRow: Sendable, Hashable {
+        public var conflict: Conflict
+        /// The position and time (the window's clock) of the merge decision holding it, and the decider.
+        public var position: Int64
+        public var time: String
+        public var decidedBy: String
+        /// Resolutions up to the window's end, in order.
+        public var resolutions: [Resolution] = []
+
+        /// What was taken (`local`, `remote`, `base`, `value`), the value, who, when (the window's clock).
+        public struct Resolution: Sendable, Hashable {
+            public var take: String
+            public var value: JSONValue
+            public var actor: String
+            public var time: String
+        }
+    }
+
     /// The features changed in the window (the net diff), by layer then GlobalID: kind of change and the centre
     /// of the geometry (the map). Their fields, actors and sessions are `diff`'s; a report of a long window
     /// holds one fixed-size row per changed feature (96.8k in the benchmark's 1M-event log).
@@ -129,11 +154,27 @@ public struct AuditReport: Sendable {
             }
         }
         let interned = Interned()
-        try EventReading.forEach(db, after: after, where: "\(a) AND \(b) AND type IN ('SessionStarted', 'FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')",
+        var conflictIndex: [String: Int] = [:]
+        try EventReading.forEach(db, after: after, where: "\(a) AND \(b) AND type IN ('SessionStarted', 'FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted', 'MergeDecided', 'ConflictResolved')",
                                  arguments: args) { e in
             scan?.at(e.position)
             let layerName = StreamName.parseFeature(e.stream).flatMap { schema.layer(id: $0.layer)?.name } ?? e.stream
             switch e.eventType {
+            case .mergeDecided?:
+                let d: MergeDecision
+                do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
+                for c in d.conflicts {
+                    conflictIndex[c.id] = r.conflicts.count
+                    r.conflicts.append(ConflictRow(conflict: c, position: e.position, time: clock.time(of: e), decidedBy: e.actor))
+                }
+                return
+            case .conflictResolved?:
+                // A resolution of a conflict decided before the window is not listed (its conflict is not).
+                if let id = e.payload["conflictId"]?.stringValue, let i = conflictIndex[id] {
+                    r.conflicts[i].resolutions.append(.init(take: e.payload["take"]?.stringValue ?? "value", value: e.payload["value"] ?? .null,
+                                                         actor: e.actor, time: clock.time(of: e)))
+                }
+                return
             case .sessionStarted?:
                 r.sessionsByActorDay[e.actor, default: [:]][String(clock.time(of: e).prefix(10)), default: 0] += 1
                 return
@@ -323,7 +364,7 @@ public struct AuditReport: Sendable {
             <p id="window">After <b>\(Self.esc(from.description))</b> up to <b>\(Self.esc(to.description))</b>; times on the <b id="clock">\(clock.rawValue)</b> clock.</p>
             <p>Sessions opened: <b id="total-sessions">\(sessionCount)</b>. Feature changes: <b id="total-events">\(byCause.values.reduce(0, +))</b>.
             Features changed: <b id="changed-added">\(kinds[.added] ?? 0)</b> added, <b id="changed-updated">\(kinds[.updated] ?? 0)</b> updated,
-            <b id="changed-deleted">\(kinds[.deleted] ?? 0)</b> deleted.</p>
+            <b id="changed-deleted">\(kinds[.deleted] ?? 0)</b> deleted. Conflicts decided: <b id="total-conflicts">\(conflicts.count)</b>.</p>
             <h2>Sessions per actor over time</h2>
 
             """)
@@ -342,6 +383,16 @@ public struct AuditReport: Sendable {
         for s in discarded {
             emit("<tr class=\"discarded \(s.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(s.status.rawValue)</td><td>\(Self.esc(s.actor))</td><td>\(Self.esc(s.globalId))</td><td>\(Self.esc(String(s.endedTime.prefix(19))))</td><td>\(Self.esc(s.what))</td></tr>")
         }
+        emit("</table>\n<h2>Conflicts</h2>\n<table id=\"conflicts\"><tr><th>pos</th><th>decided (\(clock.rawValue))</th><th>layer</th><th>feature</th><th>field</th><th>kind</th><th>base</th><th>local</th><th>remote</th><th>policy → winner</th><th>resolved by hand</th></tr>")
+        func side(_ v: SideValue) -> String {
+            Self.esc(v.value.serialized()) + (v.writer.map { w in "<br><small>\(Self.esc(w.actor)) · \(Self.esc(String(w.time.prefix(19))))\(w.session.map { " · " + Self.esc($0) } ?? "")</small>" } ?? "")
+        }
+        for row in conflicts {
+            let c = row.conflict
+            let resolved = row.resolutions.map { "\(Self.esc($0.take)) = \(Self.esc($0.value.serialized())) by \(Self.esc($0.actor)) at \(Self.esc(String($0.time.prefix(19))))" }
+            emit("<tr class=\"conflict \(c.kind.rawValue)\" id=\"conflict-\(Self.id(c.id))\"><td>\(row.position)</td><td>\(Self.esc(String(row.time.prefix(19))))</td><td>\(Self.esc(layerNames[c.layer] ?? "layer \(c.layer)"))</td><td>\(Self.esc(c.globalId))</td><td>\(Self.esc(c.field ?? c.attachmentId.map { "attachment " + $0 } ?? "-"))</td><td>\(c.kind.rawValue)</td><td>\(Self.esc(c.base.serialized()))</td><td>\(side(c.local))</td><td>\(side(c.remote))</td><td>\(c.policy.rawValue) → <b>\(c.winner.rawValue)</b></td><td>\(resolved.isEmpty ? "-" : resolved.joined(separator: "<br>"))</td></tr>")
+        }
+        if conflicts.isEmpty { emit("<tr><td colspan=\"11\">No conflicts decided in this window.</td></tr>") }
         emit("</table>\n<h2>Map of edited features</h2>\n")
         mapSVG(emit)
         emit("\n</body></html>\n")

@@ -5,7 +5,7 @@ import Foundation
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write one self-contained HTML report of a window of the log (no network, no script: inline CSS and SVG).",
-        discussion: "Sessions per actor over time, counts by layer, actor and cause, derived edits with their cause, canceled and abandoned sessions with what they discarded, and a map of the features edited in the window coloured by kind of change. --json prints the figures instead.")
+        discussion: "Sessions per actor over time, counts by layer, actor and cause, derived edits with their cause, canceled and abandoned sessions with what they discarded, conflicts (base, local and remote with their writers, the policy's winner, resolutions by hand), and a map of the features edited in the window coloured by kind of change. --json prints the figures instead.")
 
     @OptionGroup var log: LogOptions
 
@@ -45,10 +45,11 @@ struct Report: ParsableCommand {
                     "from": r.from.json, "to": r.to.json, "clock": .string(r.clock.rawValue), "sessions": .int(Int64(r.sessionCount)),
                     "byLayer": counts(r.byLayer), "byActor": counts(r.byActor), "byCause": counts(r.byCause),
                     "derived": .int(Int64(r.derived.count)), "discarded": .array(r.discarded.map { .string($0.id) }), "changed": counts(kinds),
+                    "conflicts": .array(r.conflicts.map { .string($0.conflict.id) }),
                     "out": out.map { .string($0) } ?? .null,
                 ]).serialized())
             } else if let path = out {
-                print("wrote \(path): \(r.sessionCount) sessions, \(r.byCause.values.reduce(0, +)) feature changes, \(r.derived.count) derived edits, \(r.discarded.count) discarded sessions, \(r.changes.count) features changed")
+                print("wrote \(path): \(r.sessionCount) sessions, \(r.byCause.values.reduce(0, +)) feature changes, \(r.derived.count) derived edits, \(r.discarded.count) discarded sessions, \(r.changes.count) features changed, \(r.conflicts.count) conflicts")
             }
         }
     }

@@ -73,6 +73,17 @@ import Testing
         #expect(try b.show(globalId: Self.tree)["conflicts"]?.arrayValue?.first?["id"]?.stringValue == c.id)
         // Both logs list the same conflict.
         #expect(Set(try a.conflicts().map(\.conflict.key)) == Set(try b.conflicts().map(\.conflict.key)))
+        // The report lists it: both sides with their writers, the policy's winner, then a resolution by hand.
+        let before = try b.report()
+        #expect(before.conflicts.map(\.conflict) == [c] && before.conflicts.first?.resolutions.isEmpty == true)
+        #expect(before.html.contains("id=\"total-conflicts\">1<") && before.html.contains("class=\"conflict field\""))
+        #expect(before.html.contains("last-in-wins → <b>local</b>"), "\(before.html.suffix(1500))")
+        let head = try b.lastPosition()
+        _ = try b.resolveConflict(id: c.id, take: .remote, actor: "carol", device: "desk")
+        let after = try b.report()
+        #expect(after.conflicts.first?.resolutions.map(\.take) == ["remote"] && after.conflicts.first?.resolutions.first?.actor == "carol")
+        #expect(after.html.contains("remote = 10") && after.html.contains("by carol"), "\(after.html.suffix(1500))")
+        #expect(try b.report(from: .position(head)).conflicts.isEmpty, "a window after the decision holds no conflict")
         // Rebuild equals incremental with imported events and decisions.
         for log in [a, b] {
             #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
