@@ -178,13 +178,20 @@ extension EditLog {
         return " ORDER BY " + parts.joined(separator: ", ")
     }
 
+    /// `SELECT <columns> FROM … WHERE … ORDER BY … LIMIT … OFFSET …` of a query's page, with its arguments;
+    /// `oneMore` reads one row past the limit (to tell `exceededTransferLimit`).
+    func pageSQL(_ columns: String, _ q: FeatureQuery, layer l: LayerSchema, oneMore: Bool) throws(EditLogError) -> (sql: String, arguments: StatementArguments) {
+        let (filter, arguments) = try filterSQL(q, layer: l)
+        var sql = "SELECT \(columns) " + filter + (try orderSQL(q, layer: l))
+        if let limit = q.limit { sql += " LIMIT \(max(0, limit) + (oneMore ? 1 : 0))" } else if q.offset > 0 { sql += " LIMIT -1" }
+        if q.offset > 0 { sql += " OFFSET \(q.offset)" }
+        return (sql, arguments)
+    }
+
     /// A page of the live features of a layer matching the query, in its order (then ObjectID order).
     public func queryFeatures(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> FeaturePage {
         let l = try layer(ref)
-        let (filter, arguments) = try filterSQL(q, layer: l)
-        var sql = "SELECT * " + filter + (try orderSQL(q, layer: l))
-        if let limit = q.limit { sql += " LIMIT \(max(0, limit) + 1)" } else if q.offset > 0 { sql += " LIMIT -1" }
-        if q.offset > 0 { sql += " OFFSET \(q.offset)" }
+        let (sql, arguments) = try pageSQL("*", q, layer: l, oneMore: true)
         let schema = self.schema
         return try read { db in
             let state = ProjectedState(db: db, schema: schema)
@@ -204,10 +211,7 @@ extension EditLog {
     /// comma-separated straight from the rows (the feature service's `f=json` query, its hot path).
     public func queryFeatureBytes(layer ref: String, _ q: FeatureQuery, fields: [FieldSchema], returnGeometry: Bool) throws(EditLogError) -> (bytes: [UInt8], count: Int, exceededTransferLimit: Bool) {
         let l = try layer(ref)
-        let (filter, arguments) = try filterSQL(q, layer: l)
-        var sql = "SELECT * " + filter + (try orderSQL(q, layer: l))
-        if let limit = q.limit { sql += " LIMIT \(max(0, limit) + 1)" } else if q.offset > 0 { sql += " LIMIT -1" }
-        if q.offset > 0 { sql += " OFFSET \(q.offset)" }
+        let (sql, arguments) = try pageSQL("*", q, layer: l, oneMore: true)
         let schema = self.schema
         let columns = ProjectedState.featureSetColumns(l, fields: fields)
         return try read { db in
@@ -224,10 +228,7 @@ extension EditLog {
     /// The ObjectIDs of every live feature matching the query (offset and limit apply when given).
     public func queryObjectIds(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> [Int64] {
         let l = try layer(ref)
-        let (filter, arguments) = try filterSQL(q, layer: l)
-        var sql = "SELECT _oid " + filter + (try orderSQL(q, layer: l))
-        if let limit = q.limit { sql += " LIMIT \(max(0, limit))" } else if q.offset > 0 { sql += " LIMIT -1" }
-        if q.offset > 0 { sql += " OFFSET \(q.offset)" }
+        let (sql, arguments) = try pageSQL("_oid", q, layer: l, oneMore: false)
         return try read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
     }
 
@@ -235,10 +236,7 @@ extension EditLog {
     /// apply when given): what `queryAttachments` needs of the parents, without reading their rows.
     public func queryIdentities(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> [(objectId: Int64, globalId: String)] {
         let l = try layer(ref)
-        let (filter, arguments) = try filterSQL(q, layer: l)
-        var sql = "SELECT _oid, _globalid " + filter + (try orderSQL(q, layer: l))
-        if let limit = q.limit { sql += " LIMIT \(max(0, limit))" } else if q.offset > 0 { sql += " LIMIT -1" }
-        if q.offset > 0 { sql += " OFFSET \(q.offset)" }
+        let (sql, arguments) = try pageSQL("_oid, _globalid", q, layer: l, oneMore: false)
         return try read { db in try Row.fetchAll(db, sql: sql, arguments: arguments).map { (objectId: $0[0], globalId: $0[1]) } }
     }
 
