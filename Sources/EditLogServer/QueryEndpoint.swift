@@ -58,6 +58,12 @@ extension FeatureService {
     /// `"1,2"`, `"1, 2"` or `[1,2]`.
     static func objectIdList(_ text: String) throws(ServiceError) -> [Int64] {
         if let ids = plainObjectIdList(text) { return ids }
+        return try anyObjectIdList(text)
+    }
+
+    /// Any spelling Foundation's trimming accepts (Unicode spaces, signs), and the error naming a piece that
+    /// is not an ObjectID: the reader `plainObjectIdList` must agree with wherever it answers.
+    static func anyObjectIdList(_ text: String) throws(ServiceError) -> [Int64] {
         var t = text.trimmingCharacters(in: .whitespacesAndNewlines)
         if t.hasPrefix("[") && t.hasSuffix("]") { t = String(t.dropFirst().dropLast()) }
         var ids: [Int64] = []
