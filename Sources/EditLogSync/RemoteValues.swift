@@ -86,9 +86,6 @@ enum RemoteValues {
         return a == b
     }
 
-    /// A value as the service takes it in applyEdits (the log already stores ArcGIS's representation).
-    static func wire(_ v: JSONValue) -> JSONValue { v }
-
     static func attachment(_ a: JSONValue, parentGlobalId: String?, parentObjectId: Int64?) -> RemoteAttachment? {
         guard let id = a["id"]?.intValue, let g = a["globalId"]?.stringValue.flatMap(GlobalID.normalize),
               let parent = (a["parentGlobalId"]?.stringValue ?? parentGlobalId).flatMap(GlobalID.normalize) else { return nil }

@@ -73,27 +73,10 @@ enum DiffWindows: Scenario {
     }
 
     /// Sessions editing each of `trees` once (DBH and Condition), recorded in batches of 500 sessions.
-    static func edit(_ log: EditLog, _ workload: Workload, trees: ArraySlice<String>, label: String) throws {
-        var batch: [ScriptCommand] = [], line = 0, batches = 0, n = 0
-        func flush() throws {
-            guard !batch.isEmpty else { return }
-            batches += 1
-            let name = "bench-diff-\(label)-\(batches)"
-            _ = try log.record(batch, name: name, sha256: Workload.scriptSHA(name))
-            batch = []; line = 0
+    static func edit(_ log: EditLog, _ workload: Workload, _ trees: ArraySlice<String>, _ label: String) throws {
+        try workload.recordEdits(log, trees: trees, label: "bench-diff-\(label)") { _ in
+            [("DBH", .double(workload.dbh() + 0.05)), ("Condition", .string(workload.pick(workload.fx.conditions)))]
         }
-        for g in trees {
-            n += 1
-            let (actor, device) = workload.pick(workload.actors)
-            let sid = "bench-diff-\(label)-\(n)"
-            for op: ScriptCommand.Operation in [.edit(layer: "Trees", globalId: g), .set(field: "DBH", value: .double(workload.dbh() + 0.05)),
-                                                .set(field: "Condition", value: .string(workload.pick(workload.fx.conditions))), .finish] {
-                line += 1
-                batch.append(ScriptCommand(line: line, op: op, actor: actor, device: device, at: workload.tick(), session: sid))
-            }
-            if n % 500 == 0 { try flush() }
-        }
-        try flush()
     }
 
     static func run(_ ctx: BenchContext) throws -> [Measurement] {
@@ -106,9 +89,9 @@ enum DiffWindows: Scenario {
         let one = trees.count / 100, ten = trees.count / 10
         let a = try log.eventCount()
         ctx.note("\(trees.count) trees; sessions editing \(one) (1%), then \(ten) (10%) of them")
-        try edit(log, workload, trees: trees[0..<one], label: "1pct")
+        try edit(log, workload, trees[0..<one], "1pct")
         let b = try log.eventCount()
-        try edit(log, workload, trees: trees[one..<(one + ten)], label: "10pct")
+        try edit(log, workload, trees[one..<(one + ten)], "10pct")
         let c = try log.eventCount()
         var gpkg: [Int64: String] = [:]
         for p in [a, b, c] {

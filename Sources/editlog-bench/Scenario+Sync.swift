@@ -26,31 +26,6 @@ enum SyncScenario: Scenario {
         return try box.result!.get()
     }
 
-    /// Sessions on each tree changing two fields people edit (not the rollup's DBH and Condition, which each
-    /// side derives), in batches of 500 sessions.
-    static func edit(_ log: EditLog, _ workload: Workload, trees: ArraySlice<String>) throws {
-        var batch: [ScriptCommand] = [], line = 0, batches = 0, n = 0
-        func flush() throws {
-            guard !batch.isEmpty else { return }
-            batches += 1
-            let name = "bench-sync-\(batches)"
-            _ = try log.record(batch, name: name, sha256: Workload.scriptSHA(name))
-            batch = []; line = 0
-        }
-        for g in trees {
-            n += 1
-            let (actor, device) = workload.pick(workload.actors)
-            let sid = "bench-sync-\(n)"
-            for op: ScriptCommand.Operation in [.edit(layer: "Trees", globalId: g), .set(field: "PlantedBy", value: .string("crew \(n % 97)")),
-                                                .set(field: "SiteWidth", value: .double(Double(n % 13) + 0.5)), .finish] {
-                line += 1
-                batch.append(ScriptCommand(line: line, op: op, actor: actor, device: device, at: workload.tick(), session: sid))
-            }
-            if n % 500 == 0 { try flush() }
-        }
-        try flush()
-    }
-
     static func run(_ ctx: BenchContext) throws -> [Measurement] {
         let n = ctx.sizes.syncChanges
         let base = try ctx.baseLog(trees: n)
@@ -82,7 +57,8 @@ enum SyncScenario: Scenario {
         _ = try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() }
         let trees = workload.trees.prefix(n)
         ctx.note("the hub records one session on each of \(trees.count) trees")
-        try edit(hub, workload, trees: trees)
+        // Sessions on each tree changing two fields people edit (not the rollup's DBH and Condition, which each side derives).
+        try workload.recordEdits(hub, trees: trees, label: "bench-sync") { n in [("PlantedBy", .string("crew \(n % 97)")), ("SiteWidth", .double(Double(n % 13) + 0.5))] }
         let before = try device.eventCount()
         ctx.prewarm(devicePath)
         Memory.resetPeak()

@@ -285,4 +285,29 @@ final class Workload {
 
     /// A unique script SHA-256 for a `record` call.
     static func scriptSHA(_ label: String) -> String { InputFiles.sha256(Array(label.utf8)) }
+
+    /// One edit session per tree setting the fields `values(n)` gives (n counts the sessions from 1), by a
+    /// random actor, recorded in batches of 500 sessions: scripts `<label>-<batch>`, sessions `<label>-<n>`.
+    func recordEdits(_ log: EditLog, trees: ArraySlice<String>, label: String, values: (Int) -> [(field: String, value: JSONValue)]) throws {
+        var batch: [ScriptCommand] = [], line = 0, batches = 0, n = 0
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            batches += 1
+            let name = "\(label)-\(batches)"
+            _ = try log.record(batch, name: name, sha256: Self.scriptSHA(name))
+            batch = []; line = 0
+        }
+        for g in trees {
+            n += 1
+            let (actor, device) = pick(actors)
+            let sid = "\(label)-\(n)"
+            let ops: [ScriptCommand.Operation] = [.edit(layer: "Trees", globalId: g)] + values(n).map { .set(field: $0.field, value: $0.value) } + [.finish]
+            for op in ops {
+                line += 1
+                batch.append(ScriptCommand(line: line, op: op, actor: actor, device: device, at: tick(), session: sid))
+            }
+            if n % 500 == 0 { try flush() }
+        }
+        try flush()
+    }
 }

@@ -381,14 +381,7 @@ func runCLI(_ args: [String], env: [String: String] = [:]) async throws -> CLIOu
     try await withCheckedThrowingContinuation { c in
         DispatchQueue.global().async {
             do {
-                let p = Process()
-                p.executableURL = URL(fileURLWithPath: Paths.editlogBinary)
-                p.arguments = args
-                p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-                let out = Pipe(), err = Pipe()
-                p.standardOutput = out
-                p.standardError = err
-                try p.run()
+                let (p, out, err) = try CLI.start(args, env: env)
                 let o = out.fileHandleForReading.readDataToEndOfFile()
                 let e = err.fileHandleForReading.readDataToEndOfFile()
                 p.waitUntilExit()

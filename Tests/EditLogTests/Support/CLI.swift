@@ -7,10 +7,12 @@ struct CLI {
 
     static var binary: String { Paths.editlogBinary }
 
-    static func start(_ args: [String]) throws -> (Process, Pipe, Pipe) {
+    /// Starts the binary with `args` (and `env` over this process's environment).
+    static func start(_ args: [String], env: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = args
+        if !env.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 } }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
