@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogStore
 import Foundation
 import GRDB
 
@@ -103,23 +104,31 @@ extension Projector {
     func write(_ f: PendingFeature, _ db: Database) throws {
         var columns = layerColumns[f.layer]!
         if f.inserted {
-            var args = f.values.map { $0 ?? .null }
-            if case .int64(let v) = args[columns.version].storage { args[columns.version] = (v + f.versionDelta).databaseValue }
-            try db.cachedStatement(sql: columns.insertSQL).execute(arguments: StatementArguments(args))
+            try db.cachedStatement(sql: columns.insertSQL).executeRaw(db) { b in
+                for (i, v) in f.values.enumerated() {
+                    if i == columns.version, case .int64(let version)? = v?.storage {
+                        b.bind(Int32(i + 1), version + f.versionDelta)
+                    } else {
+                        b.bind(Int32(i + 1), v ?? .null)
+                    }
+                }
+            }
         } else {
             var mask = [UInt64](repeating: 0, count: (f.values.count + 63) >> 6)
-            var args: [DatabaseValue] = []
-            args.reserveCapacity(f.values.count + 2)
-            for i in 1..<f.values.count where i != columns.version {
-                guard let v = f.values[i] else { continue }
-                mask[i >> 6] |= 1 << UInt64(i & 63)
-                args.append(v)
-            }
-            args.append(f.versionDelta.databaseValue)
-            args.append(f.values[LayerColumns.globalId]!)
+            for i in 1..<f.values.count where i != columns.version && f.values[i] != nil { mask[i >> 6] |= 1 << UInt64(i & 63) }
             let sql = columns.update(assigning: mask)
             layerColumns[f.layer] = columns
-            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(args))
+            // Parameters in the UPDATE's order: the assigned columns, the version delta, the GlobalID.
+            try db.cachedStatement(sql: sql).executeRaw(db) { b in
+                var n: Int32 = 0
+                for i in 1..<f.values.count where i != columns.version {
+                    guard let v = f.values[i] else { continue }
+                    n += 1
+                    b.bind(n, v)
+                }
+                b.bind(n + 1, f.versionDelta)
+                b.bind(n + 2, f.values[LayerColumns.globalId]!)
+            }
         }
     }
 
@@ -130,14 +139,20 @@ extension Projector {
                 INSERT INTO p_sessions (id, layer, global_id, kind, opened_by, actor, device, status, started_position, ended_position,
                                         started_time, ended_time, state)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [id, st.layerId, st.globalId, st.kind.rawValue, s.openedBy, st.actor, st.device, st.status.rawValue,
-                                         st.startedPosition, s.endedPosition, s.startedTime, s.endedTime, st.serializedState()])
+                """).executeRaw(db) { b in
+                    b.bind(1, id); b.bind(2, st.layerId); b.bind(3, st.globalId); b.bind(4, st.kind.rawValue); b.bind(5, s.openedBy)
+                    b.bind(6, st.actor); b.bind(7, st.device); b.bind(8, st.status.rawValue); b.bind(9, st.startedPosition)
+                    b.bind(10, s.endedPosition); b.bind(11, s.startedTime); b.bind(12, s.endedTime); b.bind(13, st.serializedState())
+                }
         } else {
             try db.cachedStatement(sql: """
                 UPDATE p_sessions SET status = ?, actor = ?, device = ?, state = ?,
                     ended_position = COALESCE(?, ended_position), ended_time = COALESCE(?, ended_time)
                 WHERE id = ?
-                """).execute(arguments: [st.status.rawValue, st.actor, st.device, st.serializedState(), s.endedPosition, s.endedTime, id])
+                """).executeRaw(db) { b in
+                    b.bind(1, st.status.rawValue); b.bind(2, st.actor); b.bind(3, st.device); b.bind(4, st.serializedState())
+                    b.bind(5, s.endedPosition); b.bind(6, s.endedTime); b.bind(7, id)
+                }
         }
     }
 

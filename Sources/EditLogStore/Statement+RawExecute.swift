@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// Parameters of a prepared statement bound through SQLite's C API, for the write hot paths (projection rows
+/// in `record` and `rebuild`): GRDB's `StatementArguments` boxes every value and validates the count first,
+/// which profiled at a fifth of the projector's row writes. Same statements, same SQLite types.
+public struct RawBindings {
+    let stmt: OpaquePointer
+    /// SQLite copies the bytes before the bind call returns.
+    static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    public func bind(_ i: Int32, _ value: DatabaseValue) {
+        switch value.storage {
+        case .null: sqlite3_bind_null(stmt, i)
+        case .int64(let v): sqlite3_bind_int64(stmt, i, v)
+        case .double(let v): sqlite3_bind_double(stmt, i, v)
+        case .string(let s): bind(i, s)
+        case .blob(let d):
+            d.withUnsafeBytes { b in
+                _ = sqlite3_bind_blob(stmt, i, b.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, Int32(b.count), Self.transient)
+            }
+        }
+    }
+
+    public func bind(_ i: Int32, _ text: String?) {
+        guard var t = text else { sqlite3_bind_null(stmt, i); return }
+        t.withUTF8 { b in
+            _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(b.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+                                  Int32(b.count), Self.transient)
+        }
+    }
+
+    public func bind(_ i: Int32, _ value: Int64?) {
+        if let value { sqlite3_bind_int64(stmt, i, value) } else { sqlite3_bind_null(stmt, i) }
+    }
+
+    public func bind(_ i: Int32, _ value: Int?) { bind(i, value.map(Int64.init)) }
+}
+
+extension Statement {
+    /// Binds parameters with `body` (1-based, every parameter the SQL has), steps the statement once (an INSERT,
+    /// UPDATE or DELETE: it returns no row) and resets it. A failure is GRDB's `DatabaseError` with SQLite's extended code, message and the SQL.
+    public func executeRaw(_ db: Database, _ body: (RawBindings) -> Void) throws {
+        let stmt = sqliteStatement
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        body(RawBindings(stmt: stmt))
+        let rc = sqlite3_step(stmt)
+        guard rc == SQLITE_DONE else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
+                                message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+        }
+    }
+}
