@@ -38,6 +38,8 @@ private struct Parser {
     let bytes: UnsafeBufferPointer<UInt8>
     var i = 0
     var depth = 0
+    /// Members of the objects being parsed, innermost last (`parseObject`).
+    var members: [(key: String, value: JSONValue, offset: Int)] = []
 
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -88,9 +90,11 @@ private struct Parser {
         depth += 1
         if depth > JSONParser.maxDepth { throw fail("nesting deeper than \(JSONParser.maxDepth)") }
         i += 1
-        var dict: [String: JSONValue] = [:]
         skipWhitespace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; depth -= 1; return .object(dict) }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; depth -= 1; return .object([:]) }
+        // Members go to a stack shared by every nesting level first, so the dictionary is made once at its final
+        // size: inserting into an empty one regrew and rehashed it at 1, 3, 6, 12… members.
+        let first = members.count
         while true {
             skipWhitespace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -101,15 +105,21 @@ private struct Parser {
             i += 1
             skipWhitespace()
             let v = try parseValue()
-            if dict.updateValue(v, forKey: key) != nil {
-                throw JSONParseError(offset: keyOffset, reason: "duplicate key \"\(key)\"")
-            }
+            members.append((key, v, keyOffset))
             skipWhitespace()
             guard i < bytes.count else { throw fail("unexpected end of input in object") }
             if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
             if bytes[i] == UInt8(ascii: "}") { i += 1; break }
             throw fail("expected ',' or '}' in object")
         }
+        var dict = [String: JSONValue](minimumCapacity: members.count - first)
+        for k in first..<members.count {
+            let (key, v, keyOffset) = members[k]
+            if dict.updateValue(v, forKey: key) != nil {
+                throw JSONParseError(offset: keyOffset, reason: "duplicate key \"\(key)\"")
+            }
+        }
+        members.removeSubrange(first...)
         depth -= 1
         return .object(dict)
     }
@@ -161,6 +171,13 @@ private struct Parser {
             let digits = i
             while i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") { i += 1 }
             if i == digits { throw fail("expected digits in exponent") }
+        }
+        if isInteger, i - start <= 18 {
+            // Up to 18 digits (and a sign) cannot overflow: read without making a String.
+            var v: Int64 = 0
+            let negative = bytes[start] == UInt8(ascii: "-")
+            for k in (negative ? start + 1 : start)..<i { v = v &* 10 &+ Int64(bytes[k] &- UInt8(ascii: "0")) }
+            return .int(negative ? -v : v)
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
         if isInteger {
