@@ -30,7 +30,9 @@ extension Importer {
                                     policy: engine.policy, winner: childIsLocal ? .local : .remote)]
             let e = NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
                              session: nil, cause: Cause.merge(from: childWriter?.logId ?? engine.ownLog))
-            try projector.apply(try appender.append(e), db)
+            let r = try appender.append(e)
+            try projector.apply(r, db)
+            appended(r)
             report.decisions += 1
             report.conflicts += d.conflicts
         }
@@ -75,7 +77,9 @@ extension Importer {
                 payload["import"] = .string(source)
                 let e = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: .object(payload), context: context,
                                  session: p.session, cause: p.cause)
-                try projector.apply(try appender.append(e), db)
+                let r = try appender.append(e)
+                try projector.apply(r, db)
+                appended(r)
                 emitted += 1
             }
         }

@@ -56,6 +56,11 @@ public struct Importer {
     var rederive: [(layer: Int, globalId: String)] = []
     /// Blobs the imported events reference.
     var referencedBlobs: Set<String> = []
+    /// Feature histories this import read, kept current with every event it appends to their streams
+    /// (`appended(_:)`), so a feature's stream is read once per import, not once per event about it.
+    var histories: [String: FeatureHistory] = [:]
+    /// Histories kept at most (memory stays bounded on large imports; a bundle's events about one feature come close together).
+    static let historyLimit = 4_096
 
     public init(schema: ServiceSchema, policy: MergePolicy, ownLog: String, context: EventContext, source: String) {
         self.schema = schema
@@ -98,7 +103,9 @@ public struct Importer {
                 for i in decision.conflicts.indices { decision.conflicts[i].id = appender.ids.next().uuidString.lowercased() }
                 let d = NewEvent(id: appender.ids.next(), stream: e.stream, type: .mergeDecided, payload: decision.json, context: context,
                                  session: nil, cause: Cause.merge(from: e.origin.logId))
-                try projector.apply(try appender.append(d), db)
+                let r = try appender.append(d)
+                try projector.apply(r, db)
+                appended(r)
                 report.decisions += 1
                 report.conflicts += decision.conflicts
             }
@@ -122,6 +129,7 @@ public struct Importer {
                                            recordedTime: e.recordedTime, origin: e.origin) {
         case .appended(let r):
             try projector.apply(r, db)
+            appended(r)
             report.imported += 1
             if report.firstPosition == nil { report.firstPosition = r.position }
             report.lastPosition = r.position
@@ -165,10 +173,32 @@ public struct Importer {
     }
 
     /// The registers of a feature: its stream folded in this log's order.
-    func history(of stream: String, _ db: Database) throws -> FeatureHistory {
+    mutating func history(of stream: String, _ db: Database) throws -> FeatureHistory {
+        if let h = histories[stream] {
+            #if DEBUG
+            // Debug builds (the tests) check every cached history against a fresh read of the stream.
+            guard try readHistory(of: stream, db) == h else {
+                throw EditLogError(.corrupt, "the import's cached history of \(stream) differs from its stream")
+            }
+            #endif
+            return h
+        }
+        let h = try readHistory(of: stream, db)
+        if histories.count >= Self.historyLimit { histories.removeAll(keepingCapacity: true) }
+        histories[stream] = h
+        return h
+    }
+
+    func readHistory(of stream: String, _ db: Database) throws -> FeatureHistory {
         var h = FeatureHistory(ownLog: engine.ownLog)
         try EventReading.forEach(db, where: "stream = ?", arguments: [stream], cached: true) { h.apply($0) }
         return h
+    }
+
+    /// Every event the import appends goes through here: a history read before folds it too, so it stays what
+    /// reading the stream again would give.
+    mutating func appended(_ r: RecordedEvent) {
+        histories[r.stream]?.apply(r)
     }
 
     /// Attachments its last applied delete detached along with the feature (they come back with it).
