@@ -1,6 +1,7 @@
 import EditLogCore
 import EditLogStore
 import Foundation
+import Synchronization
 import GRDB
 
 /// Projection writes folded in memory and written once per row: a feature created and edited five times in
@@ -39,6 +40,18 @@ struct LayerColumns {
         (creator, created, editor, edited) = (base + 6, base + 7, base + 8, base + 9)
         (deleted, version, position) = (base + 10, base + 11, base + 12)
         insertSQL = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
+    }
+
+    /// Layouts made so far, by layer id and attribute field names (a schema that adds fields makes a new one).
+    private static let made = Mutex<[LayoutKey: LayerColumns]>([:])
+    struct LayoutKey: Hashable { var layer: Int; var fields: [String] }
+
+    static func shared(_ layer: LayerSchema) -> LayerColumns {
+        let key = LayoutKey(layer: layer.id, fields: layer.attributeFields.map(\.name))
+        if let c = made.withLock({ $0[key] }) { return c }
+        let c = LayerColumns(layer)
+        made.withLock { if $0.count < 1_024 { $0[key] = c } }
+        return c
     }
 
     mutating func update(assigning mask: [UInt64]) -> String {
@@ -156,10 +169,10 @@ extension Projector {
         }
     }
 
-    /// The column layout of a layer's table.
+    /// The column layout of a layer's table (made once per process and layout: a projector lives for one transaction).
     func columns(of layer: LayerSchema) -> LayerColumns {
         if let c = layerColumns[layer.id] { return c }
-        let c = LayerColumns(layer)
+        let c = LayerColumns.shared(layer)
         layerColumns[layer.id] = c
         return c
     }
