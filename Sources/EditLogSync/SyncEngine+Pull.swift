@@ -247,10 +247,11 @@ extension SyncEngine {
     /// One transaction: the pulled events through the merge engine, then the `SyncPulled` state event. Nothing
     /// new (no event to import and the same server generation) writes nothing.
     func importPulled(_ pending: [PendingChange], pull: PulledChanges, state: SyncState) throws(EditLogError) {
+        // A run's second or third pull (see `run`) adds to the first's.
         report.mode = pull.mode
-        report.fromServerGen = pull.fromGen
+        if report.repulls == 0 { report.fromServerGen = pull.fromGen }
         report.toServerGen = pull.toGen
-        report.pulled = pending.map(\.change)
+        report.pulled += pending.map(\.change)
         var newMappings: [Int: [Int64: String]] = [:]
         for (l, m) in objectIdsPulled(pull) {
             for (oid, g) in m where state.objectIds[l]?[oid] != g { newMappings[l, default: [:]][oid] = g }
@@ -274,8 +275,8 @@ extension SyncEngine {
             payload["conflicts"] = .array(r.conflicts.map { .string($0.id) })
             return [SystemEvent(stream: StreamName.sync, type: .syncPulled, payload: .object(payload), cause: Cause.sync)]
         })
-        report.imported = r.imported
-        report.conflicts = r.conflicts
+        report.imported += r.imported
+        report.conflicts += r.conflicts
     }
 
     static func objectIdsJSON(_ m: [Int: [Int64: String]]) -> JSONValue {

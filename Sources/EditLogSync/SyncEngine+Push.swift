@@ -15,11 +15,13 @@ struct LayerPush {
 extension SyncEngine {
     /// Sends what differs between this log and the service for every feature this log changed since the last
     /// push (its own edits, imports, merge decisions that kept a local value), then records `SyncPushed`.
-    func push(state: SyncState, pulledGen: Int64?, openConflicts: [String: Set<String>]) async throws(EditLogError) {
+    /// Returns false, sending nothing, when the service changed one of those features after the pull
+    /// (`changedSincePull`): the caller pulls again, so the change is merged instead of overwritten.
+    func push(state: SyncState, pulledGen: Int64?, openConflicts: [String: Set<String>]) async throws(EditLogError) -> Bool {
         let since = state.agreedPosition
         let agreed = try log.lastPosition()
         let candidates = try log.changedFeatures(after: since, excludingCauses: [Cause.syncPull], excludingTypes: [.featureDerived, .sessionStarted])
-        if candidates.isEmpty && report.imported == 0 { return }
+        if candidates.isEmpty && report.imported == 0 { return true }
         let byLayer = Dictionary(grouping: candidates, by: \.layer)
         var plans: [(LayerSchema, LayerPush)] = []
         for layer in layerOrder {
@@ -28,7 +30,12 @@ extension SyncEngine {
         }
         for (_, p) in plans { report.pushed += p.changes.filter { $0.kind != "kept" } ; report.notPushed += p.changes.filter { $0.kind == "kept" } }
         report.pushedAttachments = plans.reduce(0) { $0 + $1.1.attachmentAdds.count + $1.1.attachmentDeletes.count }
-        if options.dryRun { return }
+        if options.dryRun { return true }
+        if let pulledGen, plans.contains(where: { !$0.1.isEmpty }),
+           try await changedSincePull(pulledGen, state: state, pushing: Set(plans.flatMap { $0.1.changes.map(\.globalId) })) {
+            report.pushed.removeAll(); report.notPushed.removeAll(); report.pushedAttachments = 0
+            return false
+        }
 
         // Two service-level applyEdits, each one transaction across every layer (rollbackOnFailure): adds,
         // updates and attachments with parents listed before children, then deletes with children first (a
@@ -97,6 +104,21 @@ extension SyncEngine {
         if let editMoment { payload["editMoment"] = .int(editMoment) }
         try log.appendSystemEvents([SystemEvent(stream: StreamName.sync, type: .syncPushed, payload: .object(payload), cause: Cause.sync)],
                                    actor: options.actor, device: options.device)
+        return true
+    }
+
+    /// Whether the service changed or deleted, after generation `pulledGen`, a feature (or the parent of an
+    /// attachment) this push would send. ArcGIS has no conditional update, so the push compares against the
+    /// service's state as planned; this check, just before sending, narrows the window in which another client's
+    /// edit could be overwritten unseen from the whole sync to one round trip.
+    func changedSincePull(_ pulledGen: Int64, state: SyncState, pushing: Set<String>) async throws(EditLogError) -> Bool {
+        let now = try await extractChanges(from: pulledGen, root: try await client.json(""))
+        if now.features.contains(where: { pushing.contains($0.globalId) }) { return true }
+        let known = objectIdsPulled(now)
+        for d in now.deletes {
+            if let g = state.objectIds[d.layer]?[d.objectId] ?? known[d.layer]?[d.objectId], pushing.contains(g) { return true }
+        }
+        return false
     }
 
     /// One layer's results of an answer, recorded; the failures, described (one stops the sync: the service

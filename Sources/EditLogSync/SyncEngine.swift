@@ -27,19 +27,31 @@ public final class SyncEngine {
     /// Syncs `log` (opened read-write) with the service.
     public func run() async throws(EditLogError) -> SyncReport {
         let before = try log.lastPosition()
-        let root = try await checkService()
-        let state = SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
+        var root = try await checkService()
         let tracking = root["extractChangesCapabilities"] != nil || root["changeTrackingInfo"] != nil
             || (root["capabilities"]?.stringValue ?? "").lowercased().contains("changetracking")
-        let pull = tracking ? try await extractChanges(from: state.serverGen ?? 0, root: root) : try await queryChanges(since: state.lastEditDate)
-        let openConflicts = try openConflictFields()
-        let pending = try await pendingEvents(pull, state: state, openConflicts: openConflicts)
-        try importPulled(pending, pull: pull, state: state)
-        try fail("pulled")
-        try await push(state: state, pulledGen: pull.toGen, openConflicts: try openConflictFields())
+        for attempt in 1...Self.pullAttempts {
+            let state = SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
+            let pull = tracking ? try await extractChanges(from: state.serverGen ?? 0, root: root) : try await queryChanges(since: state.lastEditDate)
+            let openConflicts = try openConflictFields()
+            let pending = try await pendingEvents(pull, state: state, openConflicts: openConflicts)
+            try importPulled(pending, pull: pull, state: state)
+            try fail("pulled")
+            if try await push(state: state, pulledGen: pull.toGen, openConflicts: try openConflictFields()) { break }
+            // The service changed features this push would send after the pull: pull again (they merge first).
+            report.repulls += 1
+            guard attempt < Self.pullAttempts else {
+                throw EditLogError(.conflict, "the service changed features this sync would push after each of \(Self.pullAttempts) pulls; "
+                                   + "nothing was pushed (the pulls are recorded): run sync again", at: client.baseURL)
+            }
+            root = try await client.json("")
+        }
         report.eventsWritten = try log.lastPosition() - before
         return report
     }
+
+    /// Pulls a run makes at most when the service keeps changing what it would push (see `push`).
+    static let pullAttempts = 3
 
     /// `--dry-run`: the same run on a scratch copy of the log (the file and its WAL), sending no edit; the log
     /// itself is opened read-only and nothing is written to it.

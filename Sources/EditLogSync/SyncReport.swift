@@ -57,6 +57,9 @@ public struct SyncReport: Sendable {
     public var notPushed: [SyncChange] = []
     /// Events this run appended to the log (0 in a dry run and in a run with nothing new).
     public var eventsWritten: Int64 = 0
+    /// Pulls made again because the service changed a feature to push after the pull (their changes are in
+    /// `pulled`, `imported` and `conflicts` with the first pull's).
+    public var repulls = 0
 
     public var json: JSONValue {
         .object([
@@ -64,7 +67,7 @@ public struct SyncReport: Sendable {
             "fromServerGen": fromServerGen.map(JSONValue.int) ?? .null, "toServerGen": toServerGen.map(JSONValue.int) ?? .null,
             "pulled": .array(pulled.map(\.json)), "pulledAttachments": .int(Int64(pulledAttachments)), "imported": .int(Int64(imported)),
             "conflicts": .array(conflicts.map(\.json)), "pushed": .array(pushed.map(\.json)), "pushedAttachments": .int(Int64(pushedAttachments)),
-            "notPushed": .array(notPushed.map(\.json)), "eventsWritten": .int(eventsWritten),
+            "notPushed": .array(notPushed.map(\.json)), "eventsWritten": .int(eventsWritten), "repulls": .int(Int64(repulls)),
         ])
     }
 }

@@ -88,7 +88,8 @@ struct Sync: ParsableCommand {
     func print(_ r: SyncReport) {
         let verb = r.dryRun ? "would pull" : "pulled"
         out("\(r.dryRun ? "dry run: " : "")\(r.service) (\(r.mode)\(r.fromServerGen.map { ", serverGen \($0)" } ?? "")\(r.toServerGen.map { " -> \($0)" } ?? ""))")
-        out("\(verb) \(r.pulled.count) changes (\(r.pulledAttachments) attachments); \(r.conflicts.count) conflicts (policy \(r.policy.rawValue))")
+        out("\(verb) \(r.pulled.count) changes (\(r.pulledAttachments) attachments); \(r.conflicts.count) conflicts (policy \(r.policy.rawValue))"
+            + (r.repulls > 0 ? "; pulled \(r.repulls + 1) times: the service changed features to push after a pull" : ""))
         if !r.pulled.isEmpty {
             out(table(["layer", "feature", "change", "fields"], r.pulled.map { [String($0.layer), $0.globalId, $0.kind, $0.fields.joined(separator: ",")] }))
         }

@@ -1,6 +1,7 @@
 import EditLog
 import EditLogSync
 import Foundation
+import Synchronization
 import Testing
 
 /// `editlog sync` between a device log and a hub log served by `editlog serve`'s application on 127.0.0.1.
@@ -126,6 +127,35 @@ import Testing
         }
         #expect(try device.value.conflicts().contains { $0.conflict.kind == .updateDelete })
         #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
+    }
+
+    /// Another client edits a feature on the service after this sync pulled and before it pushes its own edit of
+    /// that feature. The push must not overwrite it unseen: the sync pulls again, the merge records the conflict,
+    /// and both sides end with the policy's winner.
+    @Test func aServiceEditBetweenPullAndPushIsPulledAndMergedNotOverwritten() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let tree = try Fixture.treeWithoutInspections()
+        try await SyncRig.serve(hub.value) { url in
+            _ = try await SyncRig.sync(device.value, url)
+            try SyncRig.set(device.value, tree, [("PlantedBy", "\"crew D\"")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
+            let edited = Mutex(false)
+            let late: @Sendable (String) throws -> Void = { name in
+                guard name == "pulled", edited.withLock({ done in defer { done = true }; return !done }) else { return }
+                try SyncRig.set(hub.value, tree, [("PlantedBy", "\"crew H\"")], at: "2026-07-01T10:00:00Z", actor: "hank", session: "h-late")
+            }
+            let r = try await SyncRig.sync(device.value, url, failpoint: late)
+            #expect(r.repulls == 1, "\(r.json.serialized())")
+            let c = try #require(r.conflicts.first { $0.globalId == tree && $0.field == "PlantedBy" }, "\(r.conflicts)")
+            #expect(c.local.value == .string("crew D") && c.remote.value == .string("crew H"))
+            #expect(c.winner == .remote, "the later edit (the service's) wins under last-in-wins")
+            #expect(!r.pushed.contains { $0.globalId == tree }, "\(r.pushed)")
+            let again = try await SyncRig.sync(device.value, url)
+            #expect(again.eventsWritten == 0 && again.pushed.isEmpty && again.repulls == 0, "\(again.json.serialized())")
+        }
+        for log in [hub.value, device.value] { #expect(try log.attributes(tree)["PlantedBy"] == .string("crew H")) }
+        #expect(try device.value.conflicts().contains { $0.conflict.globalId == tree && $0.conflict.field == "PlantedBy" })
     }
 
     // MARK: Without change tracking
@@ -276,7 +306,7 @@ import Testing
     /// The next run finishes the work: both sides converge with no duplicate.
     @Test(arguments: ["pulled", "pushed-request-1", "pushed-request-2", "before-record",
                       "lost-applyEdits-1", "lost-applyEdits-2", "drop-applyEdits-2", "500-applyEdits-1",
-                      "lost-extractChanges-2", "drop-queryAttachments-1", "lost-query-1"])
+                      "lost-extractChanges-2", "lost-extractChanges-3", "drop-queryAttachments-1", "lost-query-1"])
     func anInterruptedSyncIsFinishedByTheNextWithoutDuplicates(point: String) async throws {
         let th = TempPath("hub"), td = TempPath("device")
         let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
