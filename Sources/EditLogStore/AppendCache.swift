@@ -21,10 +21,13 @@ final class AppendCache: @unchecked Sendable {
     /// Streams remembered at most (memory stays bounded on logs with many features).
     static let maxStreams = 250_000
 
-    /// The cached state if it is still the file's state (`dataVersion` read in this transaction).
-    func valid(at dataVersion: Int64) -> Snapshot? {
+    /// The cached state if it is still the file's state (`dataVersion` read in this transaction), handed over:
+    /// the cache forgets it until `store`, so the transaction's appender holds the only reference to the stream
+    /// versions and adds to them in place (sharing them made every transaction copy the whole dictionary).
+    func take(at dataVersion: Int64) -> Snapshot? {
         lock.lock(); defer { lock.unlock() }
-        guard let s = snapshot, s.dataVersion == dataVersion else { snapshot = nil; return nil }
+        defer { snapshot = nil }
+        guard let s = snapshot, s.dataVersion == dataVersion else { return nil }
         return s
     }
 

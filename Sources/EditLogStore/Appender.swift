@@ -34,7 +34,7 @@ public struct Appender {
         self.clock = store.clock
         self.ids = store.ids
         dataVersion = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
-        if let cached = store.appendCache.valid(at: dataVersion) {
+        if let cached = store.appendCache.take(at: dataVersion) {
             headPosition = cached.headPosition
             headHash = cached.headHash
             versions = cached.versions
