@@ -10,6 +10,9 @@ import GRDB
 /// a step that fails records nothing.
 public final class EditLog {
     let store: EventStore
+    /// SQLite settings of a connection that writes a log (page cache, WAL checkpoint interval), for tools that
+    /// measure against the same settings.
+    public static var writerSettings: [String] { EventStore.writerSettings }
     /// The log's injected clock (epoch milliseconds): what a caller recording on the log's behalf stamps.
     public var clock: any LogClock { store.clock }
     /// The log's injected id generator (event ids and generated session ids).

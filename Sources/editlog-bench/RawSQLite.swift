@@ -1,3 +1,4 @@
+import EditLog
 import Foundation
 import GRDBSQLite
 
@@ -44,10 +45,11 @@ final class RawDB {
         return RawStmt(s, db: self)
     }
 
-    /// WAL and synchronous=NORMAL: the settings of an EditLog log.
+    /// WAL, synchronous=NORMAL and a writer's page cache and checkpoint interval: the settings of an EditLog log.
     func useLogSettings() throws {
         try exec("PRAGMA journal_mode = WAL")
         try exec("PRAGMA synchronous = NORMAL")
+        for pragma in EditLog.writerSettings { try exec(pragma) }
     }
 
     /// Column names of a table, in declaration order.
