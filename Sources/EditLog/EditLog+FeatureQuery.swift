@@ -162,10 +162,18 @@ extension EditLog {
         }
         if let ids = q.objectIds {
             if ids.isEmpty { sql += " AND 0" } else {
-                // One bound parameter per id (SQLite allows 32,766 since 3.32).
+                // The ids bound as one JSON array: the SQL is the same for every list (a cached statement, not one
+                // parsed with a placeholder per id) and SQLite looks each id up by rowid.
                 guard ids.count <= 30_000 else { throw EditLogError(.invalidInput, "at most 30000 objectIds per request") }
-                sql += " AND _oid IN (\(Array(repeating: "?", count: ids.count).joined(separator: ",")))"
-                args += ids.map { $0 as (any DatabaseValueConvertible)? }
+                var list: [UInt8] = [UInt8(ascii: "[")]
+                list.reserveCapacity(ids.count * 8 + 2)
+                for (i, id) in ids.enumerated() {
+                    if i > 0 { list.append(UInt8(ascii: ",")) }
+                    JSONValue.writeInt(id, to: &list)
+                }
+                list.append(UInt8(ascii: "]"))
+                sql += " AND _oid IN (SELECT value FROM json_each(?))"
+                args.append(String(decoding: list, as: UTF8.self))
             }
         }
         return (sql, StatementArguments(args))
