@@ -66,7 +66,7 @@ public struct ProjectedState: CurrentState {
         try sync()
         let statement = try db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?")
         guard let f = try Self.stepOnce(statement, db: db, binding: [globalId], { try snapshot(l, stmt: $0) }) else { return nil }
-        projector?.featureCache[globalId] = f
+        projector?.cacheFeature(f, key: globalId)
         return f
     }
 
