@@ -6,17 +6,7 @@ import Testing
 /// length up to the 64-bit bounds, strings with escapes, random whitespace) written by hand here, parsed back to
 /// the value that was written, and read the same way by Foundation's `JSONSerialization`.
 @Suite struct JSONParserPropertyTests {
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
+    typealias Random = SplitMix64
 
     static let keyAlphabet = Array("abcdeéZ_\"\\\n/ 0")
 
@@ -112,7 +102,7 @@ import Testing
     }
 
     @Test func randomDocumentsParseToTheValueWrittenAndAsFoundationReadsThem() throws {
-        var r = Random(state: 20261123)
+        var r = SplitMix64(seed: 20261123)
         var compared = 0
         for _ in 0..<3_000 {
             let (value, text) = document(&r, depth: 0)
@@ -141,4 +131,9 @@ import Testing
         // A document refused half-way leaves nothing behind for the next one.
         #expect(try JSONParser.parse(#"{"k":{"k":{"k":1}}}"#) == .object(["k": .object(["k": .object(["k": .int(1)])])]))
     }
+}
+
+extension SplitMix64 {
+    /// A draw in 0..<n.
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
