@@ -9,6 +9,8 @@ struct LayerPush {
     var attachmentAdds: [JSONValue] = []
     var attachmentDeletes: [String] = []
     var changes: [SyncChange] = []
+    /// GlobalIDs of the features with something to send (attachments count for their parent).
+    var features: Set<String> = []
     var isEmpty: Bool { adds.isEmpty && updates.isEmpty && deletes.isEmpty && attachmentAdds.isEmpty && attachmentDeletes.isEmpty }
 }
 
@@ -32,7 +34,7 @@ extension SyncEngine {
         report.pushedAttachments = plans.reduce(0) { $0 + $1.1.attachmentAdds.count + $1.1.attachmentDeletes.count }
         if options.dryRun { return true }
         if let pulledGen, plans.contains(where: { !$0.1.isEmpty }),
-           try await changedSincePull(pulledGen, state: state, pushing: Set(plans.flatMap { $0.1.changes.map(\.globalId) })) {
+           try await changedSincePull(pulledGen, state: state, pushing: plans.reduce(into: Set<String>()) { $0.formUnion($1.1.features) }) {
             report.pushed.removeAll(); report.notPushed.removeAll(); report.pushedAttachments = 0
             return false
         }
@@ -107,8 +109,8 @@ extension SyncEngine {
         return true
     }
 
-    /// Whether the service changed or deleted, after generation `pulledGen`, a feature (or the parent of an
-    /// attachment) this push would send. ArcGIS has no conditional update, so the push compares against the
+    /// Whether the service changed or deleted, after generation `pulledGen`, a feature this push would send
+    /// something for (its attributes, its delete, or its attachments). ArcGIS has no conditional update, so the push compares against the
     /// service's state as planned; this check, just before sending, narrows the window in which another client's
     /// edit could be overwritten unseen from the whole sync to one round trip.
     func changedSincePull(_ pulledGen: Int64, state: SyncState, pushing: Set<String>) async throws(EditLogError) -> Bool {
@@ -168,6 +170,8 @@ extension SyncEngine {
             for f in answer["features"]?.arrayValue ?? [] { if let rf = RemoteValues.feature(f, layer: layer) { remote[rf.globalId] = rf } }
             let remoteAtts = try await remoteAttachments(layer: layer, features: batch.compactMap { g in remote[g].map { (g, $0.objectId) } })
             for g in batch {
+                let changesBefore = p.changes.count
+                defer { if p.changes.count > changesBefore { p.features.insert(g) } }
                 guard let local = try log.snapshot(layer: layer.id, globalId: g) else { continue }
                 let open = openConflicts[g] ?? []
                 if open.contains("") { continue }
