@@ -162,8 +162,8 @@ extension EditLog {
         }
         if let ids = q.objectIds {
             if ids.isEmpty { sql += " AND 0" } else {
-                // The ids bound as one JSON array: the SQL is the same for every list (a cached statement, not one
-                // parsed with a placeholder per id) and SQLite looks each id up by rowid.
+                // The ids bound as one JSON array: the SQL stays short whatever the list's length (SQLite parsed a
+                // placeholder per id, and GRDB boxed each argument) and SQLite looks each id up by rowid.
                 guard ids.count <= 30_000 else { throw EditLogError(.invalidInput, "at most 30000 objectIds per request") }
                 var list: [UInt8] = [UInt8(ascii: "[")]
                 list.reserveCapacity(ids.count * 8 + 2)

@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogStore
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -7,22 +8,14 @@ import GRDBSQLite
 /// every session of a `record` makes them, and GRDB's `Row` copied every column of a wide feature row into boxed
 /// values first (profiled at about a tenth of `record`). Same statements, same results as the `Row` paths.
 extension ProjectedState {
-    /// SQLite copies the bytes before the call returns.
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-
     /// Binds `text` to parameter `index`, steps once and hands the row (if any) to `body`; resets the statement.
     static func stepOnce<T>(_ statement: Statement, db: Database, binding texts: [String], ints: [(Int32, Int64)] = [],
                             _ body: (OpaquePointer) throws -> T) throws -> T? {
         let stmt = statement.sqliteStatement
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
-        for (i, t) in texts.enumerated() {
-            var t = t
-            t.withUTF8 { b in
-                _ = sqlite3_bind_text(stmt, Int32(i + 1), UnsafeRawPointer(b.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
-                                      Int32(b.count), transient)
-            }
-        }
-        for (i, v) in ints { sqlite3_bind_int64(stmt, i, v) }
+        let b = RawBindings(stmt)
+        for (i, t) in texts.enumerated() { b.bind(Int32(i + 1), t) }
+        for (i, v) in ints { b.bind(i, v) }
         let rc = sqlite3_step(stmt)
         if rc == SQLITE_DONE { return nil }
         guard rc == SQLITE_ROW else {

@@ -10,25 +10,32 @@ public struct RawBindings {
     /// SQLite copies the bytes before the bind call returns.
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
+    /// Bindings of a prepared statement (`Statement.sqliteStatement`); the caller steps and resets it.
+    public init(_ stmt: OpaquePointer) { self.stmt = stmt }
+
     public func bind(_ i: Int32, _ value: DatabaseValue) {
         switch value.storage {
         case .null: sqlite3_bind_null(stmt, i)
         case .int64(let v): sqlite3_bind_int64(stmt, i, v)
         case .double(let v): sqlite3_bind_double(stmt, i, v)
         case .string(let s): bind(i, s)
-        case .blob(let d):
-            d.withUnsafeBytes { b in
-                _ = sqlite3_bind_blob(stmt, i, b.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, Int32(b.count), Self.transient)
-            }
+        case .blob(let d): d.withUnsafeBytes { bind(i, blob: $0) }
         }
     }
 
     public func bind(_ i: Int32, _ text: String?) {
         guard var t = text else { sqlite3_bind_null(stmt, i); return }
-        t.withUTF8 { b in
-            _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(b.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
-                                  Int32(b.count), Self.transient)
-        }
+        t.withUTF8 { bind(i, utf8: $0) }
+    }
+
+    /// Text given as its UTF-8 bytes.
+    public func bind(_ i: Int32, utf8 b: UnsafeBufferPointer<UInt8>) {
+        _ = sqlite3_bind_text(stmt, i, UnsafeRawPointer(b.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+                              Int32(b.count), Self.transient)
+    }
+
+    public func bind(_ i: Int32, blob b: UnsafeRawBufferPointer) {
+        _ = sqlite3_bind_blob(stmt, i, b.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, Int32(b.count), Self.transient)
     }
 
     public func bind(_ i: Int32, _ value: Int64?) {
@@ -44,7 +51,7 @@ extension Statement {
     public func executeRaw(_ db: Database, _ body: (RawBindings) -> Void) throws {
         let stmt = sqliteStatement
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
-        body(RawBindings(stmt: stmt))
+        body(RawBindings(stmt))
         let rc = sqlite3_step(stmt)
         guard rc == SQLITE_DONE else {
             throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
