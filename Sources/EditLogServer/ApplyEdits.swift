@@ -20,6 +20,8 @@ extension FeatureService {
         var globalId: String?
         var commands: [ScriptCommand.Operation]
         var error: String?
+        /// An attachment update that replaced the bytes: the GlobalID of the attachment it detached.
+        var replaces: String?
     }
 
     /// One layer's part of a request: the features to add and update, the ids to delete, and the
@@ -180,7 +182,7 @@ extension FeatureService {
                 var oid = e.objectId
                 if failures[i] == nil, let g = e.globalId {
                     if e.kind == .add { oid = try log.objectId(layer: String(layer.id), globalId: g)?.objectId }
-                    if e.kind == .attachmentAdd { oid = try log.attachmentInfo(globalId: g)?.id }
+                    if e.kind == .attachmentAdd || (e.kind == .attachmentUpdate && e.replaces != nil) { oid = try log.attachmentInfo(globalId: g)?.id }
                 }
                 o["objectId"] = oid.map { .int($0) } ?? .null
                 o["globalId"] = e.globalId.map { .string($0) } ?? .null

@@ -84,9 +84,10 @@ extension FeatureService {
     }
 }
 
-/// Attachment edits: `/<id>/<oid>/addAttachment` (multipart/form-data, the file in part `attachment`) and
+/// Attachment edits: `/<id>/<oid>/addAttachment` (multipart/form-data, the file in part `attachment`),
+/// `/<id>/<oid>/updateAttachment` (`attachmentId` and the new file in part `attachment`) and
 /// `/<id>/<oid>/deleteAttachments` (`attachmentIds`), each one edit session of the token's user: `edit`,
-/// `attach` or `detach`, `finish`.
+/// `attach`, `renameAttachment` or `detach`, `finish`.
 extension FeatureService {
     /// Records one session on a feature; nil on success, else the refusal.
     func recordSession(_ ops: [ScriptCommand.Operation], name: String, user: String, device: String) -> EditLogError? {
@@ -119,6 +120,38 @@ extension FeatureService {
         }
         let added = try handles.read { try $0.attachmentInfos(parents: [g]) }[g]?.first { $0.globalId == attachmentId }
         return out(["addAttachmentResult": ["objectId": added.map { .int($0.id) } ?? .null, "globalId": .string(attachmentId), "success": true]], r)
+    }
+
+    /// `updateAttachment`: new bytes replace the attachment (a new GlobalID and id, named in the answer: the log
+    /// keeps the old bytes); the same bytes under another file name rename it (same ids); the same file changes nothing.
+    func updateAttachment(_ layer: LayerSchema, oid: Int64, _ r: ServiceRequest) throws -> Response {
+        let user = try requireEdit(r)
+        try requireAttachments(layer)
+        let g = try liveGlobalId(layer, oid)
+        guard let text = r.params["attachmentId"], let id = Int64(text.trimmingCharacters(in: .whitespaces)) else {
+            throw ServiceError.invalid("attachmentId is required (the attachment's id)")
+        }
+        guard let file = r.params.files["attachment"] else {
+            if r.params["uploadId"] != nil { throw ServiceError.invalid("uploadId is not supported: send the file in part attachment (multipart/form-data)") }
+            throw ServiceError.invalid("attachment: a file part is required (multipart/form-data)")
+        }
+        guard let info = try handles.read({ try $0.attachmentInfo(id: id) }), info.parentGlobalId == g else {
+            let missing: JSONValue = ["objectId": .int(id), "globalId": .null, "success": false, "error": ["code": 1019, "description": "Attachment not found."]]
+            return out(["updateAttachmentResult": missing], r)
+        }
+        // A part without its own Content-Type (the parser's octet-stream default) keeps the attachment's.
+        let type: String? = file.contentType.lowercased() == "application/octet-stream" ? nil : file.contentType
+        let planned = attachmentUpdate(info, layer: layer, name: file.filename, contentType: type, data: file.bytes)
+        if !planned.commands.isEmpty, let e = recordSession(planned.commands, name: "updateAttachment \(layer.name) \(oid) by \(user)", user: user, device: r.device) {
+            let error: JSONValue = ["code": .int(Int64(Self.code(e))), "description": .string(e.message)]
+            let failed: JSONValue = ["objectId": .int(id), "globalId": .string(info.globalId), "success": false, "error": error]
+            return out(["updateAttachmentResult": failed], r)
+        }
+        let gid: String = planned.globalId ?? info.globalId
+        var now: Int64? = info.id
+        if planned.replaces != nil { now = try handles.read { try $0.attachmentInfo(globalId: gid) }?.id }
+        let result: JSONValue = ["objectId": now.map(JSONValue.int) ?? .null, "globalId": .string(gid), "success": true]
+        return out(["updateAttachmentResult": result], r)
     }
 
     func deleteAttachments(_ layer: LayerSchema, oid: Int64, _ r: ServiceRequest) throws -> Response {

@@ -189,6 +189,7 @@ final class FeatureService: Sendable {
         if rest.count == 3, let oid = Int64(rest[1]) {
             switch rest[2].lowercased() {
             case "addattachment": return try addAttachment(layer, oid: oid, r)
+            case "updateattachment": return try updateAttachment(layer, oid: oid, r)
             case "deleteattachments": return try deleteAttachments(layer, oid: oid, r)
             default: break
             }

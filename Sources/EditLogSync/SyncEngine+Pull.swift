@@ -171,7 +171,25 @@ extension SyncEngine {
                     added.append(["attachmentId": .string(a.globalId), "name": .string(a.name), "contentType": .string(a.contentType),
                                   "size": .int(Int64(bytes.count)), "sha256": .string(Hex.encode(EventHash.sha256(bytes))), "preferredSize": "actual"])
                 }
-                let attachments: JSONValue = ["added": .array(added), "renamed": [], "removed": []]
+                // Attachments both have, renamed there since the common base, or there at the base and gone there now.
+                var renamed: [JSONValue] = [], removed: [JSONValue] = []
+                if local != nil, layer.hasAttachments {
+                    var theirs: [String: RemoteAttachment] = [:]
+                    for a in atts[rf.globalId] ?? [] { theirs[a.globalId] = a }
+                    var base: [String: String]?
+                    for a in try log.attachmentSnapshots(of: rf.globalId) {
+                        if let r = theirs[a.globalId], r.name == a.name { continue }
+                        if base == nil { base = try attachmentNames(stream, at: basePosition) }
+                        if let r = theirs[a.globalId] {
+                            let old = base?[a.globalId]
+                            if old == r.name { continue }  // the service kept the base name: the rename is this log's (pushed next)
+                            renamed.append(["attachmentId": .string(a.globalId), "old": JSONValue(old ?? a.name), "new": .string(r.name)])
+                        } else if let old = base?[a.globalId] {
+                            removed.append(["attachmentId": .string(a.globalId), "name": .string(old)])
+                        }
+                    }
+                }
+                let attachments: JSONValue = ["added": .array(added), "renamed": .array(renamed), "removed": .array(removed)]
                 var started: [String: JSONValue] = ["layer": .int(Int64(layer.id)), "globalId": .string(rf.globalId)]
                 var committed: [String: JSONValue] = ["layer": .int(Int64(layer.id)), "globalId": .string(rf.globalId), "attachments": attachments]
                 var fields: [String] = []
@@ -190,7 +208,7 @@ extension SyncEngine {
                         if RemoteValues.same(r, b) || RemoteValues.same(r, l) { continue }
                         changes[k] = ["old": b, "new": r]; fields.append(k)
                     }
-                    if changes.isEmpty && added.isEmpty { continue }  // nothing new: an echo of this log's push, or already here
+                    if changes.isEmpty && added.isEmpty && renamed.isEmpty && removed.isEmpty { continue }  // nothing new: an echo of this log's push, or already here
                     started["kind"] = "edit"; committed["kind"] = "edit"
                     committed["changes"] = .object(changes)
                 }
@@ -199,7 +217,7 @@ extension SyncEngine {
                                          events: [event(stream, .sessionStarted, .object(started), actor: actor, time: time, session: session),
                                                   event(stream, .sessionCommitted, .object(committed), actor: actor, time: time, session: session)],
                                          blobs: blobs))
-                report.pulledAttachments += added.count
+                report.pulledAttachments += added.count + renamed.count + removed.count
             }
         }
         // Deletes: the service names them by its ObjectIDs; known ones map to GlobalIDs (children first).
@@ -218,6 +236,33 @@ extension SyncEngine {
             }
         }
         return out
+    }
+
+    /// A feature's live attachments and their names at a position of this log, folded from its stream (a rename
+    /// or detach this log's merge decided not to apply left out).
+    func attachmentNames(_ stream: String, at position: Int64) throws(EditLogError) -> [String: String] {
+        var names: [String: String] = [:]
+        var skipped: [String: Set<String>] = [:]
+        for e in try log.streamEvents(stream) where e.position <= position {
+            switch e.eventType {
+            case .mergeDecided:
+                if let d = try? MergeDecision(json: e.payload), d.log == log.logId, let target = d.event { skipped[target] = Set(d.skipAttachments) }
+            case .sessionCommitted, .conflictResolved:
+                let skip = skipped.removeValue(forKey: e.id.uuidString.lowercased()) ?? []
+                let atts = e.payload["attachments"]
+                for a in atts?["added"]?.arrayValue ?? [] {
+                    if let id = a["attachmentId"]?.stringValue, let n = a["name"]?.stringValue { names[id] = n }
+                }
+                for a in atts?["renamed"]?.arrayValue ?? [] {
+                    if let id = a["attachmentId"]?.stringValue, !skip.contains(id), let n = a["new"]?.stringValue { names[id] = n }
+                }
+                for a in atts?["removed"]?.arrayValue ?? [] {
+                    if let id = a["attachmentId"]?.stringValue, !skip.contains(id) { names[id] = nil }
+                }
+            default: continue
+            }
+        }
+        return names
     }
 
     func objectIdsPulled(_ pull: PulledChanges) -> [Int: [Int64: String]] {

@@ -8,10 +8,13 @@ struct LayerPush {
     var deletes: [String] = []
     var attachmentAdds: [JSONValue] = []
     var attachmentDeletes: [String] = []
+    /// Renames: `{globalId, name, contentType, data}` with the attachment's unchanged bytes.
+    var attachmentUpdates: [JSONValue] = []
     var changes: [SyncChange] = []
     /// GlobalIDs of the features with something to send (attachments count for their parent).
     var features: Set<String> = []
-    var isEmpty: Bool { adds.isEmpty && updates.isEmpty && deletes.isEmpty && attachmentAdds.isEmpty && attachmentDeletes.isEmpty }
+    var hasAttachments: Bool { !attachmentAdds.isEmpty || !attachmentUpdates.isEmpty || !attachmentDeletes.isEmpty }
+    var isEmpty: Bool { adds.isEmpty && updates.isEmpty && deletes.isEmpty && !hasAttachments }
 }
 
 extension SyncEngine {
@@ -31,7 +34,7 @@ extension SyncEngine {
             plans.append((layer, try await plan(layer, gids, state: state, openConflicts: openConflicts)))
         }
         for (_, p) in plans { report.pushed += p.changes.filter { $0.kind != "kept" } ; report.notPushed += p.changes.filter { $0.kind == "kept" } }
-        report.pushedAttachments = plans.reduce(0) { $0 + $1.1.attachmentAdds.count + $1.1.attachmentDeletes.count }
+        report.pushedAttachments = plans.reduce(0) { $0 + $1.1.attachmentAdds.count + $1.1.attachmentUpdates.count + $1.1.attachmentDeletes.count }
         if options.dryRun { return true }
         if let pulledGen, plans.contains(where: { !$0.1.isEmpty }),
            try await changedSincePull(pulledGen, state: state, pushing: plans.reduce(into: Set<String>()) { $0.formUnion($1.1.features) }) {
@@ -47,13 +50,14 @@ extension SyncEngine {
         var editMoment: Int64?
         var requests = 0
         let forward: [(LayerSchema, JSONValue)] = plans.compactMap { layer, p in
-            if p.adds.isEmpty && p.updates.isEmpty && p.attachmentAdds.isEmpty && p.attachmentDeletes.isEmpty { return nil }
+            if p.adds.isEmpty && p.updates.isEmpty && !p.hasAttachments { return nil }
             var e: [String: JSONValue] = ["id": .int(Int64(layer.id))]
             if !p.adds.isEmpty { e["adds"] = .array(p.adds) }
             if !p.updates.isEmpty { e["updates"] = .array(p.updates) }
-            if !p.attachmentAdds.isEmpty || !p.attachmentDeletes.isEmpty {
+            if p.hasAttachments {
                 var a: [String: JSONValue] = [:]
                 if !p.attachmentAdds.isEmpty { a["adds"] = .array(p.attachmentAdds) }
+                if !p.attachmentUpdates.isEmpty { a["updates"] = .array(p.attachmentUpdates) }
                 if !p.attachmentDeletes.isEmpty { a["deletes"] = .array(p.attachmentDeletes.map(JSONValue.string)) }
                 e["attachments"] = .object(a)
             }
@@ -128,7 +132,8 @@ extension SyncEngine {
     func collect(_ answer: JSONValue, layer: LayerSchema, into results: inout [JSONValue], objectIds: inout [Int: [Int64: String]]) -> [String] {
         var failures: [String] = []
         let groups: [(String, JSONValue?)] = [("add", answer["addResults"]), ("update", answer["updateResults"]), ("delete", answer["deleteResults"]),
-                                               ("attach", answer["attachments"]?["addResults"]), ("detach", answer["attachments"]?["deleteResults"])]
+                                               ("attach", answer["attachments"]?["addResults"]), ("rename", answer["attachments"]?["updateResults"]),
+                                               ("detach", answer["attachments"]?["deleteResults"])]
         for (kind, list) in groups {
             for r in list?.arrayValue ?? [] {
                 let g = r["globalId"]?.stringValue.flatMap(GlobalID.normalize)
@@ -205,18 +210,27 @@ extension SyncEngine {
                     p.adds.append(.object(feature))
                     p.changes.append(SyncChange(layer: layer.id, globalId: g, kind: "add", fields: sent.sorted(), objectId: nil))
                 }
-                // Attachments: this log's live ones the service lacks are added with their GlobalIDs; detached ones it still has are deleted.
+                // Attachments: this log's live ones the service lacks are added with their GlobalIDs, those it has
+                // under another name renamed (an update with the same bytes); detached ones it still has are deleted.
                 if layer.hasAttachments {
-                    let theirs = Set((remoteAtts[g] ?? []).map(\.globalId))
+                    var theirs: [String: RemoteAttachment] = [:]
+                    for a in remoteAtts[g] ?? [] { theirs[a.globalId] = a }
                     for a in try log.attachmentSnapshots(of: g, includeDeleted: true) {
-                        if !a.deleted && !theirs.contains(a.globalId) {
+                        if !a.deleted, let r = theirs[a.globalId], r.name != a.name {
+                            guard let bytes = try log.blob(sha256: a.sha256) else {
+                                throw EditLogError(.corrupt, "attachment \(a.globalId) of \(g) has no stored bytes (\(a.sha256))")
+                            }
+                            p.attachmentUpdates.append(["globalId": .string(a.globalId), "parentGlobalId": .string(g), "name": .string(a.name),
+                                                        "contentType": .string(a.contentType), "data": .string(Data(bytes).base64EncodedString())])
+                            p.changes.append(SyncChange(layer: layer.id, globalId: a.globalId, kind: "rename", fields: [], objectId: r.id))
+                        } else if !a.deleted && theirs[a.globalId] == nil {
                             guard let bytes = try log.blob(sha256: a.sha256) else {
                                 throw EditLogError(.corrupt, "attachment \(a.globalId) of \(g) has no stored bytes (\(a.sha256))")
                             }
                             p.attachmentAdds.append(["globalId": .string(a.globalId), "parentGlobalId": .string(g), "name": .string(a.name),
                                                      "contentType": .string(a.contentType), "data": .string(Data(bytes).base64EncodedString())])
                             p.changes.append(SyncChange(layer: layer.id, globalId: a.globalId, kind: "attach", fields: [], objectId: nil))
-                        } else if a.deleted && theirs.contains(a.globalId) {
+                        } else if a.deleted && theirs[a.globalId] != nil {
                             p.attachmentDeletes.append(a.globalId)
                             p.changes.append(SyncChange(layer: layer.id, globalId: a.globalId, kind: "detach", fields: [], objectId: nil))
                         }

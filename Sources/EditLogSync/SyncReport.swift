@@ -27,7 +27,7 @@ public struct SyncOptions: Sendable {
 public struct SyncChange: Sendable, Hashable {
     public var layer: Int
     public var globalId: String
-    /// add, update, delete (and for attachments: attach, detach).
+    /// add, update, delete (and for attachments: attach, rename, detach).
     public var kind: String
     public var fields: [String]
     public var objectId: Int64?

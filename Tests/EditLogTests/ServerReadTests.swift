@@ -131,4 +131,44 @@ struct ServerReadTests {
             #expect(list.json["attachmentInfos"]?.arrayValue?.isEmpty == true)
         }
     }
+
+    @Test func updateAttachmentRenamesOrReplaces() async throws {
+        try await ServedLog.run { client, log in
+            let photo: [UInt8] = (0..<300).map { UInt8($0 % 256) }
+            func multipart(_ path: String, _ filename: String, _ bytes: [UInt8], fields: [(String, String)]) async throws -> JSONValue {
+                let boundary = "----editlog-update"
+                var body: [UInt8] = []
+                for (k, v) in fields { body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(k)\"\r\n\r\n\(v)\r\n".utf8) }
+                body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"attachment\"; filename=\"\(filename)\"\r\nContent-Type: image/png\r\n\r\n".utf8)
+                body += bytes
+                body += Array("\r\n--\(boundary)--\r\n".utf8)
+                let headers: HTTPFields = [.contentType: "multipart/form-data; boundary=\(boundary)", .authorization: "Bearer \(ServedLog.editorToken)"]
+                return try await client.execute(uri: Self.base + path, method: .post, headers: headers, body: ByteBuffer(bytes: body)) { r in
+                    try JSONParser.parse(Array(r.body.readableBytesView))
+                }
+            }
+            let added = try await multipart("/0/4/addAttachment", "bark.png", photo, fields: [("f", "json")])
+            let id = try #require(added["addAttachmentResult"]?["objectId"]?.intValue, "\(added.serialized())")
+            let gid = try #require(added["addAttachmentResult"]?["globalId"]?.stringValue.flatMap(GlobalID.normalize))
+            // Same bytes, new file name: renamed in place.
+            let renamed = try await multipart("/0/4/updateAttachment", "bark-west.png", photo, fields: [("attachmentId", "\(id)"), ("f", "json")])
+            #expect(renamed["updateAttachmentResult"]?["success"] == true, "\(renamed.serialized())")
+            #expect(renamed["updateAttachmentResult"]?["objectId"]?.intValue == id)
+            #expect(try log.value.attachmentInfo(globalId: gid)?.name == "bark-west.png")
+            // New bytes: a new attachment in its place; the answer names it and it serves the new bytes.
+            let second: [UInt8] = Array("second".utf8)
+            let replaced = try await multipart("/0/4/updateAttachment", "bark-west.png", second, fields: [("attachmentId", "\(id)"), ("f", "json")])
+            let newId = try #require(replaced["updateAttachmentResult"]?["objectId"]?.intValue, "\(replaced.serialized())")
+            #expect(newId != id)
+            let bytes = try await client.execute(uri: Self.base + "/0/4/attachments/\(newId)", method: .get) { r in Array(r.body.readableBytesView) }
+            #expect(bytes == second)
+            let list = try await client.getJSON(Self.base + "/0/4/attachments")
+            #expect(list.json["attachmentInfos"]?.arrayValue?.compactMap { $0["id"]?.intValue } == [newId])
+            // The old id is gone: not found, nothing written.
+            let count = try log.value.eventCount()
+            let missing = try await multipart("/0/4/updateAttachment", "x.png", second, fields: [("attachmentId", "\(id)"), ("f", "json")])
+            #expect(missing["updateAttachmentResult"]?["success"] == false, "\(missing.serialized())")
+            #expect(try log.value.eventCount() == count)
+        }
+    }
 }

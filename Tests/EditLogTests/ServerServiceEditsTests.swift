@@ -95,6 +95,52 @@ struct ServerServiceEditsTests {
         }
     }
 
+    @Test func attachmentUpdatesRenameOrReplace() async throws {
+        try await ServedLog.run { client, log in
+            let r = try await post(client, "/applyEdits", [("edits", Self.parentChildAndAttachment()), ("useGlobalIds", "true")])
+            #expect(r.json.at(0)?["attachments"]?["addResults"]?.at(0)?["success"] == true, "\(r.text)")
+            let id = try #require(try log.value.attachmentInfo(globalId: Self.photo)?.id)
+            // The same bytes under another name: a rename, same GlobalID and id.
+            let data = Data(Self.photoBytes).base64EncodedString()
+            let rename = """
+                [{"id":0,"attachments":{"updates":[{"globalId":"\(Self.photo)","name":"bark-north.jpg","contentType":"image/jpeg","data":"\(data)"}]}}]
+                """
+            let u = try await post(client, "/applyEdits", [("edits", rename), ("useGlobalIds", "true")])
+            let renamed = try #require(u.json.at(0)?["attachments"]?["updateResults"]?.at(0), "\(u.text)")
+            #expect(renamed["success"] == true && renamed["globalId"]?.stringValue == Self.photo && renamed["objectId"]?.intValue == id, "\(u.text)")
+            #expect(try log.value.attachmentInfo(globalId: Self.photo)?.name == "bark-north.jpg")
+            // Sent again: nothing changes, nothing is written.
+            let before = try log.value.eventCount()
+            let again = try await post(client, "/applyEdits", [("edits", rename), ("useGlobalIds", "true")])
+            #expect(again.json.at(0)?["attachments"]?["updateResults"]?.at(0)?["success"] == true, "\(again.text)")
+            #expect(try log.value.eventCount() == before)
+            // Other bytes: the photo is replaced under a new GlobalID; the old one is detached, its bytes kept.
+            let newBytes: [UInt8] = Array("a second photo".utf8)
+            let replace = """
+                [{"id":0,"attachments":{"updates":[{"globalId":"\(Self.photo)","data":"\(Data(newBytes).base64EncodedString())"}]}}]
+                """
+            let x = try await post(client, "/applyEdits", [("edits", replace), ("useGlobalIds", "true")])
+            let replaced = try #require(x.json.at(0)?["attachments"]?["updateResults"]?.at(0), "\(x.text)")
+            #expect(replaced["success"] == true, "\(x.text)")
+            let newGid = try #require(replaced["globalId"]?.stringValue)
+            #expect(newGid != Self.photo)
+            let infos = try log.value.attachmentInfos(parents: [Self.tree])[Self.tree] ?? []
+            #expect(infos.map(\.globalId) == [newGid])
+            #expect(infos.first?.name == "bark-north.jpg" && infos.first?.contentType == "image/jpeg")
+            #expect(replaced["objectId"]?.intValue == infos.first?.id)
+            #expect(infos.first.flatMap { try? log.value.blob(sha256: $0.sha256) } == newBytes)
+            // An unknown attachment is refused and, with rollbackOnFailure, nothing is written.
+            let count = try log.value.eventCount()
+            let unknown = """
+                [{"id":0,"attachments":{"updates":[{"globalId":"{7B2C0000-0000-4000-8000-0000000000CF}","name":"x.jpg"}]}}]
+                """
+            let n = try await post(client, "/applyEdits", [("edits", unknown), ("useGlobalIds", "true")])
+            #expect(n.json.at(0)?["attachments"]?["updateResults"]?.at(0)?["success"] == false, "\(n.text)")
+            #expect(try log.value.eventCount() == count)
+            #expect(try log.value.verify().ok)
+        }
+    }
+
     @Test func rollbackOnFailureWritesNothingInAnyLayer() async throws {
         try await ServedLog.run { client, log in
             let before = try log.value.eventCount()

@@ -158,6 +158,57 @@ import Testing
         #expect(try device.value.conflicts().contains { $0.conflict.globalId == tree && $0.conflict.field == "PlantedBy" })
     }
 
+    // MARK: Attachment renames and removals
+
+    static func run(_ log: EditLog, actor: String, _ lines: [String]) throws { for c in try script(lines, actor: actor) { _ = try log.apply(c) } }
+
+    static func rename(_ log: EditLog, layer: String, _ parent: String, _ id: String, _ name: String, actor: String, at: String, session: String) throws {
+        try run(log, actor: actor, [#"{"op":"edit","layer":"\#(layer)","globalId":"\#(parent)","session":"\#(session)","at":"\#(at)"}"#,
+                                    #"{"op":"renameAttachment","attachmentId":"\#(id)","name":"\#(name)","session":"\#(session)","at":"\#(at)"}"#,
+                                    #"{"op":"finish","session":"\#(session)","at":"\#(at)"}"#])
+    }
+
+    @Test func attachmentRenamesAndRemovalsTravelBothWays() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-05-01T10:00:00Z")
+        let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-05-01T11:00:00Z")
+        try await SyncRig.serve(hub.value) { url in
+            _ = try await SyncRig.sync(device.value, url)
+            // The device renames its tree's photo; the hub renames the device's inspection photo, removes its own
+            // tree's photo, and both rename the hub's inspection photo (the device later: it wins).
+            try Self.rename(device.value, layer: "Trees", fromDevice.tree, fromDevice.photo, "tree-north.jpg", actor: "dana", at: "2026-06-05T10:00:00Z", session: "d-r1")
+            try Self.rename(hub.value, layer: "Inspections", fromDevice.inspection, fromDevice.inspectionPhoto, "inspection-checked.jpg", actor: "hank", at: "2026-06-06T10:00:00Z", session: "h-r1")
+            try Self.run(hub.value, actor: "hank", [#"{"op":"edit","layer":"Trees","globalId":"\#(fromHub.tree)","session":"h-d1","at":"2026-06-06T10:00:00Z"}"#,
+                                               #"{"op":"detach","attachmentId":"\#(fromHub.photo)","session":"h-d1"}"#,
+                                               #"{"op":"finish","session":"h-d1","at":"2026-06-06T10:00:00Z"}"#])
+            try Self.rename(hub.value, layer: "Inspections", fromHub.inspection, fromHub.inspectionPhoto, "insp-H.jpg", actor: "hank", at: "2026-06-07T10:00:00Z", session: "h-r2")
+            try Self.rename(device.value, layer: "Inspections", fromHub.inspection, fromHub.inspectionPhoto, "insp-D.jpg", actor: "dana", at: "2099-01-01T10:00:00Z", session: "d-r2")
+            let r = try await SyncRig.sync(device.value, url)
+            #expect(r.pushed.contains { $0.globalId == fromDevice.photo && $0.kind == "rename" }, "\(r.json.serialized())")
+            #expect(r.pushed.contains { $0.globalId == fromHub.inspectionPhoto && $0.kind == "rename" }, "\(r.json.serialized())")
+            let again = try await SyncRig.sync(device.value, url)
+            #expect(again.pulled.isEmpty && again.pushed.isEmpty && again.eventsWritten == 0, "\(again.json.serialized())")
+        }
+        for log in [device.value, hub.value] {
+            #expect(try log.attachmentSnapshots(of: fromDevice.tree).map(\.name) == ["tree-north.jpg"])
+            #expect(try log.attachmentSnapshots(of: fromDevice.inspection).map(\.name) == ["inspection-checked.jpg"])
+            #expect(try log.attachmentSnapshots(of: fromHub.tree).isEmpty)
+            #expect(try log.attachmentSnapshots(of: fromHub.inspection).map(\.name) == ["insp-D.jpg"])
+            #expect(try log.attachmentSnapshots(of: fromHub.inspection).map(\.globalId) == [fromHub.inspectionPhoto])
+            #expect(try log.verify().ok)
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
+        }
+        let a = try SyncRig.userState(device.value), b = try SyncRig.userState(hub.value)
+        #expect(a == b, "\(SyncRig.differences(a, b).prefix(8))")
+        // Both renamed the same photo: a conflict in `conflicts`, base, both names and the later writer's win.
+        let c = try #require(try device.value.conflicts().first { $0.conflict.kind == .renameRename }?.conflict)
+        #expect(c.attachmentId == fromHub.inspectionPhoto && c.winner == .local)
+        #expect(c.local.value == .string("insp-D.jpg") && c.remote.value == .string("insp-H.jpg"))
+        try Self.validateEvents(device.value)
+    }
+
     // MARK: Without change tracking
 
     @Test func aServiceWithoutChangeTrackingIsPulledByItsEditDateField() async throws {
