@@ -100,6 +100,13 @@ public final class EditLog {
         }
     }
 
+    /// Sets the WAL auto-checkpoint interval of this handle's connection, in pages (0: its commits never checkpoint;
+    /// another connection must, see `checkpointPassive()`).
+    public func setAutoCheckpoint(pages: Int) throws(EditLogError) { try store.setAutoCheckpoint(pages: pages) }
+
+    /// Copies what it can of the WAL into the log file without waiting for readers or writers.
+    public func checkpointPassive() throws(EditLogError) { try store.checkpointPassive() }
+
     /// Closes the log's connection. A close that fails (a statement still running) leaves SQLite to close it
     /// at exit; nothing is lost, every write is already committed.
     public func close() {

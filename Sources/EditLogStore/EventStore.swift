@@ -202,6 +202,19 @@ public final class EventStore: Sendable {
         }
     }
 
+    /// Sets this connection's WAL auto-checkpoint interval in pages (0: this connection never checkpoints on commit).
+    public func setAutoCheckpoint(pages: Int) throws(EditLogError) {
+        do { try dbQueue.inDatabase { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(max(0, pages))") } } catch {
+            throw EditLogError.wrapping(error, at: path)
+        }
+    }
+
+    /// A PASSIVE checkpoint on this connection: copies what it can of the WAL into the database file without waiting
+    /// for readers or writers (they go on meanwhile).
+    public func checkpointPassive() throws(EditLogError) {
+        do { try dbQueue.inDatabase { _ = try $0.checkpoint(.passive) } } catch { throw EditLogError.wrapping(error, at: path) }
+    }
+
     /// Closes the connection; the store cannot be used afterwards.
     public func close() throws(EditLogError) {
         do { try dbQueue.close() } catch { throw EditLogError.wrapping(error, at: path) }
