@@ -53,7 +53,10 @@ public struct Importer {
     /// Features this log did not have before the import.
     var created: Set<String> = []
     var deletedParents: [(layer: Int, globalId: String)] = []
+    /// Features whose rules' values another log derived, each once, in the order met (a feature this import
+    /// created keeps the values it came with, so it is not listed).
     var rederive: [(layer: Int, globalId: String)] = []
+    var rederiveListed: Set<String> = []
     /// Blobs the imported events reference.
     var referencedBlobs: Set<String> = []
     /// Feature histories this import read, kept current with every event it appends to their streams
@@ -111,7 +114,7 @@ public struct Importer {
             }
             if type == .featureDerived {
                 // A rule's value as the other log derived it: derived again here after the merge.
-                rederive.append((feature.layer, feature.globalId))
+                if !created.contains(feature.globalId), rederiveListed.insert(e.stream).inserted { rederive.append((feature.layer, feature.globalId)) }
             } else {
                 note(layer, feature.globalId, before: before, type: type)
             }
