@@ -96,7 +96,10 @@ extension FeatureService {
             }
             return e
         }
-        guard let data else { return e }
+        guard let data else {
+            e.error = "a new contentType needs the attachment's bytes in data (the log cannot change the type of stored bytes)"
+            return e
+        }
         let replacement = "{\(handles.ids.next().uuidString)}"
         e.globalId = GlobalID.normalize(replacement)
         e.objectId = nil

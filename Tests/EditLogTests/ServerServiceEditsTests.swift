@@ -129,6 +129,13 @@ struct ServerServiceEditsTests {
             #expect(infos.first?.name == "bark-north.jpg" && infos.first?.contentType == "image/jpeg")
             #expect(replaced["objectId"]?.intValue == infos.first?.id)
             #expect(infos.first.flatMap { try? log.value.blob(sha256: $0.sha256) } == newBytes)
+            // A new content type without the bytes is refused, naming what is missing.
+            let typeOnly = """
+                [{"id":0,"attachments":{"updates":[{"globalId":"\(newGid)","contentType":"image/png"}]}}]
+                """
+            let t = try await post(client, "/applyEdits", [("edits", typeOnly), ("useGlobalIds", "true")])
+            let refused = try #require(t.json.at(0)?["attachments"]?["updateResults"]?.at(0), "\(t.text)")
+            #expect(refused["success"] == false && refused["error"]?["description"]?.stringValue?.contains("data") == true, "\(t.text)")
             // An unknown attachment is refused and, with rollbackOnFailure, nothing is written.
             let count = try log.value.eventCount()
             let unknown = """
