@@ -189,7 +189,6 @@ public final class EventStore: Sendable {
     public func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
         do {
             return try dbQueue.unsafeRead { db in
-                if db.isInsideTransaction { return try body(db) }
                 var result: T?
                 try db.inTransaction(.deferred) {
                     result = try body(db)

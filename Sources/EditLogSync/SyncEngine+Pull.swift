@@ -162,7 +162,8 @@ extension SyncEngine {
                 let open = openConflicts[rf.globalId] ?? []
                 if open.contains("") { continue }  // an open update/delete conflict: left to `conflicts resolve`
                 // Attachments the service has and this log never had (a detached one stays detached here).
-                let known = try Set(local == nil ? [] : log.attachmentSnapshots(of: rf.globalId, includeDeleted: true).map(\.globalId))
+                let mine = try local == nil ? [] : log.attachmentSnapshots(of: rf.globalId, includeDeleted: true)
+                let known = Set(mine.map(\.globalId))
                 var added: [JSONValue] = [], blobs: [[UInt8]] = []
                 for a in atts[rf.globalId] ?? [] where !known.contains(a.globalId) {
                     guard let oid = a.parentObjectId ?? rf.objectId else { continue }
@@ -177,7 +178,7 @@ extension SyncEngine {
                     var theirs: [String: RemoteAttachment] = [:]
                     for a in atts[rf.globalId] ?? [] { theirs[a.globalId] = a }
                     var base: [String: String]?
-                    for a in try log.attachmentSnapshots(of: rf.globalId) {
+                    for a in mine where !a.deleted {
                         if let r = theirs[a.globalId], r.name == a.name { continue }
                         if base == nil { base = try attachmentNames(stream, at: basePosition) }
                         if let r = theirs[a.globalId] {

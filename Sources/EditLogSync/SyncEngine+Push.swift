@@ -217,18 +217,10 @@ extension SyncEngine {
                     for a in remoteAtts[g] ?? [] { theirs[a.globalId] = a }
                     for a in try log.attachmentSnapshots(of: g, includeDeleted: true) {
                         if !a.deleted, let r = theirs[a.globalId], r.name != a.name {
-                            guard let bytes = try log.blob(sha256: a.sha256) else {
-                                throw EditLogError(.corrupt, "attachment \(a.globalId) of \(g) has no stored bytes (\(a.sha256))")
-                            }
-                            p.attachmentUpdates.append(["globalId": .string(a.globalId), "parentGlobalId": .string(g), "name": .string(a.name),
-                                                        "contentType": .string(a.contentType), "data": .string(Data(bytes).base64EncodedString())])
+                            p.attachmentUpdates.append(try attachmentEntry(a, parent: g))
                             p.changes.append(SyncChange(layer: layer.id, globalId: a.globalId, kind: "rename", fields: [], objectId: r.id))
                         } else if !a.deleted && theirs[a.globalId] == nil {
-                            guard let bytes = try log.blob(sha256: a.sha256) else {
-                                throw EditLogError(.corrupt, "attachment \(a.globalId) of \(g) has no stored bytes (\(a.sha256))")
-                            }
-                            p.attachmentAdds.append(["globalId": .string(a.globalId), "parentGlobalId": .string(g), "name": .string(a.name),
-                                                     "contentType": .string(a.contentType), "data": .string(Data(bytes).base64EncodedString())])
+                            p.attachmentAdds.append(try attachmentEntry(a, parent: g))
                             p.changes.append(SyncChange(layer: layer.id, globalId: a.globalId, kind: "attach", fields: [], objectId: nil))
                         } else if a.deleted && theirs[a.globalId] != nil {
                             p.attachmentDeletes.append(a.globalId)
@@ -239,5 +231,14 @@ extension SyncEngine {
             }
         }
         return p
+    }
+
+    /// An attachment as `applyEdits` takes it in `adds` and `updates`: its GlobalID, parent, name, type and bytes.
+    func attachmentEntry(_ a: AttachmentSnapshot, parent g: String) throws(EditLogError) -> JSONValue {
+        guard let bytes = try log.blob(sha256: a.sha256) else {
+            throw EditLogError(.corrupt, "attachment \(a.globalId) of \(g) has no stored bytes (\(a.sha256))")
+        }
+        return ["globalId": .string(a.globalId), "parentGlobalId": .string(g), "name": .string(a.name),
+                "contentType": .string(a.contentType), "data": .string(Data(bytes).base64EncodedString())]
     }
 }
