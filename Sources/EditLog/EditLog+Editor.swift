@@ -27,14 +27,14 @@ public struct Editor {
     /// Opens a session on a new feature (`parent` for a one-to-many child such as an inspection).
     public func create(layer: String, globalId: String, geometry: JSONValue? = nil, attributes: [String: JSONValue] = [:],
                        parent: ScriptCommand.ParentRef? = nil, sessionId: String? = nil) throws(EditLogError) -> PopupSession {
-        let id = sessionId ?? log.store.ids.next().uuidString.lowercased()
+        let id = sessionId ?? log.store.ids.next().lowercasedString
         try perform(.create(layer: layer, globalId: globalId, geometry: geometry, attributes: attributes, parent: parent), session: id)
         return PopupSession(editor: self, id: id)
     }
 
     /// Starts a session on an existing feature.
     public func edit(layer: String, globalId: String, sessionId: String? = nil) throws(EditLogError) -> PopupSession {
-        let id = sessionId ?? log.store.ids.next().uuidString.lowercased()
+        let id = sessionId ?? log.store.ids.next().lowercasedString
         try perform(.edit(layer: layer, globalId: globalId), session: id)
         return PopupSession(editor: self, id: id)
     }

@@ -63,10 +63,10 @@ extension EditLog {
         let rules = RuleEngine(world: world, geocoderOverride: geocoder)
         switch c.op {
         case .create(let layer, let gid, let geometry, let attributes, let parent):
-            let sid = c.session ?? appender.ids.next().uuidString.lowercased()
+            let sid = c.session ?? appender.ids.next().lowercasedString
             try emit(try decider.create(sessionId: sid, layer: layer, globalId: gid, geometry: geometry, attributes: attributes, parent: parent, actor: c.actor))
         case .edit(let layer, let gid):
-            let sid = c.session ?? appender.ids.next().uuidString.lowercased()
+            let sid = c.session ?? appender.ids.next().lowercasedString
             try emit(try decider.edit(sessionId: sid, layer: layer, globalId: gid))
         case .set(let field, let value):
             try emit(try decider.set(try decider.resolveSession(c.session, actor: c.actor), field: field, value: value))

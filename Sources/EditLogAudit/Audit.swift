@@ -139,7 +139,7 @@ public enum Audit {
         var decisions: [String: MergeDecision] = [:]
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
             guard asOf?.includes(e, clock: clock) ?? true else { return }
-            let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.uuidString.lowercased())
+            let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
             let skip = Set(decision?.skipFields ?? [])
             func add(_ field: String, _ old: JSONValue, _ new: JSONValue) {
                 guard !skip.contains(field) else { return }

@@ -101,7 +101,7 @@ public struct BlameFold: Sendable {
 
     public mutating func apply(_ e: RecordedEvent) throws {
         let p = e.fields
-        decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.uuidString.lowercased())
+        decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
         defer { decision = nil }
         if decision?.revive == true { deleted = nil }
         let merged = decision?.asUpdate == true  // a create of a feature this log had: an update of the fields it took

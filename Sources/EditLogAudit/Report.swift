@@ -64,7 +64,7 @@ public struct AuditReport: Sendable {
         /// A GlobalID that is not `{UUID}` as normalized (none in a log written by EditLog), kept as it is.
         var other: String?
 
-        public var globalId: String { other ?? "{\(uuid.uuidString)}" }
+        public var globalId: String { other ?? "{" + uuid.uppercasedString + "}" }
         public var centre: (x: Double, y: Double)? { x.isNaN ? nil : (x, y) }
 
         init(_ c: FeatureChange) {
@@ -74,7 +74,7 @@ public struct AuditReport: Sendable {
             x = b.map { ($0.minX + $0.maxX) / 2 } ?? .nan
             y = b.map { ($0.minY + $0.maxY) / 2 } ?? .nan
             let g = c.globalId
-            if g.utf8.count == 38, g.hasPrefix("{"), g.hasSuffix("}"), let u = UUID(uuidString: String(g.dropFirst().dropLast())), "{\(u.uuidString)}" == g {
+            if g.utf8.count == 38, g.hasPrefix("{"), g.hasSuffix("}"), let u = UUID(text: g.dropFirst().dropLast()), "{" + u.uppercasedString + "}" == g {
                 uuid = u; other = nil
             } else {
                 uuid = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)); other = g

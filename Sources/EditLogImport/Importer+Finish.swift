@@ -24,7 +24,7 @@ extension Importer {
             let childIsLocal = childWriter.map { $0.logId == engine.ownLog } ?? true
             let del = SideValue(value: .null, writer: parentHistory.lastDelete)
             let kept = SideValue(value: .string(c.globalId), writer: childWriter)
-            d.conflicts = [Conflict(id: appender.ids.next().uuidString.lowercased(), kind: .orphan, layer: parent.id, globalId: p.globalId,
+            d.conflicts = [Conflict(id: appender.ids.next().lowercasedString, kind: .orphan, layer: parent.id, globalId: p.globalId,
                                     field: nil, attachmentId: nil, base: .string(p.globalId),
                                     local: childIsLocal ? kept : del, remote: childIsLocal ? del : kept,
                                     policy: engine.policy, winner: childIsLocal ? .local : .remote)]

@@ -85,14 +85,14 @@ public struct Importer {
             return
         }
         guard let type = e.eventType else {
-            throw EditLogError(.unsupported, "event \(e.id.uuidString.lowercased()) has type \(e.type), which this build of EditLog does not know: upgrade editlog to import it",
+            throw EditLogError(.unsupported, "event \(e.id.lowercasedString) has type \(e.type), which this build of EditLog does not know: upgrade editlog to import it",
                                at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         let feature = StreamName.parseFeature(e.stream)
         if let feature, Self.merged.contains(type) {
             guard let layer = schema.layer(id: feature.layer) else {
-                throw EditLogError(.invalidInput, "event \(e.id.uuidString.lowercased()) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
+                throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
             let before = try world.feature(layer: layer.id, globalId: feature.globalId)
             // A feature new to this log has nothing to merge with: its history is not read.
@@ -103,7 +103,7 @@ public struct Importer {
             var decision = try engine.decide(e, local: local)
             if decision.revive { decision.reviveAttachments += try detachedWithFeature(e.stream, feature.globalId, db) }
             if !decision.isPlain {
-                for i in decision.conflicts.indices { decision.conflicts[i].id = appender.ids.next().uuidString.lowercased() }
+                for i in decision.conflicts.indices { decision.conflicts[i].id = appender.ids.next().lowercasedString }
                 let d = NewEvent(id: appender.ids.next(), stream: e.stream, type: .mergeDecided, payload: decision.json, context: context,
                                  session: nil, cause: Cause.merge(from: e.origin.logId))
                 let r = try appender.append(d)
@@ -120,7 +120,7 @@ public struct Importer {
             }
         } else if type == .sessionStarted, let session = e.session,
                   let other = try world.session(id: session)?.globalId {
-            throw EditLogError(.invalidInput, "event \(e.id.uuidString.lowercased()) opens session \(session), which this log already holds (for feature \(other)): "
+            throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) opens session \(session), which this log already holds (for feature \(other)): "
                                + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
         // Another log's MergeDecided events are its record: their conflicts are listed here too; their decisions do not apply.

@@ -25,7 +25,7 @@ public struct FeatureHistory: Sendable, Hashable {
 
     public mutating func apply(_ e: RecordedEvent) {
         guard let type = e.eventType else { return }
-        let id = e.id.uuidString.lowercased()
+        let id = e.id.lowercasedString
         let decision = pending.removeValue(forKey: id)
         let skip = Set(decision?.skipFields ?? [])
         let skipAtt = Set(decision?.skipAttachments ?? [])

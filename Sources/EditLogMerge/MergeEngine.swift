@@ -29,7 +29,7 @@ public struct MergeEngine: Sendable {
     /// (the importer names them). Throws `.invalidInput` when the event needs a feature this log does not have
     /// (an earlier bundle is missing).
     public func decide(_ remote: RecordedEvent, local: LocalFeature) throws(EditLogError) -> MergeDecision {
-        var d = MergeDecision(log: ownLog, event: remote.id.uuidString.lowercased(), layer: local.layer, globalId: local.globalId)
+        var d = MergeDecision(log: ownLog, event: remote.id.lowercasedString, layer: local.layer, globalId: local.globalId)
         guard let type = remote.eventType else { return d }
         let w = Writer(remote)
         let skip = excluded[local.layer] ?? []
@@ -38,7 +38,7 @@ public struct MergeEngine: Sendable {
             d.conflicts.append(make(kind, field, attachment, base, l, r, winner, local))
         }
         func missing() -> EditLogError {
-            EditLogError(.invalidInput, "event \(remote.id.uuidString.lowercased()) (\(remote.type) at origin position \(remote.origin.position) of log "
+            EditLogError(.invalidInput, "event \(remote.id.lowercasedString) (\(remote.type) at origin position \(remote.origin.position) of log "
                          + "\(remote.origin.logId)) changes feature \(local.globalId), which this log does not have: import the earlier events first",
                          at: "stream \(remote.stream)")
         }

@@ -23,7 +23,7 @@ public struct Writer: Sendable, Hashable {
     /// log was made from) comes before every edit whatever its time: a log made at 10:00 from the service
     /// must not win against an edit made at 9:00 on a device; two baselines still order by log and position.
     public init(_ e: RecordedEvent) {
-        self.init(eventId: e.id.uuidString.lowercased(), time: e.clientTime ?? e.recordedTime, logId: e.origin.logId,
+        self.init(eventId: e.id.lowercasedString, time: e.clientTime ?? e.recordedTime, logId: e.origin.logId,
                   position: e.origin.position, actor: e.actor, device: e.device, session: e.session)
         if e.type == EventType.featureBaselined.rawValue { millis = Int64.min }
     }

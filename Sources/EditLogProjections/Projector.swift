@@ -62,7 +62,7 @@ public final class Projector {
         // Types from a newer EditLog change no projection here (an older build can still read the log).
         guard let type = e.eventType else { return }
         let p = e.fields
-        let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.uuidString.lowercased())
+        let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
         switch type {
         case .schemaDefined:
             // Another log's schema, imported with its events, never replaces this log's (the import checked they agree).

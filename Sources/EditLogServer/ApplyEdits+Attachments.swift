@@ -100,7 +100,7 @@ extension FeatureService {
             e.error = "a new contentType needs the attachment's bytes in data (the log cannot change the type of stored bytes)"
             return e
         }
-        let replacement = "{\(handles.ids.next().uuidString)}"
+        let replacement = "{" + handles.ids.next().uppercasedString + "}"
         e.globalId = GlobalID.normalize(replacement)
         e.objectId = nil
         e.replaces = info.globalId

@@ -80,7 +80,7 @@ extension FeatureService {
         guard let attributes = f["attributes"]?.objectValue ?? (f["geometry"] != nil ? [:] : nil) else {
             e.error = "a feature needs \"attributes\""; return e
         }
-        var gid = "{\(handles.ids.next().uuidString)}"
+        var gid = "{" + handles.ids.next().uppercasedString + "}"
         if useGlobalIds {
             let given = layer.globalIdField.flatMap { name in attributes.first { $0.key.lowercased() == name.lowercased() }?.value.stringValue }
             guard let given, let g = GlobalID.normalize(given) else { e.error = "useGlobalIds: the feature has no GlobalID"; return e }

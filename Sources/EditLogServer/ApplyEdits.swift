@@ -124,7 +124,7 @@ extension FeatureService {
             var commands: [ScriptCommand] = []
             var owner: [Int: Int] = [:]
             for i in edits {
-                let session = plan[i].kind == .delete ? nil : handles.ids.next().uuidString.lowercased()
+                let session = plan[i].kind == .delete ? nil : handles.ids.next().lowercasedString
                 for op in plan[i].commands {
                     commands.append(ScriptCommand(line: commands.count + 1, op: op, actor: user, device: device, at: at, session: session))
                     owner[commands.count] = i

@@ -92,7 +92,7 @@ extension FeatureService {
     /// Records one session on a feature; nil on success, else the refusal.
     func recordSession(_ ops: [ScriptCommand.Operation], name: String, user: String, device: String) -> EditLogError? {
         let at = Timestamp.format(milliseconds: handles.clock.now())
-        let session = handles.ids.next().uuidString.lowercased()
+        let session = handles.ids.next().lowercasedString
         let commands = ops.enumerated().map { ScriptCommand(line: $0.offset + 1, op: $0.element, actor: user, device: device, at: at, session: session) }
         let digest = InputFiles.sha256(Array("\(name) \(user) \(at) \(session)".utf8))
         do {
@@ -110,7 +110,7 @@ extension FeatureService {
         try requireAttachments(layer)
         let g = try liveGlobalId(layer, oid)
         guard let file = r.params.files["attachment"] else { throw ServiceError.invalid("attachment: a file part is required (multipart/form-data)") }
-        let attachmentId = "{\(handles.ids.next().uuidString)}"
+        let attachmentId = "{" + handles.ids.next().uppercasedString + "}"
         let name = file.filename.isEmpty ? "attachment" : file.filename
         let ops: [ScriptCommand.Operation] = [.edit(layer: String(layer.id), globalId: g),
                                               .attach(attachmentId: attachmentId, name: name, contentType: file.contentType, data: file.bytes, preferredSize: "actual"),

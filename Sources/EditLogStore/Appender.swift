@@ -77,7 +77,7 @@ public struct Appender {
         case .appended(let recorded):
             return recorded
         case .alreadyStored(let position):
-            throw EditLogError(.conflict, "event id \(e.id.uuidString.lowercased()) is already stored at position \(position); "
+            throw EditLogError(.conflict, "event id \(e.id.lowercasedString) is already stored at position \(position); "
                                + "an id generator was reused or seeded twice", at: "stream \(e.stream)")
         }
     }

@@ -52,7 +52,7 @@ public final class EventStore: Sendable {
             throw EditLogError(.conflict, "\(path) already exists; EditLog never overwrites a log")
         }
         let ids = ids ?? UUIDv7Generator(clock: clock)
-        let id = logId ?? ids.next().uuidString.lowercased()
+        let id = logId ?? ids.next().lowercasedString
         do {
             let q = try DatabaseQueue(path: path, configuration: configuration(readonly: false, create: true))
             try q.write { db in

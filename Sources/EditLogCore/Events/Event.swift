@@ -65,7 +65,7 @@ public struct RecordedEvent: Sendable, Hashable {
     /// The event as one JSON object (the `log --json` line; schema `schemas/recorded-event.schema.json`).
     public var json: JSONValue {
         .object([
-            "position": .int(position), "id": .string(id.uuidString.lowercased()), "stream": .string(stream),
+            "position": .int(position), "id": .string(id.lowercasedString), "stream": .string(stream),
             "streamVersion": .int(streamVersion), "type": .string(type), "payload": payload,
             "actor": .string(actor), "device": .string(device), "session": JSONValue(session), "cause": .string(cause),
             "clientTime": JSONValue(clientTime), "recordedTime": .string(recordedTime),

@@ -42,7 +42,7 @@ extension RecordedEvent {
             return h
         }
         let idString = try string("id")
-        guard let id = UUID(uuidString: idString) else { throw EditLogError(.invalidInput, "\"id\" is not a UUID: \(idString.prefix(40))") }
+        guard let id = UUID(text: idString) else { throw EditLogError(.invalidInput, "\"id\" is not a UUID: \(idString.prefix(40))") }
         let origin = try value("origin")
         guard let originObject = origin.objectValue else { throw EditLogError(.invalidInput, "\"origin\" must be an object, not \(origin.typeName)") }
         if let extra = Set(originObject.keys).subtracting(["logId", "position", "hash"]).sorted().first {

@@ -6,7 +6,7 @@ public enum GlobalID {
     public static func normalize(_ s: String) -> String? {
         var t = Substring(s)
         if t.hasPrefix("{") && t.hasSuffix("}") { t = t.dropFirst().dropLast() }
-        guard t.utf8.count == 36, let u = UUID(uuidString: String(t)) else { return nil }
-        return "{\(u.uuidString)}"
+        guard t.utf8.count == 36, let u = UUID(text: t) else { return nil }
+        return "{" + u.uppercasedString + "}"
     }
 }

@@ -1,0 +1,60 @@
+import Foundation
+
+/// UUID text without Foundation's `sprintf`/`sscanf` round trip (a few percent of a sync or an import, which
+/// print and parse one or more ids per event). Same text as `uuidString` (lowercased for `lowercasedString`);
+/// `UUID(text:)` accepts exactly the 8-4-4-4-12 hex form, either case.
+extension UUID {
+    /// `uuidString.lowercased()`.
+    public var lowercasedString: String { text(uppercase: false) }
+
+    /// `uuidString`: uppercase hex.
+    public var uppercasedString: String { text(uppercase: true) }
+
+    func text(uppercase: Bool) -> String {
+        let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
+        return withUnsafeBytes(of: uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { out in
+                digits.withUTF8Buffer { hex in
+                    var o = 0
+                    for i in 0..<16 {
+                        if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
+                        let b = raw[i]
+                        out[o] = hex[Int(b >> 4)]; out[o + 1] = hex[Int(b & 0x0F)]
+                        o += 2
+                    }
+                }
+                return 36
+            }
+        }
+    }
+
+    /// Parses `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (hex digits of either case); nil for anything else.
+    public init?(text: some StringProtocol) {
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let ok: Bool = withUnsafeMutableBytes(of: &bytes) { out in
+            var utf8 = text.utf8.makeIterator()
+            var n = 0, pos = 0
+            @inline(__always) func nibble(_ c: UInt8) -> UInt8? {
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- UInt8(ascii: "A") &+ 10
+                default: return nil
+                }
+            }
+            while n < 16 {
+                if pos == 8 || pos == 13 || pos == 18 || pos == 23 {
+                    guard utf8.next() == UInt8(ascii: "-") else { return false }
+                    pos += 1
+                    continue
+                }
+                guard let a = utf8.next().flatMap(nibble), let b = utf8.next().flatMap(nibble) else { return false }
+                out[n] = a << 4 | b
+                n += 1; pos += 2
+            }
+            return utf8.next() == nil
+        }
+        guard ok else { return nil }
+        self.init(uuid: bytes)
+    }
+}
