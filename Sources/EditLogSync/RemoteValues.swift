@@ -2,7 +2,7 @@ import EditLog
 import Foundation
 
 /// A feature as the service answered it, keyed by GlobalID, its attributes in this log's spelling and types.
-struct RemoteFeature {
+struct RemoteFeature: Sendable {
     var layer: Int
     var globalId: String
     var objectId: Int64?

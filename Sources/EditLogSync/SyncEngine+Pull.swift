@@ -2,7 +2,7 @@ import EditLog
 import Foundation
 
 /// What the service changed since the last pull.
-struct PulledChanges {
+struct PulledChanges: Sendable {
     var mode: String
     var fromGen: Int64?
     var toGen: Int64?
@@ -53,7 +53,13 @@ extension SyncEngine {
     }
 
     func extractWindow(from: Int64, to: Int64?) async throws(EditLogError) -> PulledChanges {
-        let ids = log.schema.layers.map { String($0.id) }.joined(separator: ",")
+        try await Self.extractWindow(client: client, schema: log.schema, from: from, to: to)
+    }
+
+    /// One `extractChanges` request (generations `from` to `to`, every layer of `schema`), with the features
+    /// themselves. Static, so a window can download while the engine imports the one before.
+    static func extractWindow(client: FeatureServiceClient, schema: ServiceSchema, from: Int64, to: Int64?) async throws(EditLogError) -> PulledChanges {
+        let ids = schema.layers.map { String($0.id) }.joined(separator: ",")
         let answer = try await client.json("extractChanges", [
             ("layers", "[\(ids)]"), ("serverGens", to.map { "[\(from),\($0)]" } ?? "[\(from)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
             ("returnDeletes", "true"), ("returnIdsOnly", "false"), ("returnAttachments", "false"), ("dataFormat", "json"),
@@ -64,7 +70,7 @@ extension SyncEngine {
         var out = PulledChanges(mode: "extractChanges", fromGen: from)
         out.toGen = (answer["layerServerGens"]?.arrayValue ?? []).compactMap { $0["serverGen"]?.intValue }.max()
         for e in edits {
-            guard let lid = e["id"]?.intValue, let layer = log.schema.layer(id: Int(lid)) else { continue }
+            guard let lid = e["id"]?.intValue, let layer = schema.layer(id: Int(lid)) else { continue }
             let f = e["features"]
             for item in (f?["adds"]?.arrayValue ?? []) + (f?["updates"]?.arrayValue ?? []) {
                 guard let rf = RemoteValues.feature(item, layer: layer) else {
@@ -76,6 +82,75 @@ extension SyncEngine {
             for d in f?["deleteIds"]?.arrayValue ?? [] { if let oid = d.intValue { out.deletes.append((layer.id, oid)) } }
         }
         return out
+    }
+
+    // MARK: Pull and import
+
+    /// A pull through `extractChanges`, in windows of generations up to the service's current one (read from the
+    /// root's `changeTrackingInfo`). Each window's adds and updates are merged and committed as soon as it has
+    /// arrived, while the next window downloads; the deletes of every window are imported with the last one
+    /// (children first, so a parent deleted with its children is never kept for children still to come), and only
+    /// that last transaction records the server generation reached. A run stopped between windows starts from the
+    /// same generation next time: the windows it committed are echoes then and write nothing. Memory holds two
+    /// windows, not the whole pull. Returns the generation reached.
+    func pullInWindows(from: Int64, root: JSONValue?, state initial: SyncState) async throws(EditLogError) -> Int64? {
+        var current: Int64?
+        if let gens = root?["changeTrackingInfo"]?["layerServerGens"]?.arrayValue {
+            current = gens.compactMap { $0["serverGen"]?.intValue }.max()
+        }
+        let client = self.client, schema = log.schema, window = options.generationWindow
+        func download(_ start: Int64) -> (task: Task<PulledChanges, any Error>, from: Int64, to: Int64?) {
+            let end = current.map { min($0, start + window) }
+            return (Task { try await Self.extractWindow(client: client, schema: schema, from: start, to: end) }, start, end)
+        }
+        var state = initial
+        var openConflicts = try openConflictFields()
+        let basePosition = try commonBase(state)
+        var changed = try changedStreams(after: basePosition)
+        var deletes: [(layer: Int, objectId: Int64)] = []
+        var lastEditDate: Int64?
+        var next = download(from)
+        defer { next.task.cancel() }
+        if report.repulls == 0 { report.fromServerGen = from }
+        while true {
+            let window = next
+            let part: PulledChanges
+            do { part = try await window.task.value } catch let e as EditLogError { throw e } catch {
+                throw EditLogError(.io, "extractChanges failed: \(error)", at: client.baseURL + "/extractChanges")
+            }
+            let reached = part.toGen ?? window.to
+            let more: Bool
+            if let end = window.to, let got = part.toGen, let current, got >= end, end < current { more = true } else { more = false }
+            if more, let end = window.to { next = download(end) }
+            deletes += part.deletes
+            if let d = part.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
+            var unit = PulledChanges(mode: "extractChanges", fromGen: window.from, toGen: reached)
+            // A feature deleted in this window or an earlier one is not listed as changed (the answer holds its last state).
+            let deleted = Set((more ? part.deletes : deletes).map { "\($0.layer):\($0.objectId)" })
+            unit.features = part.features.filter { f in !(f.objectId.map { deleted.contains("\(f.layer):\($0)") } ?? false) }
+            if !more { unit.deletes = deletes; unit.lastEditDate = lastEditDate }
+            let before = try log.lastPosition()
+            let pending = try await pendingEvents(unit, state: state, openConflicts: openConflicts, basePosition: basePosition, changedSinceBase: changed)
+            let imported = try importPulled(pending, pull: unit, state: state, partial: more)
+            if !more { return reached }
+            for (l, m) in imported.mappings { state.objectIds[l, default: [:]].merge(m) { _, new in new } }
+            if imported.events > 0 { changed.formUnion(try changedStreams(after: before)) }
+            if imported.conflicts > 0 { openConflicts = try openConflictFields() }
+            try fail("pulled-window")
+        }
+    }
+
+    /// A pull through `query` (a service without change tracking): one answer, one transaction.
+    func pullByQuery(state: SyncState) async throws(EditLogError) {
+        let pull = try await queryChanges(since: state.lastEditDate)
+        if report.repulls == 0 { report.fromServerGen = pull.fromGen }
+        let pending = try await pendingEvents(pull, state: state, openConflicts: try openConflictFields())
+        _ = try importPulled(pending, pull: pull, state: state, partial: false)
+    }
+
+    /// Feature streams (`layer:GlobalID` keys of `pendingEvents`) with an event after `position`.
+    func changedStreams(after position: Int64) throws(EditLogError) -> Set<String> {
+        Set(try log.changedFeatures(after: position, excludingCauses: [], excludingTypes: []).map { StreamName.feature(layer: $0.layer, globalId: $0.globalId) })
     }
 
     /// For a service without change tracking: every feature whose edit date is after `since` (all the first
@@ -133,9 +208,13 @@ extension SyncEngine {
 
     /// The pulled changes as events for the merge, parents before children, echoes of this log's own pushes and
     /// changes this log already has left out.
-    func pendingEvents(_ pull: PulledChanges, state: SyncState, openConflicts: [String: Set<String>]) async throws(EditLogError) -> [PendingChange] {
-        let basePosition = try commonBase(state)
-        let changedSinceBase = Set(try log.changedFeatures(after: basePosition, excludingCauses: [], excludingTypes: []).map { "\($0.layer):\($0.globalId)" })
+    /// `basePosition` and `changedSinceBase` (feature streams with an event after it) are computed when not given.
+    func pendingEvents(_ pull: PulledChanges, state: SyncState, openConflicts: [String: Set<String>],
+                       basePosition base: Int64? = nil, changedSinceBase changed: Set<String>? = nil) async throws(EditLogError) -> [PendingChange] {
+        let basePosition: Int64
+        if let base { basePosition = base } else { basePosition = try commonBase(state) }
+        let changedSinceBase: Set<String>
+        if let changed { changedSinceBase = changed } else { changedSinceBase = try changedStreams(after: basePosition) }
         let origin = "service:" + client.serviceKey
         let now = log.nowString()
         var out: [PendingChange] = []
@@ -158,7 +237,7 @@ extension SyncEngine {
                 let local = try log.snapshot(layer: layer.id, globalId: rf.globalId)
                 let actor = rf.editor ?? "service"
                 let time = rf.editDate.map { Timestamp.format(milliseconds: $0) }
-                let session = log.nextEventId().uuidString.lowercased()
+                let session = log.nextEventId().lowercasedString
                 let open = openConflicts[rf.globalId] ?? []
                 if open.contains("") { continue }  // an open update/delete conflict: left to `conflicts resolve`
                 // Attachments the service has and this log never had (a detached one stays detached here).
@@ -249,7 +328,7 @@ extension SyncEngine {
             case .mergeDecided:
                 if let d = try? MergeDecision(json: e.payload), d.log == log.logId, let target = d.event { skipped[target] = Set(d.skipAttachments) }
             case .sessionCommitted, .conflictResolved:
-                let skip = skipped.removeValue(forKey: e.id.uuidString.lowercased()) ?? []
+                let skip = skipped.removeValue(forKey: e.id.lowercasedString) ?? []
                 let atts = e.payload["attachments"]
                 for a in atts?["added"]?.arrayValue ?? [] {
                     if let id = a["attachmentId"]?.stringValue, let n = a["name"]?.stringValue { names[id] = n }
@@ -291,11 +370,14 @@ extension SyncEngine {
     // MARK: Import
 
     /// One transaction: the pulled events through the merge engine, then the `SyncPulled` state event. Nothing
-    /// new (no event to import and the same server generation) writes nothing.
-    func importPulled(_ pending: [PendingChange], pull: PulledChanges, state: SyncState) throws(EditLogError) {
-        // A run's second or third pull (see `run`) adds to the first's.
+    /// new (no event to import and no ObjectID not known yet) writes nothing. A `partial` pull (a window the run
+    /// continues after) records no server generation: only the pull's last transaction does. Returns what it
+    /// wrote: the events imported, the conflicts met and the ObjectIDs newly recorded.
+    @discardableResult
+    func importPulled(_ pending: [PendingChange], pull: PulledChanges, state: SyncState, partial: Bool) throws(EditLogError)
+        -> (events: Int, conflicts: Int, mappings: [Int: [Int64: String]]) {
+        // A run's windows, and its second or third pull (see `run`), add to the first's.
         report.mode = pull.mode
-        if report.repulls == 0 { report.fromServerGen = pull.fromGen }
         report.toServerGen = pull.toGen
         report.pulled += pending.map(\.change)
         var newMappings: [Int: [Int64: String]] = [:]
@@ -304,10 +386,15 @@ extension SyncEngine {
         }
         // Nothing new here (only echoes of this log's own pushes, or nothing at all): nothing is written; the
         // generation moves with the push (or the next pull that brings something).
-        if pending.isEmpty && newMappings.isEmpty { return }
+        if pending.isEmpty && newMappings.isEmpty { return (0, 0, [:]) }
         var payload: [String: JSONValue] = ["service": .string(client.serviceKey), "mode": .string(pull.mode),
-                                            "fromServerGen": pull.fromGen.map(JSONValue.int) ?? .null, "serverGen": pull.toGen.map(JSONValue.int) ?? .null,
+                                            "fromServerGen": pull.fromGen.map(JSONValue.int) ?? .null,
+                                            "serverGen": partial ? .null : pull.toGen.map(JSONValue.int) ?? .null,
                                             "changes": .array(pending.map(\.change.json))]
+        if partial {
+            payload["partial"] = true
+            if let g = pull.toGen { payload["windowServerGen"] = .int(g) }
+        }
         if let d = pull.lastEditDate { payload["lastEditDate"] = .int(d) }
         payload["objectIds"] = Self.objectIdsJSON(newMappings)
         let source = "sync:" + client.serviceKey
@@ -323,6 +410,7 @@ extension SyncEngine {
         })
         report.imported += r.imported
         report.conflicts += r.conflicts
+        return (r.imported, r.conflicts.count, newMappings)
     }
 
     static func objectIdsJSON(_ m: [Int: [Int64: String]]) -> JSONValue {

@@ -6,8 +6,9 @@ import Foundation
 /// 2. pulls the changes since the last recorded server generation (`extractChanges`; `query` by the edit
 ///    date field when the service has no change tracking), attachments included, turns each changed
 ///    feature into a `sync-pull` session (actor: the service's editor field) and imports them through the
-///    merge engine with this log's changes since the last sync as the other side, all in one transaction
-///    closed by a `SyncPulled` event;
+///    merge engine with this log's changes since the last sync as the other side: one transaction per window
+///    of server generations, each closed by a `SyncPulled` event, the last (with every window's deletes)
+///    recording the generation reached (`pullInWindows`);
 /// 3. pushes what differs between this log and the service for the features this log changed since the last
 ///    sync (`applyEdits`, GlobalIDs, rollbackOnFailure, parents before children, attachments with their
 ///    GlobalIDs) and records a `SyncPushed` event with the answers.
@@ -32,12 +33,14 @@ public final class SyncEngine {
             || (root["capabilities"]?.stringValue ?? "").lowercased().contains("changetracking")
         for attempt in 1...Self.pullAttempts {
             let state = SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
-            let pull = tracking ? try await extractChanges(from: state.serverGen ?? 0, root: root) : try await queryChanges(since: state.lastEditDate)
-            let openConflicts = try openConflictFields()
-            let pending = try await pendingEvents(pull, state: state, openConflicts: openConflicts)
-            try importPulled(pending, pull: pull, state: state)
+            var pulledGen: Int64?
+            if tracking {
+                pulledGen = try await pullInWindows(from: state.serverGen ?? 0, root: root, state: state)
+            } else {
+                try await pullByQuery(state: state)
+            }
             try fail("pulled")
-            if try await push(state: state, pulledGen: pull.toGen, openConflicts: try openConflictFields()) { break }
+            if try await push(state: state, pulledGen: pulledGen, openConflicts: try openConflictFields()) { break }
             // The service changed features this push would send after the pull: pull again (they merge first).
             report.repulls += 1
             guard attempt < Self.pullAttempts else {

@@ -55,6 +55,10 @@ struct EditLogBench: ParsableCommand {
             transform: { try EditLogBench.positive($0, "--lookups") })
     var lookups: Int?
 
+    @Option(help: ArgumentHelp("Remote changes the sync scenario pulls.", valueName: "n"),
+            transform: { try EditLogBench.positive($0, "--sync-changes") })
+    var syncChanges: Int?
+
     @Option(help: ArgumentHelp("The workload's seed.", valueName: "n"))
     var seed: UInt64 = 4
 
@@ -113,6 +117,7 @@ struct EditLogBench: ParsableCommand {
         if let batch { s.batchSessions = batch }
         if let sessions { s.sessions = sessions }
         if let lookups { s.lookups = lookups }
+        if let syncChanges { s.syncChanges = syncChanges }
         return s
     }
 
@@ -148,7 +153,7 @@ struct EditLogBench: ParsableCommand {
         if quick { a.append("--quick") }
         if let fixtures { a += ["--fixtures", fixtures] }
         if prepareOnly { a.append("--prepare-only") }
-        for (flag, v) in [("--events", events), ("--trees", trees), ("--batch", batch), ("--sessions", sessions), ("--lookups", lookups)] {
+        for (flag, v) in [("--events", events), ("--trees", trees), ("--batch", batch), ("--sessions", sessions), ("--lookups", lookups), ("--sync-changes", syncChanges)] {
             if let v { a += [flag, String(v)] }
         }
         if let peer, !prepareOnly {

@@ -61,6 +61,7 @@ enum SyncScenario: Scenario {
         try workload.recordEdits(hub, trees: trees, label: "bench-sync") { n in [("PlantedBy", .string("crew \(n % 97)")), ("SiteWidth", .double(Double(n % 13) + 0.5))] }
         let before = try device.eventCount()
         ctx.prewarm(devicePath)
+        ctx.note("timed: the device's second sync")
         Memory.resetPeak()
         var watch = Stopwatch()
         let report = try watch.time { try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() } }

@@ -129,6 +129,57 @@ import Testing
         #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
     }
 
+    /// A pull in windows of generations commits each window's changes as it arrives; only the last window's
+    /// `SyncPulled` records the generation reached (with every window's deletes). A run stopped between windows
+    /// leaves the windows it committed and the old generation: the next run pulls them again as echoes (no
+    /// second session for any change) and finishes the rest.
+    @Test func aPullInWindowsCommitsEachWindowAndARunStoppedBetweenThemIsFinishedWithoutDuplicates() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let (parent, inspections) = try Fixture.treeWithInspections()
+        let trees = Array(try Fixture.globalIds("Trees").filter { $0 != parent }.prefix(6))
+        try await SyncRig.serve(hub.value) { url in
+            _ = try await SyncRig.sync(device.value, url)
+            let gen = { () throws -> Int64? in
+                try device.value.streamEvents(StreamName.sync).compactMap { $0.payload["serverGen"]?.intValue }.last
+            }
+            let before = try gen()
+            for (i, g) in trees.enumerated() {
+                try SyncRig.set(hub.value, g, [("PlantedBy", "\"crew \(i)\"")], at: "2026-06-0\(i + 1)T10:00:00Z", actor: "hank", session: "h-\(i)")
+            }
+            try hub.value.run(#"{"op":"delete","layer":"Trees","globalId":"\#(parent)","actor":"hank"}"#)
+            // Stopped after the second window's commit.
+            let windows = Mutex(0)
+            let stop: @Sendable (String) throws -> Void = { name in
+                guard name == "pulled-window", windows.withLock({ n in n += 1; return n == 2 }) else { return }
+                throw EditLogError(.io, "stopped between windows")
+            }
+            await #expect(throws: EditLogError.self) { _ = try await SyncRig.sync(device.value, url, failpoint: stop, generationWindow: 2) }
+            let partial = try device.value.streamEvents(StreamName.sync).filter { $0.payload["partial"] == .bool(true) }
+            // A window with nothing new (say, only a session's start) writes nothing: at most one event per window.
+            #expect((1...2).contains(partial.count), "\(partial.map(\.payload))")
+            #expect(partial.allSatisfy { $0.payload["serverGen"] == .null && $0.payload["windowServerGen"]?.intValue != nil })
+            #expect(try gen() == before, "a stopped pull records no generation")
+            let committed = try trees.filter { try device.value.attributes($0)["PlantedBy"] != nil && device.value.attributes($0)["PlantedBy"] == hub.value.attributes($0)["PlantedBy"] }
+            #expect(!committed.isEmpty && committed.count < trees.count, "some windows were committed, not all: \(committed.count)")
+            let r = try await SyncRig.sync(device.value, url, generationWindow: 2)
+            #expect(r.pulled.filter { $0.kind == "delete" }.count == 1 + inspections.count, "\(r.pulled)")
+            #expect(try gen().map { $0 > (before ?? 0) } == true)
+            let again = try await SyncRig.sync(device.value, url)
+            #expect(again.eventsWritten == 0, "\(again.json.serialized())")
+        }
+        // Each hub session arrived once: one sync-pull session per tree.
+        for g in trees {
+            let pulled = try device.value.streamEvents(StreamName.feature(layer: 0, globalId: g))
+                .filter { $0.cause == Cause.syncPull && $0.type == EventType.sessionCommitted.rawValue }
+            #expect(pulled.count == 1, "\(g): \(pulled.count) sync-pull sessions")
+        }
+        #expect(try device.value.snapshot(layer: 0, globalId: parent)?.deleted == true)
+        for g in inspections { #expect(try device.value.snapshot(layer: 3, globalId: g)?.deleted == true) }
+        #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
+    }
+
     /// Another client edits a feature on the service after this sync pulled and before it pushes its own edit of
     /// that feature. The push must not overwrite it unseen: the sync pulls again, the merge records the conflict,
     /// and both sides end with the policy's winner.
