@@ -50,6 +50,22 @@ extension EditLog {
         return try read { db in try ProjectedState(db: db, schema: schema).feature(layer: layer, globalId: globalId) }
     }
 
+    /// Features of one layer by GlobalID (deleted ones too), each with its attachments (detached ones too), read
+    /// in one transaction: what a sync compares a window of pulled features with. Features this log never had
+    /// are absent.
+    public func snapshots(layer: Int, globalIds: [String]) throws(EditLogError) -> [String: (feature: FeatureSnapshot, attachments: [AttachmentSnapshot])] {
+        let schema = self.schema
+        return try read { db in
+            let state = ProjectedState(db: db, schema: schema)
+            var out: [String: (feature: FeatureSnapshot, attachments: [AttachmentSnapshot])] = [:]
+            for g in globalIds where out[g] == nil {
+                guard let f = try state.feature(layer: layer, globalId: g) else { continue }
+                out[g] = (f, try state.attachments(of: g, includeDeleted: true))
+            }
+            return out
+        }
+    }
+
     /// A feature's attachments (detached ones too with `includeDeleted`).
     public func attachmentSnapshots(of globalId: String, includeDeleted: Bool = false) throws(EditLogError) -> [AttachmentSnapshot] {
         let schema = self.schema

@@ -232,16 +232,17 @@ extension SyncEngine {
             if features.isEmpty { continue }
             let atts = try await remoteAttachments(layer: layer, features: features.map { ($0.globalId, $0.objectId) })
             let derived = derivedFields(layer)
+            let here = try log.snapshots(layer: layer.id, globalIds: features.map(\.globalId))
             for rf in features {
                 let stream = StreamName.feature(layer: layer.id, globalId: rf.globalId)
-                let local = try log.snapshot(layer: layer.id, globalId: rf.globalId)
+                let local = here[rf.globalId]?.feature
                 let actor = rf.editor ?? "service"
                 let time = rf.editDate.map { Timestamp.format(milliseconds: $0) }
                 let session = log.nextEventId().lowercasedString
                 let open = openConflicts[rf.globalId] ?? []
                 if open.contains("") { continue }  // an open update/delete conflict: left to `conflicts resolve`
                 // Attachments the service has and this log never had (a detached one stays detached here).
-                let mine = try local == nil ? [] : log.attachmentSnapshots(of: rf.globalId, includeDeleted: true)
+                let mine = here[rf.globalId]?.attachments ?? []
                 let known = Set(mine.map(\.globalId))
                 var added: [JSONValue] = [], blobs: [[UInt8]] = []
                 for a in atts[rf.globalId] ?? [] where !known.contains(a.globalId) {
