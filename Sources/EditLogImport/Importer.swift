@@ -79,8 +79,7 @@ public struct Importer {
 
     /// Imports one event of another log. Events must come in their origin order (a bundle's order).
     public mutating func importEvent(_ e: RecordedEvent, db: Database, appender: inout Appender, projector: Projector) throws {
-        let idBytes = withUnsafeBytes(of: e.id.uuid) { Data($0) }
-        if try Int64.fetchOne(db.cachedStatement(sql: "SELECT position FROM events WHERE id = ?"), arguments: [idBytes]) != nil {
+        if try EventReading.position(ofEventId: e.id, db) != nil {
             report.alreadyPresent += 1
             return
         }
@@ -95,10 +94,13 @@ public struct Importer {
                 throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
             let before = try world.feature(layer: layer.id, globalId: feature.globalId)
-            // A feature new to this log has nothing to merge with: its history is not read.
+            // A feature new to this log has nothing to merge with: its history is not read. Its attachments are read
+            // only for an event that renames or removes some (the only ones the engine looks them up for).
+            let atts = e.payload["attachments"]
+            let attachmentsNeeded = before != nil && (atts?["renamed"]?.arrayValue?.isEmpty == false || atts?["removed"]?.arrayValue?.isEmpty == false)
             let local = LocalFeature(layer: layer.id, globalId: feature.globalId, snapshot: before,
-                                     attachments: before == nil ? [:] : Dictionary(try world.attachments(of: feature.globalId, includeDeleted: true).map { ($0.globalId, ($0.name, $0.deleted)) },
-                                                                                    uniquingKeysWith: { a, _ in a }),
+                                     attachments: !attachmentsNeeded ? [:] : Dictionary(try world.attachments(of: feature.globalId, includeDeleted: true).map { ($0.globalId, ($0.name, $0.deleted)) },
+                                                                                         uniquingKeysWith: { a, _ in a }),
                                      history: before == nil ? FeatureHistory(ownLog: engine.ownLog) : try history(of: e.stream, db))
             var decision = try engine.decide(e, local: local)
             if decision.revive { decision.reviveAttachments += try detachedWithFeature(e.stream, feature.globalId, db) }
@@ -119,7 +121,7 @@ public struct Importer {
                 note(layer, feature.globalId, before: before, type: type)
             }
         } else if type == .sessionStarted, let session = e.session,
-                  let other = try world.session(id: session)?.globalId {
+                  let other = try world.sessionGlobalId(id: session) {
             throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) opens session \(session), which this log already holds (for feature \(other)): "
                                + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
@@ -194,9 +196,13 @@ public struct Importer {
 
     func readHistory(of stream: String, _ db: Database) throws -> FeatureHistory {
         var h = FeatureHistory(ownLog: engine.ownLog)
-        try EventReading.forEach(db, where: "stream = ?", arguments: [stream], cached: true) { h.apply($0) }
+        try EventReading.forEach(db, where: Self.historyClause, arguments: [stream], cached: true) { h.apply($0) }
         return h
     }
+
+    /// A stream's events that `FeatureHistory.apply` folds (it ignores every other type): session starts and
+    /// staged steps, most of a stream, are not decoded.
+    static let historyClause = "stream = ? AND type IN (" + FeatureHistory.foldedTypes.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ") + ")"
 
     /// Every event the import appends goes through here: a history read before folds it too, so it stays what
     /// reading the stream again would give.

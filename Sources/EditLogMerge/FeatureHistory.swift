@@ -23,8 +23,11 @@ public struct FeatureHistory: Sendable, Hashable {
 
     public init(ownLog: String) { self.ownLog = ownLog }
 
+    /// The event types `apply` folds; it ignores every other.
+    public static let foldedTypes: Set<EventType> = [.mergeDecided, .featureBaselined, .featureDerived, .sessionCommitted, .conflictResolved, .featureDeleted]
+
     public mutating func apply(_ e: RecordedEvent) {
-        guard let type = e.eventType else { return }
+        guard let type = e.eventType, Self.foldedTypes.contains(type) else { return }
         let id = e.id.lowercasedString
         let decision = pending.removeValue(forKey: id)
         let skip = Set(decision?.skipFields ?? [])

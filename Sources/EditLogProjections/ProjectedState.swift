@@ -116,6 +116,14 @@ public struct ProjectedState: CurrentState {
         return try sessionRow(statement, binding: [id])
     }
 
+    /// The feature a session (open or ended) is about, or nil when this log has no such session. Unlike
+    /// `session(id:)` it writes no pending session row first: a session's feature never changes, and the ones not
+    /// yet written are in the projector's memory (an import asks this for every session it brings).
+    public func sessionGlobalId(id: String) throws -> String? {
+        if let s = projector?.openSessions[id] ?? projector?.pendingSessions[id]?.state { return s.globalId }
+        return try String.fetchOne(db.cachedStatement(sql: "SELECT global_id FROM p_sessions WHERE id = ?"), arguments: [id])
+    }
+
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {
         try syncSessions()
         let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?")

@@ -8,6 +8,9 @@ public struct FeatureServiceClient: Sendable {
     public let baseURL: String
     public let token: String?
     public let transport: any ServiceTransport
+    /// The key sync state is recorded under: the URL without query, trailing slash, scheme/host case (made once:
+    /// sync names it in every pulled event).
+    public let serviceKey: String
 
     public init(url: String, token: String?, transport: any ServiceTransport = HTTPTransport()) throws(EditLogError) {
         var u = url.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -20,10 +23,10 @@ public struct FeatureServiceClient: Sendable {
             throw EditLogError(.invalidInput, "--service must end with /FeatureServer (the service root), not \"\(url.prefix(120))\"")
         }
         self.baseURL = u; self.token = token; self.transport = transport
+        self.serviceKey = Self.key(of: u)
     }
 
-    /// The key sync state is recorded under: the URL without query, trailing slash, scheme/host case.
-    public var serviceKey: String {
+    static func key(of baseURL: String) -> String {
         guard let c = URLComponents(string: baseURL) else { return baseURL }
         var k = c
         k.scheme = c.scheme?.lowercased(); k.host = c.host?.lowercased()
