@@ -121,7 +121,7 @@ public struct ProjectedState: CurrentState {
     /// yet written are in the projector's memory (an import asks this for every session it brings).
     public func sessionGlobalId(id: String) throws -> String? {
         if let s = projector?.openSessions[id] ?? projector?.pendingSessions[id]?.state { return s.globalId }
-        return try String.fetchOne(db.cachedStatement(sql: "SELECT global_id FROM p_sessions WHERE id = ?"), arguments: [id])
+        return try Self.stepOnce(db.cachedStatement(sql: "SELECT global_id FROM p_sessions WHERE id = ?"), db: db, binding: [id]) { Self.text($0, 0) } ?? nil
     }
 
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {

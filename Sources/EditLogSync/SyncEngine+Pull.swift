@@ -99,8 +99,8 @@ extension SyncEngine {
             current = gens.compactMap { $0["serverGen"]?.intValue }.max()
         }
         let client = self.client, schema = log.schema, window = options.generationWindow
-        func download(_ start: Int64) -> (task: Task<PulledChanges, any Error>, from: Int64, to: Int64?) {
-            let end = current.map { min($0, start + window) }
+        func download(_ start: Int64, size: Int64) -> (task: Task<PulledChanges, any Error>, from: Int64, to: Int64?) {
+            let end = current.map { min($0, start + max(1, size)) }
             return (Task { try await Self.extractWindow(client: client, schema: schema, from: start, to: end) }, start, end)
         }
         var state = initial
@@ -109,7 +109,8 @@ extension SyncEngine {
         var changed = try changedStreams(after: basePosition)
         var deletes: [(layer: Int, objectId: Int64)] = []
         var lastEditDate: Int64?
-        var next = download(from)
+        // The first window is a quarter of the others: nothing can be merged before it arrives.
+        var next = download(from, size: window / 4)
         defer { next.task.cancel() }
         if report.repulls == 0 { report.fromServerGen = from }
         while true {
@@ -121,7 +122,7 @@ extension SyncEngine {
             let reached = part.toGen ?? window.to
             let more: Bool
             if let end = window.to, let got = part.toGen, let current, got >= end, end < current { more = true } else { more = false }
-            if more, let end = window.to { next = download(end) }
+            if more, let end = window.to { next = download(end, size: options.generationWindow) }
             deletes += part.deletes
             if let d = part.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
             var unit = PulledChanges(mode: "extractChanges", fromGen: window.from, toGen: reached)
