@@ -14,10 +14,21 @@ struct PulledChanges: Sendable {
 }
 
 /// A pulled change ready to import: its events (a sync-pull session or a delete) and the bytes of its new attachments.
-struct PendingChange {
+struct PendingChange: Sendable {
     var change: SyncChange
+    /// Unstamped until `stamp`: ids, the session id, the recorded time and origin positions come from this log's
+    /// generators just before the import, in order (so they do not depend on when the events were built).
     var events: [RecordedEvent]
     var blobs: [[UInt8]]
+    /// Attachments added, renamed or removed.
+    var attachments = 0
+}
+
+/// A value handed to the task that builds the next window while this one imports: the engine (whose mutable
+/// report that task never touches) and the read-only log handle, used by that task alone.
+final class UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }
 
 extension SyncEngine {
@@ -88,20 +99,16 @@ extension SyncEngine {
 
     /// A pull through `extractChanges`, in windows of generations up to the service's current one (read from the
     /// root's `changeTrackingInfo`). Each window's adds and updates are merged and committed as soon as it has
-    /// arrived, while the next window downloads; the deletes of every window are imported with the last one
-    /// (children first, so a parent deleted with its children is never kept for children still to come), and only
-    /// that last transaction records the server generation reached. A run stopped between windows starts from the
-    /// same generation next time: the windows it committed are echoes then and write nothing. Memory holds two
-    /// windows, not the whole pull. Returns the generation reached.
+    /// arrived; meanwhile the next window downloads and its sessions are built from a read-only handle on this log
+    /// (the sessions of features that import then touched are built again after it). The deletes of every window
+    /// are imported with the last one (children first, so a parent deleted with its children is never kept for
+    /// children still to come), and only that last transaction records the server generation reached. A run
+    /// stopped between windows starts from the same generation next time: the windows it committed are echoes
+    /// then and write nothing. Memory holds about three windows, not the whole pull. Returns the generation reached.
     func pullInWindows(from: Int64, root: JSONValue?, state initial: SyncState) async throws(EditLogError) -> Int64? {
         var current: Int64?
         if let gens = root?["changeTrackingInfo"]?["layerServerGens"]?.arrayValue {
             current = gens.compactMap { $0["serverGen"]?.intValue }.max()
-        }
-        let client = self.client, schema = log.schema, window = options.generationWindow
-        func download(_ start: Int64, size: Int64) -> (task: Task<PulledChanges, any Error>, from: Int64, to: Int64?) {
-            let end = current.map { min($0, start + max(1, size)) }
-            return (Task { try await Self.extractWindow(client: client, schema: schema, from: start, to: end) }, start, end)
         }
         var state = initial
         var openConflicts = try openConflictFields()
@@ -109,35 +116,120 @@ extension SyncEngine {
         var changed = try changedStreams(after: basePosition)
         var deletes: [(layer: Int, objectId: Int64)] = []
         var lastEditDate: Int64?
-        // The first window is a quarter of the others: nothing can be merged before it arrives.
-        var next = download(from, size: window / 4)
-        defer { next.task.cancel() }
+        var reader: UncheckedSendable<EditLog>?
+        defer { reader?.value.close() }
+        let engine = UncheckedSendable(self)
         if report.repulls == 0 { report.fromServerGen = from }
+        // The first window is a quarter of the others: nothing can be merged before it arrives.
+        var built = try await receiveWindow(Self.download(client: client, schema: log.schema, from: from, size: options.generationWindow / 4, current: current),
+                                            current: current, state: state, openConflicts: openConflicts, basePosition: basePosition, changed: changed, reader: nil)
+        defer { built.next?.task.cancel() }
         while true {
-            let window = next
-            let part: PulledChanges
-            do { part = try await window.task.value } catch let e as EditLogError { throw e } catch {
+            var unit = built.unit, pending = built.pending
+            deletes += built.part.deletes
+            if let d = built.part.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
+            // The next window: downloaded and its sessions built while this one imports.
+            var ahead: Task<BuiltWindow, any Error>?
+            if let next = built.next {
+                if reader == nil { reader = UncheckedSendable(try EditLog.open(at: log.path, readonly: true)) }
+                let st = state, oc = openConflicts, ch = changed, rd = reader
+                ahead = Task { try await engine.value.receiveWindow(next, current: current, state: st, openConflicts: oc, basePosition: basePosition, changed: ch, reader: rd?.value) }
+                if options.buildNextWindowFirst, let ahead { _ = await ahead.result }
+            }
+            var touched = Set<String>()
+            do {
+                if !built.more {
+                    // The last window: features deleted in any window are not listed as changed; every delete goes here.
+                    let deleted = Set(deletes.map { "\($0.layer):\($0.objectId)" })
+                    unit.features.removeAll { f in f.objectId.map { deleted.contains("\(f.layer):\($0)") } ?? false }
+                    pending.removeAll { p in p.change.objectId.map { deleted.contains("\(p.change.layer):\($0)") } ?? false }
+                    unit.deletes = deletes; unit.lastEditDate = lastEditDate
+                    var gone = PulledChanges(mode: unit.mode, fromGen: unit.fromGen, toGen: unit.toGen)
+                    gone.deletes = deletes
+                    pending += try await pendingEvents(gone, state: state, openConflicts: openConflicts, basePosition: basePosition, changedSinceBase: changed)
+                }
+                let before = try log.lastPosition()
+                let imported = try importPulled(pending, pull: unit, state: state, partial: built.more)
+                if built.more {
+                    for (l, m) in imported.mappings { state.objectIds[l, default: [:]].merge(m) { _, new in new } }
+                    if imported.events > 0 { touched = try changedStreams(after: before); changed.formUnion(touched) }
+                    if imported.conflicts > 0 { openConflicts = try openConflictFields() }
+                    try fail("pulled-window")
+                }
+            } catch {
+                if let ahead {
+                    ahead.cancel()
+                    if case .success(let b) = await ahead.result { b.next?.task.cancel() }
+                }
+                throw error
+            }
+            guard let ahead else { return unit.toGen }
+            var next: BuiltWindow
+            do { next = try await ahead.value } catch let e as EditLogError { throw e } catch {
                 throw EditLogError(.io, "extractChanges failed: \(error)", at: client.baseURL + "/extractChanges")
             }
-            let reached = part.toGen ?? window.to
-            let more: Bool
-            if let end = window.to, let got = part.toGen, let current, got >= end, end < current { more = true } else { more = false }
-            if more, let end = window.to { next = download(end, size: options.generationWindow) }
-            deletes += part.deletes
-            if let d = part.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
-            var unit = PulledChanges(mode: "extractChanges", fromGen: window.from, toGen: reached)
-            // A feature deleted in this window or an earlier one is not listed as changed (the answer holds its last state).
-            let deleted = Set((more ? part.deletes : deletes).map { "\($0.layer):\($0.objectId)" })
-            unit.features = part.features.filter { f in !(f.objectId.map { deleted.contains("\(f.layer):\($0)") } ?? false) }
-            if !more { unit.deletes = deletes; unit.lastEditDate = lastEditDate }
-            let before = try log.lastPosition()
-            let pending = try await pendingEvents(unit, state: state, openConflicts: openConflicts, basePosition: basePosition, changedSinceBase: changed)
-            let imported = try importPulled(pending, pull: unit, state: state, partial: more)
-            if !more { return reached }
-            for (l, m) in imported.mappings { state.objectIds[l, default: [:]].merge(m) { _, new in new } }
-            if imported.events > 0 { changed.formUnion(try changedStreams(after: before)) }
-            if imported.conflicts > 0 { openConflicts = try openConflictFields() }
-            try fail("pulled-window")
+            // Sessions of features the import just touched were built against the state before it: built again.
+            let stale = Set(next.unit.features.map { StreamName.feature(layer: $0.layer, globalId: $0.globalId) }).intersection(touched)
+            if !stale.isEmpty {
+                next.pending.removeAll { stale.contains(StreamName.feature(layer: $0.change.layer, globalId: $0.change.globalId)) }
+                var redo = PulledChanges(mode: next.unit.mode, fromGen: next.unit.fromGen, toGen: next.unit.toGen)
+                redo.features = next.unit.features.filter { stale.contains(StreamName.feature(layer: $0.layer, globalId: $0.globalId)) }
+                next.pending += try await pendingEvents(redo, state: state, openConflicts: openConflicts, basePosition: basePosition, changedSinceBase: changed)
+                next.pending = ordered(next.pending, as: next.unit.features)
+            }
+            built = next
+        }
+    }
+
+    /// One window of a pull: its answer, whether another window follows (and its download, started), the
+    /// features to merge (those it also lists as deleted left out) and their sessions, unstamped.
+    struct BuiltWindow: Sendable {
+        var part: PulledChanges
+        var more: Bool
+        var next: (task: Task<PulledChanges, any Error>, from: Int64, to: Int64?)?
+        var unit: PulledChanges
+        var pending: [PendingChange]
+    }
+
+    /// Starts the download of the window from `start` (at most `size` generations, up to `current`).
+    static func download(client: FeatureServiceClient, schema: ServiceSchema, from start: Int64, size: Int64, current: Int64?)
+        -> (task: Task<PulledChanges, any Error>, from: Int64, to: Int64?) {
+        let end = current.map { min($0, start + max(1, size)) }
+        return (Task { try await extractWindow(client: client, schema: schema, from: start, to: end) }, start, end)
+    }
+
+    /// Waits for a window's answer, starts the next window's download, and builds the window's sessions (through
+    /// `reader` when given). Touches nothing of the engine's mutable state: it runs while another window imports.
+    func receiveWindow(_ window: (task: Task<PulledChanges, any Error>, from: Int64, to: Int64?), current: Int64?, state: SyncState,
+                       openConflicts: [String: Set<String>], basePosition: Int64, changed: Set<String>, reader: EditLog?) async throws(EditLogError) -> BuiltWindow {
+        let part: PulledChanges
+        do { part = try await window.task.value } catch let e as EditLogError { throw e } catch {
+            throw EditLogError(.io, "extractChanges failed: \(error)", at: client.baseURL + "/extractChanges")
+        }
+        var more = false
+        if let end = window.to, let got = part.toGen, let current, got >= end, end < current { more = true }
+        let next = more ? Self.download(client: client, schema: log.schema, from: window.to!, size: options.generationWindow, current: current) : nil
+        var unit = PulledChanges(mode: "extractChanges", fromGen: window.from, toGen: part.toGen ?? window.to)
+        let deleted = Set(part.deletes.map { "\($0.layer):\($0.objectId)" })
+        unit.features = part.features.filter { f in !(f.objectId.map { deleted.contains("\(f.layer):\($0)") } ?? false) }
+        do {
+            let pending = try await pendingEvents(unit, state: state, openConflicts: openConflicts, basePosition: basePosition, changedSinceBase: changed, reader: reader)
+            return BuiltWindow(part: part, more: more, next: next, unit: unit, pending: pending)
+        } catch {
+            next?.task.cancel()
+            throw error
+        }
+    }
+
+    /// Pulled sessions in the order `pendingEvents` builds them: layers parents first, then the answer's order.
+    func ordered(_ pending: [PendingChange], as features: [RemoteFeature]) -> [PendingChange] {
+        var rank: [String: Int] = [:]
+        for (i, f) in features.enumerated() { rank["\(f.layer):\(f.globalId)"] = i }
+        var layerRank: [Int: Int] = [:]
+        for (i, l) in layerOrder.enumerated() { layerRank[l.id] = i }
+        return pending.sorted {
+            (layerRank[$0.change.layer] ?? 0, rank["\($0.change.layer):\($0.change.globalId)"] ?? 0)
+                < (layerRank[$1.change.layer] ?? 0, rank["\($1.change.layer):\($1.change.globalId)"] ?? 0)
         }
     }
 
@@ -210,22 +302,23 @@ extension SyncEngine {
     /// The pulled changes as events for the merge, parents before children, echoes of this log's own pushes and
     /// changes this log already has left out.
     /// `basePosition` and `changedSinceBase` (feature streams with an event after it) are computed when not given.
+    /// Reads go through `reader` when given (a read-only handle on this log: the next window is built while this
+    /// one imports); events come unstamped (see `stamp`), so building them draws no id and reads no clock.
     func pendingEvents(_ pull: PulledChanges, state: SyncState, openConflicts: [String: Set<String>],
-                       basePosition base: Int64? = nil, changedSinceBase changed: Set<String>? = nil) async throws(EditLogError) -> [PendingChange] {
+                       basePosition base: Int64? = nil, changedSinceBase changed: Set<String>? = nil,
+                       reader: EditLog? = nil) async throws(EditLogError) -> [PendingChange] {
+        let log = reader ?? self.log
         let basePosition: Int64
         if let base { basePosition = base } else { basePosition = try commonBase(state) }
         let changedSinceBase: Set<String>
         if let changed { changedSinceBase = changed } else { changedSinceBase = try changedStreams(after: basePosition) }
         let origin = "service:" + client.serviceKey
-        let now = log.nowString()
         var out: [PendingChange] = []
-        var seq: Int64 = 0
         func event(_ stream: String, _ type: EventType, _ payload: JSONValue, actor: String, time: String?, session: String?) -> RecordedEvent {
-            seq += 1
             let bytes = payload.serializedBytes()
-            return RecordedEvent(position: 0, id: log.nextEventId(), stream: stream, streamVersion: 0, type: type.rawValue, payload: payload,
-                                 actor: actor, device: client.serviceKey, session: session, cause: Cause.syncPull, clientTime: time, recordedTime: now,
-                                 origin: EventOrigin(logId: origin, position: (pull.toGen ?? 0) * 1_000_000 + seq, hash: EventHash.sha256(bytes)), hash: [])
+            return RecordedEvent(position: 0, id: Self.unstamped, stream: stream, streamVersion: 0, type: type.rawValue, payload: payload,
+                                 actor: actor, device: client.serviceKey, session: session, cause: Cause.syncPull, clientTime: time, recordedTime: "",
+                                 origin: EventOrigin(logId: origin, position: 0, hash: EventHash.sha256(bytes)), hash: [])
         }
         let byLayer = Dictionary(grouping: pull.features, by: \.layer)
         for layer in layerOrder {
@@ -239,7 +332,7 @@ extension SyncEngine {
                 let local = here[rf.globalId]?.feature
                 let actor = rf.editor ?? "service"
                 let time = rf.editDate.map { Timestamp.format(milliseconds: $0) }
-                let session = log.nextEventId().lowercasedString
+                let session = ""  // stamped
                 let open = openConflicts[rf.globalId] ?? []
                 if open.contains("") { continue }  // an open update/delete conflict: left to `conflicts resolve`
                 // Attachments the service has and this log never had (a detached one stays detached here).
@@ -261,7 +354,7 @@ extension SyncEngine {
                     var base: [String: String]?
                     for a in mine where !a.deleted {
                         if let r = theirs[a.globalId], r.name == a.name { continue }
-                        if base == nil { base = try attachmentNames(stream, at: basePosition) }
+                        if base == nil { base = try attachmentNames(stream, at: basePosition, log) }
                         if let r = theirs[a.globalId] {
                             let old = base?[a.globalId]
                             if old == r.name { continue }  // the service kept the base name: the rename is this log's (pushed next)
@@ -283,7 +376,7 @@ extension SyncEngine {
                     committed["changes"] = .object(changes)
                 } else {
                     let current = local!
-                    let base = try baseAttributes(layer, rf.globalId, basePosition: basePosition, changedSinceBase.contains(stream), current: current)
+                    let base = try baseAttributes(layer, rf.globalId, basePosition: basePosition, changedSinceBase.contains(stream), current: current, log)
                     var changes: [String: JSONValue] = [:]
                     for (k, r) in rf.attributes where !derived.contains(k) && !open.contains(k) {
                         let b = base?[k] ?? .null, l = current.attributes[k] ?? .null
@@ -298,8 +391,7 @@ extension SyncEngine {
                 out.append(PendingChange(change: SyncChange(layer: layer.id, globalId: rf.globalId, kind: local == nil ? "add" : "update", fields: fields, objectId: rf.objectId),
                                          events: [event(stream, .sessionStarted, .object(started), actor: actor, time: time, session: session),
                                                   event(stream, .sessionCommitted, .object(committed), actor: actor, time: time, session: session)],
-                                         blobs: blobs))
-                report.pulledAttachments += added.count + renamed.count + removed.count
+                                         blobs: blobs, attachments: added.count + renamed.count + removed.count))
             }
         }
         // Deletes: the service names them by its ObjectIDs; known ones map to GlobalIDs (children first).
@@ -309,7 +401,7 @@ extension SyncEngine {
                 guard let local = try log.snapshot(layer: layer.id, globalId: g), !local.deleted else { continue }
                 if openConflicts[g]?.contains("") == true { continue }
                 let stream = StreamName.feature(layer: layer.id, globalId: g)
-                let base = try baseAttributes(layer, g, basePosition: basePosition, changedSinceBase.contains(stream), current: local) ?? local.attributes
+                let base = try baseAttributes(layer, g, basePosition: basePosition, changedSinceBase.contains(stream), current: local, log) ?? local.attributes
                 var attrs: [String: JSONValue] = [:]
                 for f in layer.attributeFields { attrs[f.name] = base[f.name] ?? .null }
                 let payload: JSONValue = ["layer": .int(Int64(layer.id)), "globalId": .string(g), "attributes": .object(attrs)]
@@ -322,7 +414,7 @@ extension SyncEngine {
 
     /// A feature's live attachments and their names at a position of this log, folded from its stream (a rename
     /// or detach this log's merge decided not to apply left out).
-    func attachmentNames(_ stream: String, at position: Int64) throws(EditLogError) -> [String: String] {
+    func attachmentNames(_ stream: String, at position: Int64, _ log: EditLog) throws(EditLogError) -> [String: String] {
         var names: [String: String] = [:]
         var skipped: [String: Set<String>] = [:]
         for e in try log.streamEvents(stream) where e.position <= position {
@@ -361,7 +453,7 @@ extension SyncEngine {
     }
 
     /// The feature's attributes at the common base (nil: it did not exist then).
-    func baseAttributes(_ layer: LayerSchema, _ g: String, basePosition: Int64, _ changedSince: Bool, current: FeatureSnapshot) throws(EditLogError) -> [String: JSONValue]? {
+    func baseAttributes(_ layer: LayerSchema, _ g: String, basePosition: Int64, _ changedSince: Bool, current: FeatureSnapshot, _ log: EditLog) throws(EditLogError) -> [String: JSONValue]? {
         if !changedSince { return current.attributes }
         guard let b = try? log.blame(globalId: g, asOf: .position(basePosition)), b.exists else { return nil }
         var out: [String: JSONValue] = [:]
@@ -382,6 +474,7 @@ extension SyncEngine {
         report.mode = pull.mode
         report.toServerGen = pull.toGen
         report.pulled += pending.map(\.change)
+        report.pulledAttachments += pending.reduce(0) { $0 + $1.attachments }
         var newMappings: [Int: [Int64: String]] = [:]
         for (l, m) in objectIdsPulled(pull) {
             for (oid, g) in m where state.objectIds[l]?[oid] != g { newMappings[l, default: [:]][oid] = g }
@@ -389,6 +482,8 @@ extension SyncEngine {
         // Nothing new here (only echoes of this log's own pushes, or nothing at all): nothing is written; the
         // generation moves with the push (or the next pull that brings something).
         if pending.isEmpty && newMappings.isEmpty { return (0, 0, [:]) }
+        var pending = pending
+        stamp(&pending, toGen: pull.toGen)
         var payload: [String: JSONValue] = ["service": .string(client.serviceKey), "mode": .string(pull.mode),
                                             "fromServerGen": pull.fromGen.map(JSONValue.int) ?? .null,
                                             "serverGen": partial ? .null : pull.toGen.map(JSONValue.int) ?? .null,
@@ -413,6 +508,26 @@ extension SyncEngine {
         report.imported += r.imported
         report.conflicts += r.conflicts
         return (r.imported, r.conflicts.count, newMappings)
+    }
+
+    /// An id no stamped event has: the placeholder of events `pendingEvents` builds.
+    static let unstamped = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+    /// Gives pulled events, in order, their ids (a session pair's session id first), the recorded time and origin
+    /// positions (`toGen` × 10⁶ + their rank in the import) from this log's generators, just before the import.
+    func stamp(_ pending: inout [PendingChange], toGen: Int64?) {
+        let now = log.nowString()
+        var seq: Int64 = 0
+        for i in pending.indices {
+            let session = pending[i].events.first?.session == nil ? nil : log.nextEventId().lowercasedString
+            for j in pending[i].events.indices {
+                seq += 1
+                pending[i].events[j].id = log.nextEventId()
+                pending[i].events[j].session = session
+                pending[i].events[j].recordedTime = now
+                pending[i].events[j].origin.position = (toGen ?? 0) * 1_000_000 + seq
+            }
+        }
     }
 
     static func objectIdsJSON(_ m: [Int: [Int64: String]]) -> JSONValue {

@@ -17,6 +17,10 @@ public struct SyncOptions: Sendable {
     /// Called at each step a crash could interrupt (`pulled`, `pushed-request-N`, `before-record`): tests throw or
     /// kill the process there to prove a later run finishes the work (nil in production).
     public var failpoint: (@Sendable (String) throws -> Void)?
+    /// Tests only: a window of a pull is built completely (from the state before the import of the window ahead
+    /// of it) before that import starts, instead of at the same time: the sessions of features that import
+    /// touched are then always built again after it, the case timing decides in production.
+    public var buildNextWindowFirst = false
 
     public init(policy: MergePolicy = .lastInWins, dryRun: Bool = false, actor: String = "editlog-sync", device: String = "editlog-sync", batchSize: Int = 100) {
         self.policy = policy; self.dryRun = dryRun; self.actor = actor; self.device = device; self.batchSize = batchSize

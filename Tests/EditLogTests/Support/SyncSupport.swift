@@ -36,11 +36,13 @@ enum SyncRig {
 
     static func sync(_ log: EditLog, _ url: String, policy: MergePolicy = .lastInWins, token: String? = SyncRig.token,
                      transport: any ServiceTransport = HTTPTransport(),
-                     failpoint: (@Sendable (String) throws -> Void)? = nil, generationWindow: Int64 = 20_000) async throws -> SyncReport {
+                     failpoint: (@Sendable (String) throws -> Void)? = nil, generationWindow: Int64 = 20_000,
+                     buildNextWindowFirst: Bool = false) async throws -> SyncReport {
         let client = try FeatureServiceClient(url: url, token: token, transport: transport)
         var options = SyncOptions(policy: policy, actor: "device_operator", device: "test")
         options.failpoint = failpoint
         options.generationWindow = generationWindow
+        options.buildNextWindowFirst = buildNextWindowFirst
         return try await SyncEngine(log: log, client: client, options: options).run()
     }
 
