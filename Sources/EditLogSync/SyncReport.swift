@@ -14,7 +14,7 @@ public struct SyncOptions: Sendable {
     /// changes on a service whose generation moves with each edit (the answer stays within what a server lists
     /// at once; `editlog serve` refuses more than 30,000 ObjectIDs in one answer).
     public var generationWindow: Int64 = 20_000
-    /// Called at each step a crash could interrupt (`pulled`, `pushed-request-N`, `before-record`): tests throw or
+    /// Called at each step a crash could interrupt (`pulled-window`, `pulled`, `pushed-request-N`, `before-record`): tests throw or
     /// kill the process there to prove a later run finishes the work (nil in production).
     public var failpoint: (@Sendable (String) throws -> Void)?
     /// Tests only: a window of a pull is built completely (from the state before the import of the window ahead
