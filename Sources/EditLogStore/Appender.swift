@@ -115,8 +115,7 @@ public struct Appender {
         guard try Self.insertRow(insert, values, hash: hash, db: db) else {
             // A unique index fired. Which one is answered by looking the id up (never by the message's wording):
             // only then does the common path pay for a lookup.
-            let idBytes = withUnsafeBytes(of: e.id.uuid) { Data($0) }
-            if let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT position FROM events WHERE id = ?"), arguments: [idBytes]) {
+            if let stored = try EventReading.position(ofEventId: e.id, db) {
                 return .alreadyStored(position: stored)
             }
             throw DatabaseError(resultCode: .SQLITE_CONSTRAINT_UNIQUE, message: "UNIQUE constraint failed (stream \(e.stream), version \(version + 1))",
