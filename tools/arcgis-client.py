@@ -90,6 +90,11 @@ def main():
     att = {"add": trees.attachments.add(added_oid, path)}
     listed = trees.attachments.get_list(added_oid)
     att["list"] = listed
+    # extract_changes with the attachment while it is there: by URL, then embedded.
+    att["changes"] = collection.extract_changes(layers=[0], servergen=[gen], return_attachments=True,
+                                                attachments_by_url=True)
+    att["changesEmbedded"] = collection.extract_changes(layers=[0], servergen=[gen], return_attachments=True,
+                                                        attachments_by_url=False)
     att["delete"] = trees.attachments.delete(added_oid, listed[0]["id"])
     att["after"] = trees.attachments.get_list(added_oid)
     out["attachments"] = att

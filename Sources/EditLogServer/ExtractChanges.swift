@@ -5,6 +5,13 @@ import Hummingbird
 /// `…/FeatureServer/extractChanges`: the features added, updated and deleted since a server generation.
 /// A server generation is a log position; the changes are the facade's `diff` between two positions (a
 /// feature created and deleted in between is left out, as ArcGIS does).
+///
+/// `returnAttachments=true` adds each layer's attachment changes in the window, in the shape of applyEdits'
+/// attachments: `"attachments": {"adds": [...], "updates": [...], "deleteIds": [attachment GlobalIDs]}`. An
+/// added or updated (renamed or replaced) attachment carries `id`, `globalId`, `parentGlobalId`,
+/// `parentObjectId`, `name`, `contentType`, `size`, `keywords`, and `url` (its bytes on this service) or,
+/// with `returnAttachmentsDataByUrl=false`, `data` (the bytes in base64). An attachment added and removed
+/// in the window is left out, as its feature would be.
 extension FeatureService {
     func extractChanges(_ r: ServiceRequest) throws -> Response {
         let p = r.params
@@ -39,10 +46,13 @@ extension FeatureService {
         let returnUpdates = p.bool("returnUpdates", default: true)
         let returnDeletes = p.bool("returnDeletes", default: true)
         let idsOnly = p.bool("returnIdsOnly", default: false)
+        let withAttachments = p.bool("returnAttachments", default: false) && !idsOnly
+        let byURL = p.bool("returnAttachmentsDataByUrl", default: true)
         var edits: [JSONValue] = []
         for l in layers {
             let start = max(1, from[l.id] ?? 1)
             var adds: [String] = [], updates: [String] = [], deletes: [String] = []
+            var attachments = AttachmentChanges()
             if start < to {
                 let diff = try handles.read { try $0.diff(from: .position(start), to: .position(to), layer: String(l.id), clock: .recorded) }
                 for c in diff.changes where c.layer == l.id {
@@ -51,6 +61,7 @@ extension FeatureService {
                     case .updated: updates.append(c.globalId)
                     case .deleted: deletes.append(c.globalId)
                     }
+                    if withAttachments { attachments.note(c) }
                 }
             }
             let ref = String(l.id)
@@ -82,9 +93,58 @@ extension FeatureService {
                 if returnUpdates { features["updates"] = try load(updateIds) }
                 if returnDeletes { features["deleteIds"] = .array(deleteIds.map { .int($0) }) }
                 o["features"] = .object(features)
+                if withAttachments { o["attachments"] = try attachmentEdits(attachments, layer: l, byURL: byURL, r) }
             }
             edits.append(.object(o))
         }
         return out(["layerServerGens": .array(layers.map { ["id": .int(Int64($0.id)), "serverGen": .int(to)] }), "edits": .array(edits)], r)
+    }
+}
+
+/// The attachment changes of one layer in an `extractChanges` window, from the diff's `@attachment:` fields
+/// (old name → new name: null → name is an add, name → null a delete, name → name a rename or a replacement).
+struct AttachmentChanges {
+    var adds: [String] = []
+    var updates: [String] = []
+    var deletes: [String] = []
+
+    mutating func note(_ c: FeatureChange) {
+        for f in c.fields where f.field.hasPrefix("@attachment:") {
+            let id = String(f.field.dropFirst("@attachment:".count))
+            switch (f.old.isNull, f.new.isNull) {
+            case (true, false): adds.append(id)
+            case (false, true): deletes.append(id)
+            case (false, false): updates.append(id)
+            case (true, true): break
+            }
+        }
+    }
+}
+
+extension FeatureService {
+    /// `{"adds", "updates", "deleteIds"}` for `AttachmentChanges`: each live attachment with its URL on this
+    /// service or its bytes in base64. One that is gone by now (removed after the window) is left out.
+    func attachmentEdits(_ changes: AttachmentChanges, layer: LayerSchema, byURL: Bool, _ r: ServiceRequest) throws -> JSONValue {
+        let ref = String(layer.id)
+        func infos(_ ids: [String]) throws -> [JSONValue] {
+            try handles.read { log in
+                var out: [JSONValue] = []
+                for id in ids.sorted() {
+                    guard let a = try log.attachmentInfo(globalId: id),
+                          let parent = try log.objectId(layer: ref, globalId: a.parentGlobalId), !parent.deleted else { continue }
+                    guard case .object(var o) = Self.attachmentJSON(a, parentObjectId: parent.objectId) else { continue }
+                    if byURL {
+                        o["url"] = .string("\(r.serviceURL)/\(layer.id)/\(parent.objectId)/attachments/\(a.id)")
+                    } else {
+                        guard let bytes = try log.blob(sha256: a.sha256) else { continue }
+                        o["data"] = .string(Data(bytes).base64EncodedString())
+                    }
+                    out.append(.object(o))
+                }
+                return out
+            }
+        }
+        let deleteIds = changes.deletes.compactMap(GlobalID.normalize).sorted().map { JSONValue.string($0) }
+        return ["adds": .array(try infos(changes.adds)), "updates": .array(try infos(changes.updates)), "deleteIds": .array(deleteIds)]
     }
 }

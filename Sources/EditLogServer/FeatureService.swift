@@ -37,6 +37,8 @@ struct ServiceRequest: Sendable {
     var params: Parameters
     var user: String?
     var device: String
+    /// `http://host:port/arcgis/rest/services/<name>/FeatureServer` as the client addressed it (links in answers).
+    var serviceURL: String = ""
     var pretty: Bool { params["f"]?.lowercased() == "pjson" }
     var format: String { params["f"]?.lowercased() ?? "json" }
 }
@@ -105,7 +107,10 @@ final class FeatureService: Sendable {
             return ArcGISResponse.error(429, "Too many requests.", details: ["at most \(limiter.perSecond) requests per second"], status: .tooManyRequests, pretty: pretty)
         }
         let agent = request.headers[.userAgent].map { String($0.prefix(256)) } ?? "unknown"
-        let req = ServiceRequest(params: params, user: user, device: agent.isEmpty ? "unknown" : agent)
+        var req = ServiceRequest(params: params, user: user, device: agent.isEmpty ? "unknown" : agent)
+        let authority = request.head.authority ?? "\(options.host):\(options.port)"
+        let prefix = request.uri.path.lowercased().hasPrefix("/arcgis/") ? "/arcgis" : ""
+        req.serviceURL = "http://\(authority)\(prefix)/rest/services/\(options.serviceName.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? options.serviceName)/FeatureServer"
         do {
             return try await routeOffThePool(request.uri.path, req, write: request.method == .post && Self.isEdit(request.uri.path))
         } catch let e as ServiceError {

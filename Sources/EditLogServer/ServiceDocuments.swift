@@ -129,7 +129,7 @@ extension FeatureService {
                 "layerServerGens": .array(schema.layers.map { ["id": .int(Int64($0.id)), "minServerGen": 0, "serverGen": .int(serverGen)] }),
             ],
             "extractChangesCapabilities": [
-                "supportsReturnIdsOnly": true, "supportsReturnExtentOnly": false, "supportsReturnAttachments": false,
+                "supportsReturnIdsOnly": true, "supportsReturnExtentOnly": false, "supportsReturnAttachments": true,
                 "supportsLayerQueries": false, "supportsSpatialFilter": false, "supportsReturnFeature": true,
                 "supportsReturnHasGeometryUpdates": false, "supportsFieldsToCompare": false, "supportsServerGens": true,
             ],

@@ -59,6 +59,13 @@ struct ServerArcGISClientTests {
         #expect(att["list"]?.arrayValue?.count == 1)
         #expect(att["list"]?.at(0)?["name"] == "bark.jpg")
         #expect(att["list"]?.at(0)?["size"] == 1030)
+        // extract_changes with return_attachments while it was there: its URL, then its bytes.
+        let byURL = att["changes"]?["edits"]?.at(0)?["attachments"]?["adds"]?.at(0)
+        #expect(byURL?["name"] == "bark.jpg", "\(att["changes"]?.serialized() ?? "nil")")
+        #expect(byURL?["parentObjectId"]?.intValue == addedOid)
+        #expect(byURL?["url"]?.stringValue?.hasSuffix("/0/\(addedOid)/attachments/\(att["list"]?.at(0)?["id"]?.intValue ?? -1)") == true)
+        let embedded = att["changesEmbedded"]?["edits"]?.at(0)?["attachments"]?["adds"]?.at(0)?["data"]?.stringValue
+        #expect(embedded.flatMap { Data(base64Encoded: $0) }?.count == 1030, "\(att["changesEmbedded"]?.serialized() ?? "nil")")
         #expect(att["delete"]?["deleteAttachmentResults"]?.at(0)?["success"] == true, "\(att.serialized())")
         #expect(att["after"]?.arrayValue?.isEmpty == true)
 

@@ -78,6 +78,58 @@ struct ServerReadTests {
         }
     }
 
+    @Test func extractChangesReturnsTheWindowsAttachmentsByURLOrEmbedded() async throws {
+        try await ServedLog.run { client, log in
+            let gid = Self.trees[0]["GlobalID"]!.stringValue!
+            let a1 = "{00000000-0000-4000-8000-0000000000B1}", a2 = "{00000000-0000-4000-8000-0000000000B2}"
+            let a3 = "{00000000-0000-4000-8000-0000000000B3}", a4 = "{00000000-0000-4000-8000-0000000000B4}"
+            func attach(_ id: String, _ name: String, _ bytes: [UInt8]) -> String {
+                #"{"op":"attach","attachmentId":"\#(id)","name":"\#(name)","contentType":"image/jpeg","dataBase64":"\#(Data(bytes).base64EncodedString())"}"#
+            }
+            let photo: [UInt8] = Array("bark close-up \u{0}\u{1}\u{2}".utf8)
+            // Before the window: two attachments, one to be renamed and one to be removed in it.
+            try log.value.run(#"{"op":"edit","layer":"Trees","globalId":"\#(gid)","session":"s-before"}"#,
+                              attach(a1, "old.jpg", [1, 2, 3]), attach(a2, "gone.jpg", [4, 5]), #"{"op":"finish"}"#)
+            let gen = try log.value.lastPosition()
+            try log.value.run(#"{"op":"edit","layer":"Trees","globalId":"\#(gid)","session":"s-window"}"#,
+                              attach(a3, "crown.jpg", photo), #"{"op":"renameAttachment","attachmentId":"\#(a1)","name":"renamed.jpg"}"#,
+                              #"{"op":"detach","attachmentId":"\#(a2)"}"#, attach(a4, "brief.jpg", [9]), #"{"op":"finish"}"#)
+            try log.value.run(#"{"op":"edit","layer":"Trees","globalId":"\#(gid)","session":"s-window-2"}"#,
+                              #"{"op":"detach","attachmentId":"\#(a4)"}"#, #"{"op":"finish"}"#)
+            let root = try await client.getJSON(Self.base)
+            #expect(root.json["extractChangesCapabilities"]?["supportsReturnAttachments"] == true)
+            let byURL = try await client.getJSON(Self.base + "/extractChanges" + queryString([("layers", "[0]"), ("serverGens", "[\(gen)]"), ("returnAttachments", "true")]))
+            let edit = try #require(byURL.json["edits"]?.arrayValue?.first, "\(byURL.text)")
+            let atts = try #require(edit["attachments"], "\(byURL.text.prefix(600))")
+            // a4 was added and removed inside the window: not there, as a feature created and deleted is not.
+            #expect(atts["adds"]?.arrayValue?.map { $0["globalId"] } == [.string(a3)], "\(atts.serialized())")
+            #expect(atts["updates"]?.arrayValue?.map { $0["name"] } == ["renamed.jpg"], "\(atts.serialized())")
+            #expect(atts["deleteIds"]?.arrayValue == [.string(a2)], "\(atts.serialized())")
+            let added = try #require(atts["adds"]?.arrayValue?.first)
+            #expect(added["parentGlobalId"]?.stringValue == gid)
+            #expect(added["parentObjectId"] == 1)
+            #expect(added["size"]?.intValue == Int64(photo.count))
+            #expect(added["data"] == nil)
+            // The URL is this service's attachment resource and serves the bytes.
+            let url = try #require(added["url"]?.stringValue)
+            let path = try #require(URLComponents(string: url)?.path)
+            #expect(url.hasPrefix("http://"), "\(url)")
+            #expect(path.hasPrefix(Self.base + "/0/1/attachments/"), "\(url)")
+            let served = try await client.execute(uri: path, method: .get) { r in Array(r.body.readableBytesView) }
+            #expect(served == photo)
+            // Embedded: the bytes in base64, no URL.
+            let embedded = try await client.getJSON(Self.base + "/extractChanges" + queryString([("layers", "[0]"), ("serverGens", "[\(gen)]"),
+                                                                                                  ("returnAttachments", "true"), ("returnAttachmentsDatabyURL", "false")]))
+            let inline = try #require(embedded.json["edits"]?.arrayValue?.first?["attachments"]?["adds"]?.arrayValue?.first, "\(embedded.text.prefix(600))")
+            #expect(inline["url"] == nil)
+            #expect(inline["data"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { Array($0) } == photo)
+            // Without returnAttachments (the default) there is no attachments member.
+            let plain = try await client.getJSON(Self.base + "/extractChanges" + queryString([("layers", "[0]"), ("serverGens", "[\(gen)]")]))
+            #expect(plain.json["edits"]?.arrayValue?.first?["attachments"] == nil)
+            #expect(plain.json["edits"]?.arrayValue?.first?["features"]?["updates"]?.arrayValue?.count == 1)
+        }
+    }
+
     @Test func relatedRecordsFollowTheKeysBothWays() async throws {
         try await ServedLog.run { client, _ in
             let (tree, inspections) = try Fixture.treeWithInspections()
