@@ -117,23 +117,25 @@ public struct DiffFold: Sendable {
 
     static func note(_ list: inout [String], _ s: String?) { if let s, !list.contains(s) { list.append(s) } }
 
+    static func change(_ c: inout Field, to new: JSONValue, by e: RecordedEvent, detail: Bool) {
+        c.new = new
+        if detail { note(&c.actors, e.actor); note(&c.sessions, e.session); note(&c.causes, e.cause) }
+    }
+
     public mutating func apply(_ e: RecordedEvent) throws {
         guard let type = e.eventType, [.featureBaselined, .sessionCommitted, .featureDerived, .featureDeleted].contains(type),
               let (layerId, globalId) = StreamName.parseFeature(e.stream) else { return }
         events += 1
+        // Changed in place in the dictionary (one lookup, and its field table is not copied on write).
+        try Self.apply(e, type, layer: schema.layer(id: layerId), detail: detail, to: &features[globalId, default: Feature(layer: layerId)])
+    }
+
+    static func apply(_ e: RecordedEvent, _ type: EventType, layer: LayerSchema?, detail: Bool, to f: inout Feature) throws {
         let p = e.fields
-        // Taken out of the dictionary while it changes, so its field table is not copied on write.
-        var f = features.removeValue(forKey: globalId) ?? Feature(layer: layerId)
-        defer { features[globalId] = f }
-        let layer = schema.layer(id: layerId)
         func name(_ k: String) -> String { layer?.field(k)?.name ?? k }
-        let detail = self.detail
         func change(_ k: String, _ old: JSONValue, _ new: JSONValue) {
             if !detail && f.created { return }
-            var c = f.fields.removeValue(forKey: k) ?? Field(old: old, new: new)
-            c.new = new
-            if detail { Self.note(&c.actors, e.actor); Self.note(&c.sessions, e.session); Self.note(&c.causes, e.cause) }
-            f.fields[k] = c
+            Self.change(&f.fields[k, default: Field(old: old, new: new)], to: new, by: e, detail: detail)
         }
         let first = !f.seen
         f.seen = true
@@ -191,8 +193,7 @@ public struct DiffFold: Sendable {
         var out: [FeatureChange] = []
         out.reserveCapacity(features.count)
         takeChanges { out.append($0) }
-        out.sort { ($0.layer, $0.globalId) < ($1.layer, $1.globalId) }
-        return out
+        return out.sortedByLayerAndGlobalId()
     }
 
     /// Each net change handed to `body` in no particular order, emptying the fold as it goes (the report keeps
@@ -247,14 +248,20 @@ extension Audit {
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         parts += [a, b]; args += aa; args += ba
         if let layer { parts.append("stream >= ? AND stream < ?"); args += ["\(layer):", "\(layer);"] }
-        var fold = DiffFold(schema: schema, fields: fields)
         // A position window starts the scan at `from` (the rowid), so the work grows with the changes only.
         let after: Int64 = if case .position(let p) = from { p } else { 0 }
         let scan = try ScanProgress(db, after: after, to: to, report: progress)
-        try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) {
-            try fold.apply($0)
-            scan?.at($0.position)
+        let pipeline = DiffFoldPipeline(DiffFold(schema: schema, fields: fields))
+        do {
+            try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) {
+                try pipeline.add($0)
+                scan?.at($0.position)
+            }
+        } catch {
+            _ = try? pipeline.finish()
+            throw error
         }
+        var fold = try pipeline.finish()
         scan?.finish()
         let events = fold.events
         var changes = fold.takeChanges()

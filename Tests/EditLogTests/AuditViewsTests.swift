@@ -227,6 +227,32 @@ import Testing
         #expect(day.changes.contains { $0.globalId == "{9A244525-6BBE-4BD6-9A13-41E710FD7164}" } && !day.changes.contains { $0.globalId == u.globalId })
     }
 
+    /// The diff's fold runs on a second thread: an event it cannot read still fails the diff, naming it.
+    @Test func aDiffOverACorruptEventFailsNamingIt() throws {
+        let tmp = TempPath()
+        let log = try Self.fullLog(tmp.path)
+        let from = try Self.position(tmp.path, "SELECT MAX(position) FROM events WHERE type = 'FeatureBaselined'")
+        let to = try log.eventCount()
+        let bad = try Self.position(tmp.path, "SELECT MAX(position) FROM events WHERE type = 'SessionCommitted'")
+        let good = try log.diff(from: .position(from), to: .position(to))
+        #expect(!good.changes.isEmpty)
+        log.close()
+        try RawLog.writeWithoutTransaction(tmp.path) { db in
+            try db.execute(sql: #"DROP TRIGGER events_append_only_update; UPDATE events SET payload = replace(payload, '"changes":{', '"changes":7,"x":{') WHERE position = ?"#,
+                           arguments: [bad])
+        }
+        let reopened = try EditLog.open(at: tmp.path)
+        defer { reopened.close() }
+        do {
+            _ = try reopened.diff(from: .position(from), to: .position(to))
+            Issue.record("a diff over a corrupt payload succeeded")
+        } catch {
+            #expect(error.kind == .corrupt && error.description.contains("position \(bad)"), "\(error)")
+        }
+        // The window before it is still read.
+        #expect(try reopened.diff(from: .position(from), to: .position(bad - 1)).changes.count <= good.changes.count)
+    }
+
     @Test func cliAuditCommands() throws {
         guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { Issue.record("no binary at \(CLI.binary)"); return }
         let tmp = TempPath()
