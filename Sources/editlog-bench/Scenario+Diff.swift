@@ -79,10 +79,22 @@ enum DiffWindows: Scenario {
         }
     }
 
-    static func run(_ ctx: BenchContext) throws -> [Measurement] {
-        let treesWanted = ctx.sizes.diffTrees
-        let path = ctx.path("diff-\(treesWanted)t-s\(ctx.seed).editlog")
-        let (log, workload) = try ctx.logFromBase(at: path, trees: treesWanted, workloadSeed: ctx.seed &+ 5)
+    /// What the preparation left: the windows' positions and sizes, and the GeoPackages at their ends.
+    struct Prepared: Codable {
+        var trees: Int
+        var one: Int
+        var ten: Int
+        var a: Int64
+        var b: Int64
+        var c: Int64
+        var gpkg: [String: String]
+    }
+
+    /// The log with both windows of edits and the GeoPackages at their ends: made by a `diff --prepare-only`
+    /// child (recording 11k sessions and three replays leave tens of MB in a process's heap, which would
+    /// count toward the diff's peak RSS), once per work directory and seed.
+    static func prepare(_ ctx: BenchContext, _ path: String) throws {
+        let (log, workload) = try ctx.logFromBase(at: path, trees: ctx.sizes.diffTrees, workloadSeed: ctx.seed &+ 5)
         var trees = workload.trees
         var rng = SplitMix64(seed: ctx.seed &+ 0xD1FF)
         for i in trees.indices.dropLast() { trees.swapAt(i, i + Int(rng.next() % UInt64(trees.count - i))) }
@@ -93,13 +105,37 @@ enum DiffWindows: Scenario {
         let b = try log.eventCount()
         try edit(log, workload, trees[one..<(one + ten)], "10pct")
         let c = try log.eventCount()
-        var gpkg: [Int64: String] = [:]
+        var gpkg: [String: String] = [:]
         for p in [a, b, c] {
             let out = ctx.path("diff-at-\(p).gpkg")
             _ = try log.replay(asOf: .position(p), to: out, overwrite: true)
-            gpkg[p] = out
+            gpkg[String(p)] = out
         }
+        log.close()
         ctx.note("replayed to GeoPackages at positions \(a), \(b), \(c) (untimed)")
+        let prepared = Prepared(trees: trees.count, one: one, ten: ten, a: a, b: b, c: c, gpkg: gpkg)
+        try JSONEncoder().encode(prepared).write(to: URL(fileURLWithPath: path + ".prepared.json"))
+    }
+
+    static func run(_ ctx: BenchContext) throws -> [Measurement] {
+        let path = ctx.path("diff-\(ctx.sizes.diffTrees)t-s\(ctx.seed).editlog")
+        let marker = path + ".prepared.json"
+        if ctx.prepareOnly {
+            try prepare(ctx, path)
+            return []
+        }
+        if !FileManager.default.fileExists(atPath: marker) {
+            if ctx.inProcess { try prepare(ctx, path) } else { try ctx.prepareInChild(name) }
+        }
+        let p = try JSONDecoder().decode(Prepared.self, from: Data(contentsOf: URL(fileURLWithPath: marker)))
+        let (a, b, c, one, ten) = (p.a, p.b, p.c, p.one, p.ten)
+        let trees = (count: p.trees, ())
+        guard let gpkg = Optional(Dictionary(uniqueKeysWithValues: p.gpkg.compactMap { k, v in Int64(k).map { ($0, v) } })),
+              [a, b, c].allSatisfy({ gpkg[$0].map(FileManager.default.fileExists) == true }) else {
+            throw RawError(description: "\(marker) names GeoPackages that are missing; remove it to prepare again")
+        }
+        // Opened afresh, as an auditor's `editlog diff` would.
+        let log = try EditLog.open(at: path)
         ctx.prewarm(path)
         _ = try log.diff(from: .position(b), to: .position(c))  // warm-up
         Memory.resetPeak()
@@ -134,7 +170,6 @@ enum DiffWindows: Scenario {
         }
         let rss = Memory.peakBytes()
         log.close()
-        for p in gpkg.values { ctx.remove(p) }
         var r = Measurement(scenario: name, kind: .rss, size: "\(Fmt.count(trees.count))-tree log, both windows", units: 0, goal: .megabytesAtMost(100))
         r.rssBytes = rss
         rows.append(r)

@@ -125,6 +125,24 @@ final class BenchContext {
         return path
     }
 
+    /// Runs `scenario --prepare-only` in a child process (what it makes is kept in the work directory), so the
+    /// preparation's memory never counts toward the measured child's peak RSS.
+    func prepareInChild(_ scenario: String) throws {
+        note("preparing \(scenario) in a child process (not reported)")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.executablePath)
+        p.arguments = ["--child", scenario, "--prepare-only", "--dir", workDir, "--fixtures", fixtureDir,
+                       "--seed", String(seed), "--events", String(sizes.bulkEvents), "--trees", String(sizes.bulkTrees),
+                       "--batch", String(sizes.batchSessions), "--sessions", String(sizes.sessions), "--lookups", String(sizes.lookups),
+                       "--sync-changes", String(sizes.syncChanges)]
+        // The sizes no flag sets (diffTrees…) come from the profile: every flag above overrides the rest of it.
+        if sizes.diffTrees == Sizes.quick.diffTrees && Sizes.quick.diffTrees != Sizes.full.diffTrees { p.arguments?.append("--quick") }
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw RawError(description: "preparing \(scenario) failed (exit \(p.terminationStatus))") }
+    }
+
     func makeBaseLog(at path: String, trees: Int) throws {
         note("creating a base log: fixture baseline + \(trees) generated trees")
         let workload = Workload(fixture: try fixture(), seed: seed)
