@@ -137,7 +137,11 @@ public struct AuditReport: Sendable {
         var r = AuditReport(from: from, to: to, clock: clock)
         for l in schema.layers { r.layerNames[l.id] = l.name }
         // The changed features first: the fold's tables are freed before the figures are gathered.
-        r.changes = try changedFeatures(db, schema: schema, from: from, to: to, clock: clock, progress: progress.map { p in { d, t in p(d, 2 * t) } })
+        var derivedCount = 0
+        r.changes = try changedFeatures(db, schema: schema, from: from, to: to, clock: clock, derivedCount: &derivedCount,
+                                        progress: progress.map { p in { d, t in p(d, 2 * t) } })
+        // Counted by that scan: the list is made at its size (growing it by doubling held two copies at once).
+        r.derived.reserveCapacity(derivedCount)
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         var args: StatementArguments = aa
         args += ba
@@ -195,6 +199,8 @@ public struct AuditReport: Sendable {
         // half of the report's peak memory).
         let endedAfter: Int64? = if case .position(let f) = from { f } else { nil }
         let endedUpTo: Int64? = if case .position(let x) = to { x } else { nil }
+        // At most every discarded session of the log: made at that size rather than grown by doubling.
+        r.discarded.reserveCapacity(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM p_sessions WHERE status IN ('canceled', 'abandoned')") ?? 0)
         for status in ["canceled", "abandoned"] {
             try Audit.forEachSession(db, schema: schema, status: status, endedAfter: endedAfter, endedUpTo: endedUpTo, clock: clock) { s in
                 guard let p = s.endedPosition, let t = s.endedTime else { return }
@@ -211,7 +217,7 @@ public struct AuditReport: Sendable {
     /// `Audit.diff(…, geometry: true, fields: false)` as compact rows: the same features, kinds and centres,
     /// each row made as the fold hands its change over.
     static func changedFeatures(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
-                                progress: ((Int64, Int64) -> Void)?) throws -> [ChangedFeature] {
+                                derivedCount: inout Int, progress: ((Int64, Int64) -> Void)?) throws -> [ChangedFeature] {
         var fold = DiffFold(schema: schema, fields: false)
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         var args: StatementArguments = aa
@@ -221,6 +227,7 @@ public struct AuditReport: Sendable {
         try EventReading.forEach(db, after: after, where: "type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted') AND \(a) AND \(b)",
                                  arguments: args) {
             try fold.apply($0)
+            if $0.type == EventType.featureDerived.rawValue { derivedCount += 1 }
             scan?.at($0.position)
         }
         scan?.finish()

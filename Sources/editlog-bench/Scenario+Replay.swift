@@ -58,7 +58,7 @@ enum ExportLive: Scenario {
     static let needsBulkLog = true
 
     static func run(_ ctx: BenchContext) throws -> [Measurement] {
-        let log = try ctx.openBulkLog()
+        let log = try ctx.openBulkLogReadOnly()
         let events = try log.eventCount()
         let out = ctx.path("export.gpkg")
         ctx.remove(out)
@@ -88,7 +88,7 @@ enum ReportWhole: Scenario {
     static let needsBulkLog = true
 
     static func run(_ ctx: BenchContext) throws -> [Measurement] {
-        let log = try ctx.openBulkLog()
+        let log = try ctx.openBulkLogReadOnly()
         let events = Int(try log.eventCount())
         let out = ctx.path("report.html")
         ctx.prewarm(ctx.bulkLogPath)

@@ -181,6 +181,13 @@ final class BenchContext {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
+    /// Opens the big log read-only, as `editlog export`, `replay` and `report` do (the read-write handle has the
+    /// writer's 16 MiB page cache, which a scan of the log fills).
+    func openBulkLogReadOnly() throws -> EditLog {
+        guard bulkLogReady else { throw RawError(description: "the bulk log \(bulkLogPath) is missing; run append-bulk first") }
+        return try EditLog.open(at: bulkLogPath, readonly: true)
+    }
+
     /// Opens the big log (deterministic ids continue after what it holds).
     func openBulkLog() throws -> EditLog {
         guard bulkLogReady else { throw RawError(description: "the bulk log \(bulkLogPath) is missing; run append-bulk first") }
