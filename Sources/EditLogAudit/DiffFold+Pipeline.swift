@@ -9,6 +9,8 @@ final class DiffFoldPipeline: @unchecked Sendable {
     static let batchSize = 512
     /// Batches handed over and not yet applied, at most (the reader waits beyond: memory stays bounded).
     static let maxPending = 4
+    /// `Audit.diff` folds a window of at most this many positions on its own thread.
+    static let inlineWindow: Int64 = 4_096
 
     private let condition = NSCondition()
     // Guarded by `condition`.

@@ -25,15 +25,7 @@ extension BenchContext {
             prep.inProcess = true
             _ = try BundleExportScenario.run(prep)
         } else {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: Self.executablePath)
-            p.arguments = ["--child", BundleExportScenario.name, "--prepare-only", "--dir", workDir, "--fixtures", fixtureDir,
-                           "--seed", String(seed), "--events", String(sizes.bulkEvents), "--trees", String(sizes.bulkTrees),
-                           "--batch", String(sizes.batchSessions), "--sessions", String(sizes.sessions), "--lookups", String(sizes.lookups)]
-            p.standardOutput = FileHandle.nullDevice
-            try p.run()
-            p.waitUntilExit()
-            guard p.terminationStatus == 0 else { throw RawError(description: "exporting the bundle \(bulkBundlePath) failed") }
+            try prepareInChild(BundleExportScenario.name)
         }
         guard FileManager.default.fileExists(atPath: bulkBundleReadyMarker) else { throw RawError(description: "no bundle at \(bulkBundlePath)") }
         return bulkBundlePath

@@ -129,13 +129,12 @@ enum DiffWindows: Scenario {
         }
         let p = try JSONDecoder().decode(Prepared.self, from: Data(contentsOf: URL(fileURLWithPath: marker)))
         let (a, b, c, one, ten) = (p.a, p.b, p.c, p.one, p.ten)
-        let trees = (count: p.trees, ())
-        guard let gpkg = Optional(Dictionary(uniqueKeysWithValues: p.gpkg.compactMap { k, v in Int64(k).map { ($0, v) } })),
-              [a, b, c].allSatisfy({ gpkg[$0].map(FileManager.default.fileExists) == true }) else {
+        let gpkg = Dictionary(uniqueKeysWithValues: p.gpkg.compactMap { k, v in Int64(k).map { ($0, v) } })
+        guard [a, b, c].allSatisfy({ gpkg[$0].map(FileManager.default.fileExists) == true }) else {
             throw RawError(description: "\(marker) names GeoPackages that are missing; remove it to prepare again")
         }
-        // Opened afresh, as an auditor's `editlog diff` would.
-        let log = try EditLog.open(at: path)
+        // Opened afresh and read-only, as `editlog diff` opens it.
+        let log = try EditLog.open(at: path, readonly: true)
         ctx.prewarm(path)
         _ = try log.diff(from: .position(b), to: .position(c))  // warm-up
         Memory.resetPeak()
@@ -150,7 +149,7 @@ enum DiffWindows: Scenario {
             }
             let median = times.sorted()[runs / 2], medianCPU = cpu.sorted()[runs / 2]
             let changes = result?.changes ?? []
-            let size = "\(Fmt.count(changed)) of \(Fmt.count(trees.count)) trees changed (\(to - from) events)"
+            let size = "\(Fmt.count(changed)) of \(Fmt.count(p.trees)) trees changed (\(to - from) events)"
             var m = Measurement(scenario: label, kind: .throughput, size: size, units: changes.count, unitName: "features",
                                 seconds: median, cpuSeconds: medianCPU, goal: .peerRatioAtLeast(goal))
             let kinds = Dictionary(grouping: changes, by: \.kind).mapValues(\.count)
@@ -170,7 +169,7 @@ enum DiffWindows: Scenario {
         }
         let rss = Memory.peakBytes()
         log.close()
-        var r = Measurement(scenario: name, kind: .rss, size: "\(Fmt.count(trees.count))-tree log, both windows", units: 0, goal: .megabytesAtMost(100))
+        var r = Measurement(scenario: name, kind: .rss, size: "\(Fmt.count(p.trees))-tree log, both windows", units: 0, goal: .megabytesAtMost(100))
         r.rssBytes = rss
         rows.append(r)
         return rows

@@ -227,7 +227,7 @@ import Testing
         #expect(day.changes.contains { $0.globalId == "{9A244525-6BBE-4BD6-9A13-41E710FD7164}" } && !day.changes.contains { $0.globalId == u.globalId })
     }
 
-    /// The diff's fold runs on a second thread: an event it cannot read still fails the diff, naming it.
+    /// The diff's fold runs inline or on a second thread: either way an event it cannot read fails the diff, naming it.
     @Test func aDiffOverACorruptEventFailsNamingIt() throws {
         let tmp = TempPath()
         let log = try Self.fullLog(tmp.path)
@@ -243,11 +243,15 @@ import Testing
         }
         let reopened = try EditLog.open(at: tmp.path)
         defer { reopened.close() }
-        do {
-            _ = try reopened.diff(from: .position(from), to: .position(to))
-            Issue.record("a diff over a corrupt payload succeeded")
-        } catch {
-            #expect(error.kind == .corrupt && error.description.contains("position \(bad)"), "\(error)")
+        // A short window of positions is folded inline; a window of times always on the second thread.
+        for (label, a, b) in [("positions", LogMoment.position(from), LogMoment.position(to)),
+                              ("times", LogMoment.time("2000-01-01T00:00:00.000Z"), LogMoment.time("2100-01-01T00:00:00.000Z"))] {
+            do {
+                _ = try reopened.diff(from: a, to: b)
+                Issue.record("a diff over a corrupt payload (window of \(label)) succeeded")
+            } catch {
+                #expect(error.kind == .corrupt && error.description.contains("position \(bad)"), "\(label): \(error)")
+            }
         }
         // The window before it is still read.
         #expect(try reopened.diff(from: .position(from), to: .position(bad - 1)).changes.count <= good.changes.count)
