@@ -251,45 +251,35 @@ extension Audit {
         // A position window starts the scan at `from` (the rowid), so the work grows with the changes only.
         let after: Int64 = if case .position(let p) = from { p } else { 0 }
         let scan = try ScanProgress(db, after: after, to: to, report: progress)
-        // A short window of positions is folded inline: a thread costs more than it saves there (serve's
-        // extractChanges diffs each layer over a few generations).
-        if case .position(let p) = from, case .position(let q) = to, q - p <= DiffFoldPipeline.inlineWindow {
-            var fold = DiffFold(schema: schema, fields: fields)
-            try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) {
-                try fold.apply($0)
-                scan?.at($0.position)
-            }
-            scan?.finish()
-            return try finish(fold)
+        // The fold runs on a second thread while the events are read and parsed, except over a short window of
+        // positions: a thread costs more than it saves there (serve's extractChanges diffs each layer over a few
+        // generations).
+        var fold = DiffFold(schema: schema, fields: fields)
+        var pipeline: DiffFoldPipeline?
+        if case .position(let p) = from, case .position(let q) = to, q - p <= DiffFoldPipeline.inlineWindow {} else {
+            pipeline = DiffFoldPipeline(fold)
         }
-        let pipeline = DiffFoldPipeline(DiffFold(schema: schema, fields: fields))
         do {
             try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) {
-                try pipeline.add($0)
+                if let pipeline { try pipeline.add($0) } else { try fold.apply($0) }
                 scan?.at($0.position)
             }
         } catch {
-            _ = try? pipeline.finish()
+            _ = try? pipeline?.finish()
             throw error
         }
-        let fold = try pipeline.finish()
+        if let pipeline { fold = try pipeline.finish() }
         scan?.finish()
-        return try finish(fold)
-
-        /// The changes (and, with `geometry`, the projection's geometry of those whose events carry none).
-        func finish(_ folded: DiffFold) throws -> DiffResult {
-            var fold = folded
-            let events = fold.events
-            var changes = fold.takeChanges()
-            if geometry {
-                let world = ProjectedState(db: db, schema: schema)
-                for i in changes.indices where changes[i].geometry == nil {
-                    let g = try world.feature(layer: changes[i].layer, globalId: changes[i].globalId)?.geometry
-                    changes[i].geometry = fields ? g : DiffFold.centre(g)
-                }
+        let events = fold.events
+        var changes = fold.takeChanges()
+        if geometry {
+            let world = ProjectedState(db: db, schema: schema)
+            for i in changes.indices where changes[i].geometry == nil {
+                let g = try world.feature(layer: changes[i].layer, globalId: changes[i].globalId)?.geometry
+                changes[i].geometry = fields ? g : DiffFold.centre(g)
             }
-            return DiffResult(from: from, to: to, clock: clock, events: events, changes: changes)
         }
+        return DiffResult(from: from, to: to, clock: clock, events: events, changes: changes)
     }
 }
 

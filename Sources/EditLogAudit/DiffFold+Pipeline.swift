@@ -18,14 +18,14 @@ final class DiffFoldPipeline: @unchecked Sendable {
     private var closed = false
     private var done = false
     private var failure: (any Error)?
-    private var fold: DiffFold
+    /// The fold once the consumer is done (it owns the fold until then).
+    private var result: DiffFold?
     // The reader's batch (reader thread only).
     private var batch: [RecordedEvent] = []
 
     init(_ fold: DiffFold) {
-        self.fold = fold
         batch.reserveCapacity(Self.batchSize)
-        Thread.detachNewThread { [self] in consume() }
+        Thread.detachNewThread { [self] in consume(fold) }
     }
 
     /// Adds one event; throws the fold's error if an earlier event failed (the reader then stops).
@@ -44,7 +44,7 @@ final class DiffFoldPipeline: @unchecked Sendable {
         while !done { condition.wait() }
         defer { condition.unlock() }
         if let failure { throw failure }
-        return fold
+        return result!
     }
 
     private func handOver() throws {
@@ -59,17 +59,13 @@ final class DiffFoldPipeline: @unchecked Sendable {
         condition.broadcast()
     }
 
-    /// The consumer owns the fold from here until `done`; `finish` reads it only after.
-    private func consume() {
-        condition.lock()
-        var f = fold
-        fold = DiffFold(schema: f.schema, fields: f.detail)  // so `f` is not shared (no copy on write)
-        condition.unlock()
+    private func consume(_ initial: DiffFold) {
+        var f = initial
         while true {
             condition.lock()
             while pending.isEmpty && !closed { condition.wait() }
             if pending.isEmpty {  // closed and drained
-                fold = f
+                result = f
                 done = true
                 condition.broadcast()
                 condition.unlock()
