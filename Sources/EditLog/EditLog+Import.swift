@@ -16,18 +16,7 @@ extension EditLog {
     /// Any error thrown by `feed` or by the merge rolls everything back.
     public func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
                              _ feed: (_ event: (RecordedEvent) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void) throws(EditLogError) -> ImportReport {
-        let schema = self.schema
-        let geocoder = self.geocoder
-        let now = Timestamp.format(milliseconds: store.clock.now())
-        return try writeMapped { db, appender, projector in
-            appender.keepsAppended = false  // the report is the result: the imported events are not held in memory
-            var importer = Importer(schema: schema, policy: policy, ownLog: store.logId,
-                                    context: EventContext(actor: actor, device: device, clientTime: now), source: source)
-            try feed({ e in try importer.importEvent(e, db: db, appender: &appender, projector: projector) },
-                     { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
-            try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
-            return importer.report
-        }
+        try importEvents(policy: policy, actor: actor, device: device, source: source, feed, closing: { _ in [] })
     }
 
     /// Every event of this log after `position`, in order (what a bundle or a peer would carry).

@@ -12,29 +12,10 @@ struct ChangeOrderKey {
 
     init(layer: Int, globalId: String) {
         self.layer = layer
-        high = 0; low = 0; canonical = false
-        var g = globalId
-        canonical = g.withUTF8 { b -> Bool in
-            guard b.count == 38, b[0] == UInt8(ascii: "{"), b[37] == UInt8(ascii: "}") else { return false }
-            var words: (UInt64, UInt64) = (0, 0)
-            var n = 0
-            for i in 1..<37 {
-                let c = b[i]
-                if i == 9 || i == 14 || i == 19 || i == 24 {
-                    guard c == UInt8(ascii: "-") else { return false }
-                    continue
-                }
-                let v: UInt8
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-                default: return false
-                }
-                if n < 16 { words.0 = words.0 << 4 | UInt64(v) } else { words.1 = words.1 << 4 | UInt64(v) }
-                n += 1
-            }
-            (high, low) = words
-            return true
+        if let (h, l) = GlobalID.bits(globalId) {
+            (high, low, canonical) = (h, l, true)
+        } else {
+            (high, low, canonical) = (0, 0, false)
         }
     }
 

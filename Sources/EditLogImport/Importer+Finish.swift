@@ -46,8 +46,9 @@ extension Importer {
             }
         }
         // Children this import created or changed that point at a parent deleted here.
-        for (g, entry) in touched.sorted(by: { $0.key < $1.key }) {
-            guard let layer = schema.layer(id: entry.layer), let c = try world.feature(layer: entry.layer, globalId: g), !c.deleted else { continue }
+        for (key, entry) in touched.sorted(by: { $0.key < $1.key }) {
+            let g = key.globalId
+            guard let layer = schema.layer(id: Int(entry.layer)), let c = try world.feature(layer: layer.id, globalId: g), !c.deleted else { continue }
             for rel in layer.relationships where rel.role == .destination {
                 guard let fk = rel.keyField.flatMap(layer.field)?.name, let v = c.attributes[fk], !v.isNull,
                       let (parent, side) = schema.counterpart(of: rel, in: layer) else { continue }
@@ -72,7 +73,7 @@ extension Importer {
         var emitted = 0
         func emit(_ pending: [PendingEvent]) throws {
             for p in pending {
-                if let g = p.payload["globalId"]?.stringValue, created.contains(g) { continue }
+                if let g = p.payload["globalId"]?.stringValue, created(g) { continue }
                 var payload = p.payload.objectValue ?? [:]
                 payload["import"] = .string(source)
                 let e = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: .object(payload), context: context,
@@ -83,14 +84,15 @@ extension Importer {
                 emitted += 1
             }
         }
-        for (g, entry) in touched.sorted(by: { $0.key < $1.key }) {
+        for (key, entry) in touched.sorted(by: { $0.key < $1.key }) {
+            let g = key.globalId
             // Each earlier key value once, so every parent the child left is derived again too.
-            let befores: [[String: JSONValue]] = entry.keys.isEmpty ? [[:]] : entry.keys.flatMap { k, vs in vs.map { [k: $0] } }
+            let befores: [[String: JSONValue]] = entry.keys.isEmpty ? [[:]] : entry.keys.map { [$0.field: $0.value.json] }
             for before in befores {
-                try emit(try rules.derive(after: .committed(layer: entry.layer, globalId: g, kind: .edit, before: before, session: nil)))
+                try emit(try rules.derive(after: .committed(layer: Int(entry.layer), globalId: g, kind: .edit, before: before, session: nil)))
             }
         }
-        for (lid, g) in rederive where !created.contains(g) {
+        for (lid, g) in rederive where !created(g) {
             guard let layer = schema.layer(id: lid), let p = try world.feature(layer: lid, globalId: g), !p.deleted else { continue }
             for rule in schema.rules {
                 guard case .latestChildRollup(let relId, let parentLayer, let childLayer, _, _) = rule.kind, parentLayer == lid,

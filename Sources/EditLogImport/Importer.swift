@@ -48,10 +48,35 @@ public struct Importer {
     public let source: String
     public internal(set) var report = ImportReport()
 
-    /// Features the import changed: (layer, GlobalID) with every value their relationship keys had before.
-    var touched: [String: (layer: Int, keys: [String: Set<JSONValue>])] = [:]
-    /// Features this log did not have before the import.
-    var created: Set<String> = []
+    /// Features the import changed, by GlobalID: their layer and every value their relationship keys had before
+    /// (each (field, value) once). One entry per feature for the whole import, so it is kept small: GlobalIDs as
+    /// 128-bit keys, the earlier key values in an array (usually empty or one).
+    var touched: [GlobalIDKey: Touched] = [:]
+    struct Touched {
+        var layer: Int32
+        /// Whether this log did not have the feature before the import.
+        var created = false
+        var keys: [(field: String, value: NotedValue)] = []
+    }
+    /// A relationship key's value: a canonical GlobalID in 17 bytes, anything else as it is.
+    enum NotedValue: Equatable {
+        case globalId(GlobalIDKey)
+        case other(JSONValue)
+
+        init(_ v: JSONValue) {
+            if case .string(let s) = v, case .bits = GlobalIDKey(s) { self = .globalId(GlobalIDKey(s)) } else { self = .other(v) }
+        }
+
+        var json: JSONValue {
+            switch self {
+            case .globalId(let k): return .string(k.globalId)
+            case .other(let v): return v
+            }
+        }
+    }
+
+    /// Whether this log did not have the feature before the import.
+    func created(_ globalId: String) -> Bool { touched[GlobalIDKey(globalId)]?.created == true }
     var deletedParents: [(layer: Int, globalId: String)] = []
     /// Features whose rules' values another log derived, each once, in the order met (a feature this import
     /// created keeps the values it came with, so it is not listed).
@@ -63,7 +88,14 @@ public struct Importer {
     /// (`appended(_:)`), so a feature's stream is read once per import, not once per event about it.
     var histories: [String: FeatureHistory] = [:]
     /// Histories kept at most (memory stays bounded on large imports; a bundle's events about one feature come close together).
-    static let historyLimit = 4_096
+    static let historyLimit = 1_024
+    /// Stream versions the appender remembers at most during an import (`Appender.versionLimit`).
+    public static let streamVersionLimit = 16_384
+    /// Features the projector keeps read during an import (`Projector.featureCacheLimit`).
+    public static let featureCacheLimit = 1_024
+    /// The writer's page cache during an import, in KiB (half of `EventStore.writerCacheKiB`: measured on a
+    /// 1.05M-event bundle, 8 MB less peak RSS for 1% more time).
+    public static let pageCacheKiB = 8_192
 
     public init(schema: ServiceSchema, policy: MergePolicy, ownLog: String, context: EventContext, source: String) {
         self.schema = schema
@@ -116,7 +148,7 @@ public struct Importer {
             }
             if type == .featureDerived {
                 // A rule's value as the other log derived it: derived again here after the merge.
-                if !created.contains(feature.globalId), rederiveListed.insert(e.stream).inserted { rederive.append((feature.layer, feature.globalId)) }
+                if !created(feature.globalId), rederiveListed.insert(e.stream).inserted { rederive.append((feature.layer, feature.globalId)) }
             } else {
                 note(layer, feature.globalId, before: before, type: type)
             }
@@ -164,16 +196,12 @@ public struct Importer {
     // MARK: Bookkeeping
 
     mutating func note(_ layer: LayerSchema, _ g: String, before: FeatureSnapshot?, type: EventType) {
-        var entry = touched[g] ?? (layer.id, [:])
-        for r in layer.relationships where r.role == .destination {
-            guard let fk = r.keyField.flatMap(layer.field)?.name else { continue }
-            if let v = before?.attributes[fk], !v.isNull { entry.keys[fk, default: []].insert(v) }
-        }
-        touched[g] = entry
+        let key = GlobalIDKey(g)
+        touched[key, default: Touched(layer: Int32(layer.id))].noteKeys(of: layer, before: before)
         if type == .featureDeleted {
             deletedParents.append((layer.id, g))
         } else if before == nil, type == .featureBaselined || type == .sessionCommitted {
-            created.insert(g)
+            touched[key]?.created = true
         }
     }
 
@@ -216,5 +244,17 @@ public struct Importer {
                                            arguments: [stream, EventType.featureDeleted.rawValue]) else { return [] }
         return try String.fetchAll(db, sql: "SELECT global_id FROM p_attachments WHERE parent_global_id = ? AND deleted = 1 AND position = ? ORDER BY global_id",
                                    arguments: [g, pos])
+    }
+}
+
+extension Importer.Touched {
+    /// Adds the values `before` gives the layer's relationship keys (a destination's foreign keys), each once.
+    mutating func noteKeys(of layer: LayerSchema, before: FeatureSnapshot?) {
+        guard let before else { return }
+        for r in layer.relationships where r.role == .destination {
+            guard let fk = r.keyField.flatMap(layer.field)?.name, let v = before.attributes[fk], !v.isNull else { continue }
+            let noted = Importer.NotedValue(v)
+            if !keys.contains(where: { $0.field == fk && $0.value == noted }) { keys.append((fk, noted)) }
+        }
     }
 }

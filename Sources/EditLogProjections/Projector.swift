@@ -17,11 +17,12 @@ public final class Projector {
     /// Features read in this transaction, by GlobalID; a write to a feature row drops its entry.
     public internal(set) var featureCache: [String: FeatureSnapshot] = [:]
     /// Features kept at most: an import's end reads every feature it touched (a million-event bundle: 97k
-    /// snapshots, 150 MB), and a read after the cache is emptied simply goes to the table again.
-    static let featureCacheLimit = 5_000
+    /// snapshots, 150 MB), and a read after the cache is emptied simply goes to the table again. An import
+    /// lowers it (`Importer.featureCacheLimit`): its reads come in bursts about one feature.
+    public var featureCacheLimit = 5_000
 
     func cacheFeature(_ f: FeatureSnapshot, key globalId: String) {
-        if featureCache.count >= Self.featureCacheLimit { featureCache.removeAll(keepingCapacity: true) }
+        if featureCache.count >= featureCacheLimit { featureCache.removeAll(keepingCapacity: true) }
         featureCache[globalId] = f
     }
     /// Feature and session rows not yet written (`Projector+PendingWrites.swift`).

@@ -27,6 +27,10 @@ public struct Appender {
     /// Whether `appended` keeps every event of the transaction. An import of a whole bundle (a million events in
     /// one transaction) turns it off: nothing reads that list there, and it grew by every event's payload.
     public var keepsAppended = true
+    /// Streams whose version this transaction remembers at most, or nil for no bound (the next transaction's
+    /// cache keeps at most `AppendCache.maxStreams`). An import of a whole bundle sets one: it meets every
+    /// feature's stream once, and a forgotten version is read again from the stream's index.
+    public var versionLimit: Int?
 
     init(db: Database, store: EventStore) throws {
         self.db = db
@@ -55,6 +59,7 @@ public struct Appender {
     public mutating func currentVersion(of stream: String) throws -> Int64 {
         if let v = versions[stream] { return v }
         let v = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?"), arguments: [stream]) ?? 0
+        if let limit = versionLimit, versions.count >= limit { versions.removeAll(keepingCapacity: true) }
         versions[stream] = v
         return v
     }

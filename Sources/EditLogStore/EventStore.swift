@@ -40,7 +40,9 @@ public final class EventStore: Sendable {
     ///   the same index pages over and over, and each checkpoint wrote them to the file again and fsynced
     ///   (synchronous=NORMAL: a commit itself never fsyncs, a checkpoint does).
     /// Both bounded: 16 MiB more memory per writing connection, at most about 40 MiB of WAL between checkpoints.
-    public static let writerSettings = ["PRAGMA cache_size = -16384", "PRAGMA wal_autocheckpoint = 10000"]
+    public static let writerSettings = ["PRAGMA cache_size = -\(writerCacheKiB)", "PRAGMA wal_autocheckpoint = 10000"]
+    /// The page cache of a writing connection, in KiB.
+    public static let writerCacheKiB = 16_384
 
     private init(path: String, dbQueue: DatabaseQueue, logId: String, clock: any LogClock, ids: any IDGenerator) {
         self.path = path; self.dbQueue = dbQueue; self.logId = logId; self.clock = clock; self.ids = ids

@@ -38,4 +38,29 @@ import Testing
         #expect(GlobalID.normalize("{" + good) == nil)
         #expect(GlobalID.normalize("3f2504e0-4f89-41d3-9a0c-0305e82c330") == nil)
     }
+
+    /// `GlobalIDKey` (an import's 17-byte key of a feature) gives back the GlobalID it was made from, canonical or
+    /// not, and orders keys exactly as their texts order.
+    @Test func globalIdKeysRoundTripAndOrderAsTheirText() {
+        var rng = SplitMix64(seed: 11)
+        var texts: [String] = []
+        for k in 0..<1_000 {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
+            if k % 7 == 0 { bytes[0] = texts.isEmpty ? 0 : 0xFF }  // shared prefixes: the low word decides
+            let u = bytes.withUnsafeBytes { UUID(uuid: $0.load(as: uuid_t.self)) }
+            let canonical = "{\(u.uuidString)}"
+            let key = GlobalIDKey(canonical)
+            guard case .bits = key else { Issue.record("\(canonical) is canonical"); continue }
+            #expect(key.globalId == canonical)
+            texts.append(canonical)
+            // Not canonical (lower case, no braces): kept as text, given back unchanged.
+            let other = k % 2 == 0 ? u.uuidString.lowercased() : u.uuidString
+            #expect(GlobalIDKey(other) == .text(other))
+            #expect(GlobalIDKey(other).globalId == other)
+            texts.append(other)
+        }
+        texts += ["", "{", "{3F2504E0-4F89-41D3-9A0C-0305E82C330G}", "{3F2504E0-4F89-41D3-9A0C-0305E82C3301", "plain"]
+        #expect(texts.map(GlobalIDKey.init).sorted().map(\.globalId) == texts.sorted())
+    }
 }
