@@ -106,15 +106,16 @@ extension EditLog {
         let schema = self.schema
         let geocoder = self.geocoder
         let now = Timestamp.format(milliseconds: store.clock.now())
+        // An import meets a whole bundle's features, each in a burst of events: the caches a recording transaction
+        // keeps (SQLite's pages, stream versions, features read) are bounded lower, until after the commit.
+        try store.setPageCache(kib: Importer.pageCacheKiB)
+        defer { try? store.setPageCache(kib: EventStore.writerCacheKiB) }
         return try writeMapped { db, appender, projector in
-            // The report is the result: the imported events are not held in memory. An import meets a whole
-            // bundle's features, each in a burst of events: the caches a recording transaction keeps (stream
-            // versions, features read, SQLite's pages) are bounded lower.
+            // The report is the result: the imported events are not held in memory.
             appender.keepsAppended = false
             appender.versionLimit = Importer.streamVersionLimit
             projector.featureCacheLimit = Importer.featureCacheLimit
-            try db.execute(sql: "PRAGMA cache_size = -\(Importer.pageCacheKiB)")
-            defer { try? db.execute(sql: "PRAGMA cache_size = -\(EventStore.writerCacheKiB)") }
+            projector.pendingLimit = Importer.pendingRowLimit
             let context = EventContext(actor: actor, device: device, clientTime: now)
             var importer = Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
             try feed({ e in try importer.importEvent(e, db: db, appender: &appender, projector: projector) },

@@ -146,20 +146,33 @@ public final class BundleReader {
                               missingBlobs: state.referenced.subtracting(state.blobs))
     }
 
-    /// SHA256SUMS lists every entry before it, in order, with the SHA-256 of its data.
+    /// SHA256SUMS lists every entry before it, in order, with the SHA-256 of its data. Checked line by line in
+    /// place (a million-event bundle's list is megabytes: no copy of it as a string or as lines). Every byte of a
+    /// list that passes is a hex digit, a space, a newline or part of an entry's (UTF-8) name.
     private func checkSums(_ bytes: [UInt8]) throws(EditLogError) {
         func bad(_ m: String) -> EditLogError { EditLogError(.corrupt, m, at: "\(path): SHA256SUMS") }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw bad("not UTF-8") }
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.last == "" else { throw bad("does not end with a newline") }
-        lines.removeLast()
-        guard lines.count == sums.count else { throw bad("lists \(lines.count) entries; the bundle has \(sums.count) before it") }
-        for (k, (line, entry)) in zip(lines, sums).enumerated() {
-            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-            guard parts.count == 3, parts[1].isEmpty, parts[0].utf8.count == 64 else { throw bad("line \(k + 1) is not \"<sha256>  <name>\"") }
-            guard parts[2] == entry.name else { throw bad("line \(k + 1) names \(parts[2].prefix(100)), but the entry there is \(entry.name)") }
-            guard parts[0].lowercased() == Hex.encode(entry.sha256) else {
-                throw bad("line \(k + 1): \(entry.name) has SHA-256 \(Hex.encode(entry.sha256)), not \(parts[0]) (the entry was changed)")
+        guard bytes.last == 0x0A else { throw bad("does not end with a newline") }
+        let count = bytes.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 }
+        guard count == sums.count else { throw bad("lists \(count) entries; the bundle has \(sums.count) before it") }
+        var start = 0
+        var k = 0
+        for i in bytes.indices where bytes[i] == 0x0A {
+            let line = bytes[start..<i]
+            start = i + 1
+            let entry = sums[k]
+            k += 1
+            // "<64 hex digits>  <name>": the first space at 64, the second at 65, the name after.
+            let sep = line.firstIndex(of: 0x20)
+            guard let sep, sep - line.startIndex == 64, sep + 1 < line.endIndex, line[sep + 1] == 0x20 else {
+                throw bad("line \(k) is not \"<sha256>  <name>\"")
+            }
+            let name = line[(sep + 2)...]
+            guard name.elementsEqual(entry.name.utf8) else {
+                throw bad("line \(k) names \(String(decoding: name.prefix(100), as: UTF8.self)), but the entry there is \(entry.name)")
+            }
+            let hex = line[line.startIndex..<sep]
+            guard hex.elementsEqual(Hex.encode(entry.sha256).utf8, by: { a, b in (a >= 0x41 && a <= 0x5A ? a | 0x20 : a) == b }) else {
+                throw bad("line \(k): \(entry.name) has SHA-256 \(Hex.encode(entry.sha256)), not \(String(decoding: hex, as: UTF8.self)) (the entry was changed)")
             }
         }
     }

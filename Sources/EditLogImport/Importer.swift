@@ -93,6 +93,8 @@ public struct Importer {
     public static let streamVersionLimit = 16_384
     /// Features the projector keeps read during an import (`Projector.featureCacheLimit`).
     public static let featureCacheLimit = 1_024
+    /// Projection rows the projector holds before writing them during an import (`Projector.pendingLimit`).
+    public static let pendingRowLimit = 2_048
     /// The writer's page cache during an import, in KiB (half of `EventStore.writerCacheKiB`: measured on a
     /// 1.05M-event bundle, 8 MB less peak RSS for 1% more time).
     public static let pageCacheKiB = 8_192

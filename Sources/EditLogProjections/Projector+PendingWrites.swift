@@ -88,8 +88,6 @@ struct PendingSession {
 }
 
 extension Projector {
-    /// Rows held before a rebuild writes them out (bounds memory on large logs).
-    static let pendingLimit = 10_000
 
     var hasPendingWrites: Bool { !pendingFeatures.isEmpty || !pendingSessions.isEmpty }
 
@@ -202,6 +200,6 @@ extension Projector {
 
     /// Writes the folded rows out once they reach `pendingLimit` (a rebuild's memory stays bounded).
     func writePendingIfFull(_ db: Database) throws {
-        if pendingFeatures.count + pendingSessions.count >= Self.pendingLimit { try writePending(db) }
+        if pendingFeatures.count + pendingSessions.count >= pendingLimit { try writePending(db) }
     }
 }

@@ -25,6 +25,9 @@ public final class Projector {
         if featureCache.count >= featureCacheLimit { featureCache.removeAll(keepingCapacity: true) }
         featureCache[globalId] = f
     }
+    /// Rows held before they are written out (bounds memory on large logs). An import lowers it
+    /// (`Importer.pendingRowLimit`).
+    public var pendingLimit = 10_000
     /// Feature and session rows not yet written (`Projector+PendingWrites.swift`).
     var pendingFeatures: [String: PendingFeature] = [:]
     var pendingSessions: [String: PendingSession] = [:]
