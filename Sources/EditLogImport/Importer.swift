@@ -64,7 +64,7 @@ public struct Importer {
         case other(JSONValue)
 
         init(_ v: JSONValue) {
-            if case .string(let s) = v, case .bits = GlobalIDKey(s) { self = .globalId(GlobalIDKey(s)) } else { self = .other(v) }
+            if case .string(let s) = v, case let key = GlobalIDKey(s), case .bits = key { self = .globalId(key) } else { self = .other(v) }
         }
 
         var json: JSONValue {
