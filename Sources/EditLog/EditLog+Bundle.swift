@@ -93,15 +93,28 @@ extension EditLog {
         }
         let total = reader.manifest.eventCount
         var done: Int64 = 0
-        var contents: BundleContents?
         let source = "bundle:" + URL(fileURLWithPath: path).lastPathComponent
-        let report = try importEvents(policy: policy, actor: actor, device: device, source: source) { event, blob in
-            contents = try reader.read(trust: trust, event: { e in
-                try event(e)
-                done += 1
-                if done % 1024 == 0 { progress?(done, total) }
-            }, blob: { _, bytes in try blob(bytes) })
+        // The bundle is read and checked on a second thread while this one merges and writes; a failed check there
+        // reaches this thread after the events before it, and rolls the whole import back.
+        let readAhead = BundleReadAhead(reader, trust: trust)
+        let report: ImportReport
+        do {
+            report = try importEvents(policy: policy, actor: actor, device: device, source: source, withPayloads: { event, blob in
+                while let item = try readAhead.items.take() {
+                    switch item {
+                    case .event(let e, let payload, let location):
+                        do { try event(e, payload) } catch { throw EditLogError.wrapping(error, at: "\(path): \(location)") }
+                        done += 1
+                        if done % 1024 == 0 { progress?(done, total) }
+                    case .blob(let sha, let bytes):
+                        do { try blob(bytes) } catch { throw EditLogError.wrapping(error, at: "\(path): \(BundleLayout.blobsPrefix)\(sha)") }
+                    }
+                }
+            }, closing: { _ in [] })
+        } catch {
+            readAhead.cancel()
+            throw error
         }
-        return (report, contents!)
+        return (report, readAhead.contents)
     }
 }

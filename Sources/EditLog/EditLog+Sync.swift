@@ -103,6 +103,19 @@ extension EditLog {
     public func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
                              _ feed: (_ event: (RecordedEvent) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void,
                              closing: (ImportReport) throws -> [SystemEvent]) throws(EditLogError) -> ImportReport {
+        try importEvents(policy: policy, actor: actor, device: device, source: source,
+                         withPayloads: { event, blob in
+                             try withoutActuallyEscaping(event) { event in
+                                 try withoutActuallyEscaping(blob) { blob in try feed({ e in try event(e, nil) }, blob) }
+                             }
+                         }, closing: closing)
+    }
+
+    /// `importEvents`, fed each event with its payload's canonical bytes when the source has them (a bundle's
+    /// reader serialized the payload to check the event's hash): the import then does not serialize it again.
+    func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
+                      withPayloads feed: (_ event: (RecordedEvent, [UInt8]?) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void,
+                      closing: (ImportReport) throws -> [SystemEvent]) throws(EditLogError) -> ImportReport {
         let schema = self.schema
         let geocoder = self.geocoder
         let now = Timestamp.format(milliseconds: store.clock.now())
@@ -118,7 +131,7 @@ extension EditLog {
             projector.pendingLimit = Importer.pendingRowLimit
             let context = EventContext(actor: actor, device: device, clientTime: now)
             var importer = Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
-            try feed({ e in try importer.importEvent(e, db: db, appender: &appender, projector: projector) },
+            try feed({ e, payload in try importer.importEvent(e, canonicalPayload: payload, db: db, appender: &appender, projector: projector) },
                      { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
             try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
             for s in try closing(importer.report) {

@@ -65,6 +65,13 @@ public final class BundleReader {
     /// checks: do the work in a transaction and roll it back on a throw. Can be called once.
     public func read(trust: [[UInt8]] = [], event: (RecordedEvent) throws -> Void,
                      blob: (String, [UInt8]) throws -> Void) throws(EditLogError) -> BundleContents {
+        try read(trust: trust, checked: { e, _, _ in try event(e) }, blob: blob)
+    }
+
+    /// `read`, handing each event over with its payload's canonical bytes (serialized once to check its hash) and
+    /// where it was in the bundle.
+    public func read(trust: [[UInt8]] = [], checked event: (RecordedEvent, _ canonicalPayload: [UInt8], BundleLocation) throws -> Void,
+                     blob: (String, [UInt8]) throws -> Void) throws(EditLogError) -> BundleContents {
         guard !consumed else { throw EditLogError(.io, "a bundle reader reads once; open the bundle again", at: path) }
         consumed = true
         var state = ReadState(manifest: manifest)
@@ -97,8 +104,9 @@ public final class BundleReader {
                     line += 1
                     var where_: String { "\(name): line \(line)" }  // only built when an error names it
                     let e: RecordedEvent
-                    do { e = try state.event(bytes[start..<i]) } catch { throw error.at("\(path): \(where_)") }
-                    try callback({ try event(e) }, where_)
+                    let payload: [UInt8]
+                    do { (e, payload) = try state.event(bytes[start..<i]) } catch { throw error.at("\(path): \(where_)") }
+                    try callback({ try event(e, payload, BundleLocation(chunk: name, line: line)) }, where_)
                     start = i + 1
                 }
             } else if name.hasPrefix(BundleLayout.blobsPrefix) {
@@ -178,6 +186,13 @@ public final class BundleReader {
     }
 }
 
+/// Where an event is in a bundle: its chunk's entry name and its line there (from 1).
+public struct BundleLocation: Sendable, CustomStringConvertible {
+    public let chunk: String
+    public let line: Int
+    public var description: String { "\(chunk): line \(line)" }
+}
+
 /// The running checks over a bundle's events.
 struct ReadState {
     let manifest: BundleManifest
@@ -192,8 +207,8 @@ struct ReadState {
 
     init(manifest: BundleManifest) { self.manifest = manifest }
 
-    /// Decodes and checks one line.
-    mutating func event(_ line: ArraySlice<UInt8>) throws(EditLogError) -> RecordedEvent {
+    /// Decodes and checks one line: the event and its payload's canonical bytes.
+    mutating func event(_ line: ArraySlice<UInt8>) throws(EditLogError) -> (RecordedEvent, [UInt8]) {
         let json: JSONValue
         do { json = try JSONParser.parse(line) } catch { throw EditLogError(.corrupt, "not valid JSON: \(error.description)") }
         guard case .object(var o) = json else { throw EditLogError(.corrupt, "an event line must be a JSON object") }
@@ -203,7 +218,8 @@ struct ReadState {
         let e: RecordedEvent
         do { e = try RecordedEvent(json: .object(o)) } catch { throw EditLogError(.corrupt, error.message) }
         var at: String { "position \(e.position)" }  // only built when an error names it
-        guard e.chainHashMatches(previous: previous, using: &encoder) else {
+        let payload = e.payload.serializedBytes()
+        guard e.chainHashMatches(previous: previous, payload: payload, using: &encoder) else {
             throw EditLogError(.corrupt, "the event's hash does not match its contents and previousHash: the event was changed", at: at)
         }
         guard e.position > manifest.fromPosition, e.position <= manifest.toPosition else {
@@ -224,7 +240,7 @@ struct ReadState {
         if first == nil { first = e.hash }
         last = e
         for sha in Self.blobReferences(e) { referenced.insert(sha) }
-        return e
+        return (e, payload)
     }
 
     /// The SHA-256s of the attachment bytes an event references.

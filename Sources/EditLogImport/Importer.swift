@@ -112,7 +112,8 @@ public struct Importer {
     static let merged: Set<EventType> = [.featureBaselined, .sessionCommitted, .featureDeleted, .conflictResolved, .featureDerived]
 
     /// Imports one event of another log. Events must come in their origin order (a bundle's order).
-    public mutating func importEvent(_ e: RecordedEvent, db: Database, appender: inout Appender, projector: Projector) throws {
+    /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (saves serializing it again).
+    public mutating func importEvent(_ e: RecordedEvent, canonicalPayload: [UInt8]? = nil, db: Database, appender: inout Appender, projector: Projector) throws {
         if try EventReading.position(ofEventId: e.id, db) != nil {
             report.alreadyPresent += 1
             return
@@ -165,7 +166,7 @@ public struct Importer {
         switch try appender.appendImported(NewEvent(id: e.id, stream: e.stream, type: type, payload: e.payload,
                                                     context: EventContext(actor: e.actor, device: e.device, clientTime: e.clientTime),
                                                     session: e.session, cause: e.cause),
-                                           recordedTime: e.recordedTime, origin: e.origin) {
+                                           recordedTime: e.recordedTime, origin: e.origin, canonicalPayload: canonicalPayload) {
         case .appended(let r):
             try projector.apply(r, db)
             appended(r)

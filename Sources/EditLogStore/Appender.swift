@@ -89,12 +89,14 @@ public struct Appender {
 
     /// Appends an event first recorded in another log (a bundle import, a sync pull), keeping its origin.
     /// An event whose id is already stored is not appended again: the outcome says so, for the caller to count.
+    /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (a bundle's reader has it already).
     public mutating func appendImported(_ e: NewEvent, expected: ExpectedVersion = .any, blob: [UInt8]? = nil, recordedTime: String?,
-                                        origin: EventOrigin) throws -> AppendOutcome {
-        try insert(e, expected: expected, blob: blob, recordedTime: recordedTime, origin: origin)
+                                        origin: EventOrigin, canonicalPayload: [UInt8]? = nil) throws -> AppendOutcome {
+        try insert(e, expected: expected, blob: blob, recordedTime: recordedTime, origin: origin, canonicalPayload: canonicalPayload)
     }
 
-    mutating func insert(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?) throws -> AppendOutcome {
+    mutating func insert(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?,
+                         canonicalPayload: [UInt8]? = nil) throws -> AppendOutcome {
         let version = try currentVersion(of: e.stream)
         switch expected {
         case .any: break
@@ -105,7 +107,7 @@ public struct Appender {
         default: break
         }
         let position = headPosition + 1
-        let payload = e.payload.serializedBytes()
+        let payload = canonicalPayload ?? e.payload.serializedBytes()
         let recorded = recordedTime ?? nowString()
         let values = EventHash.Values(
             position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type.rawValue, payload: payload,

@@ -81,6 +81,35 @@ import Testing
             e[2].data = BundleFixture.join(lines)
         }
         cases.append(("a broken chain near the end", d.file("chain.bundle"), .corrupt))
+        // An honest chain (hashes computed again) holding, mid-bundle, an event type this build does not know: the
+        // bundle reads clean, and the import fails in the merge while the reading thread is ahead of it.
+        try BundleFixture.edit(shared.bundle, to: d.file("unknown.bundle")) { e in
+            var lines = BundleFixture.lines(e[2].data)
+            var previous: [UInt8]?
+            var encoder = EventHash.Encoder()
+            for i in lines.indices {
+                var o = try BundleFixture.json(lines[i]).objectValue!
+                if i == lines.count / 2 { o["type"] = "FeatureTeleported" }
+                if let previous { o["previousHash"] = .string(Hex.encode(previous)) }
+                let prev = Hex.decode(o["previousHash"]!.stringValue!)!
+                var event = o
+                event["previousHash"] = nil
+                let r = try RecordedEvent(json: .object(event))
+                #expect(r.origin.hash == r.hash, "the shared bundle's events are its log's own")
+                let hash = EventHash.compute(using: &encoder, previous: prev, r.hashValues)
+                o["hash"] = .string(Hex.encode(hash))
+                o["origin"] = .object(["logId": .string(r.origin.logId), "position": .int(r.origin.position), "hash": .string(Hex.encode(hash))])
+                lines[i] = JSONValue.object(o).serializedBytes()
+                previous = hash
+            }
+            e[2].data = BundleFixture.join(lines)
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["firstEventHash"] = try BundleFixture.json(lines[0])["hash"]!
+            m["lastEventHash"] = .string(Hex.encode(previous!))
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+        _ = try BundleFixture.read(d.file("unknown.bundle"))
+        cases.append(("an event type this build does not know, mid-bundle", d.file("unknown.bundle"), .unsupported))
         try BundleFixture.edit(shared.bundle, to: d.file("noblob.bundle")) { e in
             e.removeAll { $0.name.hasPrefix("blobs/") }
             var m = try BundleFixture.json(e[0].data).objectValue!

@@ -61,14 +61,18 @@ extension RecordedEvent {
 
     /// The columns the chain hash covers, as stored: a locally recorded event stores no origin hash (its origin is
     /// itself, so `origin.hash == hash`); an imported one stores the hash it had in its first log.
-    public var hashValues: EventHash.Values {
-        EventHash.Values(position: position, id: id, stream: stream, streamVersion: streamVersion, type: type, payload: payload.serializedBytes(),
+    public var hashValues: EventHash.Values { hashValues(payload: payload.serializedBytes()) }
+
+    /// `hashValues` with the payload's canonical bytes given (a caller that has them serializes once).
+    public func hashValues(payload canonical: [UInt8]) -> EventHash.Values {
+        EventHash.Values(position: position, id: id, stream: stream, streamVersion: streamVersion, type: type, payload: canonical,
                          actor: actor, device: device, session: session, cause: cause, clientTime: clientTime, recordedTime: recordedTime,
                          originLog: origin.logId, originPosition: origin.position, originHash: origin.hash == hash ? nil : origin.hash)
     }
 
     /// Whether `hash` is this event's chain hash after `previous` (the hash of the event before it in its log).
-    public func chainHashMatches(previous: [UInt8], using encoder: inout EventHash.Encoder) -> Bool {
-        EventHash.compute(using: &encoder, previous: previous, hashValues) == hash
+    /// `payload`, when given, must be `self.payload.serializedBytes()`.
+    public func chainHashMatches(previous: [UInt8], payload canonical: [UInt8]? = nil, using encoder: inout EventHash.Encoder) -> Bool {
+        EventHash.compute(using: &encoder, previous: previous, hashValues(payload: canonical ?? payload.serializedBytes())) == hash
     }
 }

@@ -1,0 +1,113 @@
+import Foundation
+
+/// Items handed from one thread (the producer) to another (the consumer), in order, in batches, with a bound on
+/// what is in flight: the producer waits while `maxBatches` batches are pending, so memory stays flat however many
+/// items pass. A batch is handed over when it holds `batchSize` items or `batchWeight` of weight (bytes, say).
+///
+/// The producer ends with `close(failure:)`; the consumer sees every item put before it, then the failure (or the
+/// end). A consumer that stops early calls `cancel()`: the producer's next `put` throws `Cancelled`, and
+/// `waitClosed()` returns once the producer has closed (so no thread outlives the work it was part of).
+public final class HandOff<Item>: @unchecked Sendable {
+    /// Thrown by `put` once the consumer has cancelled.
+    public struct Cancelled: Error, CustomStringConvertible {
+        public var description: String { "the consumer stopped" }
+    }
+
+    public let batchSize: Int
+    public let batchWeight: Int
+    public let maxBatches: Int
+
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var pending: [[Item]] = []
+    private var closed = false
+    private var cancelled = false
+    private var failure: (any Error)?
+    // The producer's batch (producer thread only).
+    private var batch: [Item] = []
+    private var weight = 0
+    // The consumer's batch (consumer thread only).
+    private var taken: [Item] = []
+    private var next = 0
+
+    public init(batchSize: Int = 256, batchWeight: Int = 1 << 20, maxBatches: Int = 4) {
+        precondition(batchSize > 0 && batchWeight > 0 && maxBatches > 0)
+        self.batchSize = batchSize
+        self.batchWeight = batchWeight
+        self.maxBatches = maxBatches
+        batch.reserveCapacity(batchSize)
+    }
+
+    // MARK: Producer
+
+    /// Adds one item; hands the batch over when it is full (waiting while `maxBatches` are pending).
+    public func put(_ item: Item, weight w: Int = 0) throws(Cancelled) {
+        batch.append(item)
+        weight += w
+        if batch.count >= batchSize || weight >= batchWeight { try handOver() }
+    }
+
+    /// Ends the stream: the last batch is handed over, and the consumer sees `failure` (if any) after it.
+    public func close(failure: (any Error)? = nil) {
+        let last = batch
+        batch = []
+        condition.lock()
+        defer { condition.unlock() }
+        if !last.isEmpty && !cancelled { pending.append(last) }
+        self.failure = failure
+        closed = true
+        condition.broadcast()
+    }
+
+    private func handOver() throws(Cancelled) {
+        let full = batch
+        batch = []
+        batch.reserveCapacity(batchSize)
+        weight = 0
+        condition.lock()
+        defer { condition.unlock() }
+        while pending.count >= maxBatches && !cancelled { condition.wait() }
+        if cancelled { throw Cancelled() }
+        pending.append(full)
+        condition.broadcast()
+    }
+
+    // MARK: Consumer
+
+    /// The next item in the order put; nil at the end. Throws the producer's failure once every item before it was taken.
+    public func take() throws -> Item? {
+        if next < taken.count {
+            defer { next += 1 }
+            return taken[next]
+        }
+        taken.removeAll(keepingCapacity: false)
+        next = 0
+        condition.lock()
+        defer { condition.unlock() }
+        while pending.isEmpty && !closed { condition.wait() }
+        guard !pending.isEmpty else {
+            if let failure { throw failure }
+            return nil
+        }
+        taken = pending.removeFirst()
+        condition.broadcast()
+        next = 1
+        return taken[0]
+    }
+
+    /// Stops the producer: its next `put` throws `Cancelled`, and what is pending is dropped.
+    public func cancel() {
+        condition.lock()
+        defer { condition.unlock() }
+        cancelled = true
+        pending.removeAll()
+        condition.broadcast()
+    }
+
+    /// Returns once the producer has closed.
+    public func waitClosed() {
+        condition.lock()
+        defer { condition.unlock() }
+        while !closed { condition.wait() }
+    }
+}
