@@ -132,7 +132,6 @@ public enum BundleExport {
             if stream.hasPrefix("$") { return true }
             return StreamName.parseFeature(stream).map { layers.ids.contains($0.layer) } ?? false
         }
-        let range = "position <= ?"
         // The hash of the event before `from + 1` (the genesis hash before position 1).
         var previous = from == 0 ? EventHash.genesis
             : try Data.fetchOne(db, sql: "SELECT hash FROM events WHERE position = ?", arguments: [from]).map { [UInt8]($0) } ?? EventHash.genesis
@@ -179,13 +178,30 @@ public enum BundleExport {
         try writer.add(BundleLayout.schema, schemaEvent.payload.serializedBytes())
         var done: Int64 = 0
         let total = until - from
-        try EventReading.forEach(db, after: from, where: range, arguments: [until]) { e in
-            defer { previous = e.hash }
+        // Each line is written from the stored columns (`BundleEventLine`), after the event's chain hash is checked
+        // against them: a bundle never carries an event the log's chain does not vouch for.
+        var line: [UInt8] = []
+        line.reserveCapacity(4_096)
+        var encoder = EventHash.Encoder()
+        try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events WHERE position > ? AND position <= ? ORDER BY position",
+                              arguments: [from, until]) { row in
+            let position = row.integer(.position)
+            guard let hash = row.bytes(.hash) else { throw EditLogError(.corrupt, "hash is NULL", at: "position \(position)") }
+            do { try previous.withUnsafeBytes { p in try EventHash.encode(row, previous: p, into: &encoder) } } catch let missing as EventHash.MissingColumn {
+                throw EditLogError(.corrupt, "\(missing.column.name) is NULL", at: "position \(position)")
+            }
+            guard encoder.digestEquals(hash) else {
+                throw EditLogError(.corrupt, "the event's hash does not match its columns: the log was altered (run editlog verify)", at: "position \(position)")
+            }
             done += 1
             if done % 1024 == 0 { progress?(done, total) }
-            guard keep(e.stream), case .object(var o) = e.json else { return }
-            o["previousHash"] = .string(Hex.encode(previous))
-            try writer.addEventLine(JSONValue.object(o).serializedBytes())
+            if options.layers == nil || keep(row.bytes(.stream).map { String(decoding: $0, as: UTF8.self) } ?? "") {
+                line.removeAll(keepingCapacity: true)
+                try previous.withUnsafeBytes { p in try BundleEventLine.write(row, previous: p, to: &line) }
+                try writer.addEventLine(line)
+            }
+            previous = [UInt8](hash)
+            return true
         }
         progress?(total, total)
         for (sha, _) in present {

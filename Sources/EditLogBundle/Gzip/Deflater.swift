@@ -68,8 +68,9 @@ final class OutputFile {
 }
 
 /// Gzip output as a series of independent members (as pigz and BGZF write them): the input is cut into blocks of
-/// `blockSize` bytes, a batch of `workers` blocks is deflated at once on all cores, and the members are written in
-/// order. Memory stays bounded by `workers × blockSize` (plus their compressed forms), whatever the total size.
+/// `blockSize` bytes, each block is deflated on a worker thread while the caller goes on filling the next one, and
+/// the members are written in order on the caller's thread. At most `workers + 1` blocks are in flight, so memory
+/// stays bounded by about that many blocks (plus their compressed forms), whatever the total size.
 final class ParallelGzipWriter {
     static let defaultBlockSize = 1 << 20
 
@@ -78,7 +79,10 @@ final class ParallelGzipWriter {
     let workers: Int
     let level: Int32
     private var current: [UInt8] = []
-    private var full: [[UInt8]] = []
+    /// Blocks handed to the workers, and members written so far (in order).
+    private var submitted = 0
+    private var written = 0
+    private let members = Members()
     /// Uncompressed bytes accepted so far.
     private(set) var uncompressedBytes: Int64 = 0
 
@@ -99,38 +103,61 @@ final class ParallelGzipWriter {
             current.append(contentsOf: rest[rest.startIndex..<end])
             rest = rest[end...]
             if current.count == blockSize {
-                full.append(current)
+                let block = current
                 current = []
                 current.reserveCapacity(blockSize)
-                if full.count == workers { try flushBatch() }
+                try submit(block)
             }
         }
     }
 
-    private func flushBatch() throws(EditLogError) {
-        guard !full.isEmpty else { return }
-        let blocks = full
-        full.removeAll(keepingCapacity: true)
-        let members = Members(count: blocks.count)
-        let level = self.level
-        DispatchQueue.concurrentPerform(iterations: blocks.count) { i in
-            members.set(i, GzipMember.compress(blocks[i], level: level))
-        }
-        for m in members.all() { try output.write(m) }
+    /// Hands `block` to a worker (first writing members, waiting for them, while `workers + 1` are in flight), then
+    /// writes every member already done, in order.
+    private func submit(_ block: [UInt8]) throws(EditLogError) {
+        while submitted - written > workers { try writeNext(waiting: true) }
+        let seq = submitted
+        submitted += 1
+        let (members, level) = (self.members, self.level)
+        DispatchQueue.global(qos: .userInitiated).async { members.put(seq, GzipMember.compress(block, level: level)) }
+        while try writeNext(waiting: false) {}
     }
 
-    /// Compresses what is left (a last, shorter member) and writes it.
+    /// Writes the next member in order if it is done (or, `waiting`, once it is). False when there was none to write.
+    private func writeNext(waiting: Bool) throws(EditLogError) -> Bool {
+        guard written < submitted, let m = members.take(written, waiting: waiting) else { return false }
+        try output.write(m)
+        written += 1
+        return true
+    }
+
+    /// Compresses what is left (a last, shorter member) and writes every member.
     func finish() throws(EditLogError) {
-        if !current.isEmpty { full.append(current); current = [] }
-        try flushBatch()
+        if !current.isEmpty {
+            let block = current
+            current = []
+            try submit(block)
+        }
+        while written < submitted { _ = try writeNext(waiting: true) }
     }
 }
 
-/// The compressed members of one batch, filled by concurrent workers (each index written once, under a lock).
+/// Members compressed by the workers, by their block's sequence number, until the writer takes them in order.
 private final class Members: @unchecked Sendable {
-    private let lock = NSLock()
-    private var slots: [[UInt8]]
-    init(count: Int) { slots = Array(repeating: [], count: count) }
-    func set(_ i: Int, _ m: [UInt8]) { lock.lock(); slots[i] = m; lock.unlock() }
-    func all() -> [[UInt8]] { lock.lock(); defer { lock.unlock() }; return slots }
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var done: [Int: [UInt8]] = [:]
+
+    func put(_ seq: Int, _ member: [UInt8]) {
+        condition.lock()
+        done[seq] = member
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func take(_ seq: Int, waiting: Bool) -> [UInt8]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while waiting && done[seq] == nil { condition.wait() }
+        return done.removeValue(forKey: seq)
+    }
 }

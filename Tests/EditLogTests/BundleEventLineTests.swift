@@ -1,0 +1,65 @@
+@testable import EditLogBundle
+import EditLog
+import EditLogStore
+import Foundation
+import GRDB
+import Testing
+
+/// A bundle's event lines are written from the stored columns (`BundleEventLine`), not through `RecordedEvent.json`:
+/// byte for byte the same line, and an export refuses an event its chain does not vouch for.
+@Suite struct BundleEventLineTests {
+    /// Random rows (strings with quotes, backslashes, newlines, control and non-ASCII characters; NULL optional
+    /// columns; imported events with an origin hash; payloads of every JSON kind stored canonically): the line
+    /// from the columns equals the canonical JSON of the decoded event plus `previousHash`.
+    @Test func theLineFromTheColumnsIsTheCanonicalJSONOfTheDecodedEvent() throws {
+        let gen = JSONParserPropertyTests()
+        var r = SplitMix64(seed: 20261124)
+        func text() -> String { gen.string(&r) + ["", "\u{1}", "\t", "é☃", "\u{7f}", "\u{1F333}"][r.below(6)] + gen.string(&r) }
+        func bytes(_ n: Int) -> Data { Data((0..<n).map { _ in UInt8(r.below(256)) }) }
+        let db = try DatabaseQueue()
+        try db.write { db in
+            try db.execute(sql: """
+                CREATE TABLE events (position INTEGER PRIMARY KEY, id BLOB, stream TEXT, stream_version INTEGER, type TEXT, payload TEXT,
+                    actor TEXT, device TEXT, session TEXT, cause TEXT, client_time TEXT, recorded_time TEXT, origin_log TEXT,
+                    origin_position INTEGER, origin_hash BLOB, hash BLOB)
+                """)
+            for p in 1...600 {
+                let payload = gen.document(&r, depth: 0).0.serialized()
+                try db.execute(sql: "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", arguments: [
+                    p, bytes(16), text(), gen.integer(&r), text(), payload, text(), text(), r.below(3) == 0 ? nil : text(), text(),
+                    r.below(3) == 0 ? nil : text(), text(), text(), gen.integer(&r), r.below(2) == 0 ? nil : bytes(32), bytes(32),
+                ])
+            }
+            var lines = 0
+            try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events ORDER BY position", arguments: []) { row in
+                let previous = [UInt8](bytes(32))
+                var line: [UInt8] = []
+                try previous.withUnsafeBytes { try BundleEventLine.write(row, previous: $0, to: &line) }
+                var o = try EventReading.decode(row).json.objectValue!
+                o["previousHash"] = .string(Hex.encode(previous))
+                let expected = JSONValue.object(o).serializedBytes()
+                #expect(line == expected, "\(String(decoding: line, as: UTF8.self))\n\(String(decoding: expected, as: UTF8.self))")
+                lines += 1
+                return true
+            }
+            #expect(lines == 600)
+        }
+    }
+
+    /// An event altered in the log (its chain broken) is not exported: the export fails naming its position and
+    /// leaves no bundle behind.
+    @Test func anAlteredEventIsNotExported() throws {
+        let d = TempDir()
+        try SharedBundle.shared.copyLog(to: d.file("log.sqlite"))
+        try RawLog.writeWithoutTransaction(d.file("log.sqlite")) { db in
+            try db.execute(sql: "DROP TRIGGER events_append_only_update; UPDATE events SET actor = 'mallory' WHERE position = 7")
+        }
+        let log = try EditLog.open(at: d.file("log.sqlite"))
+        defer { log.close() }
+        expectBundleError(.corrupt, "position 7") { _ = try log.exportBundle(to: d.file("out.bundle")) }
+        #expect(!FileManager.default.fileExists(atPath: d.file("out.bundle")))
+        // From after the altered event on, the export goes through, and its bundle reads clean.
+        _ = try log.exportBundle(to: d.file("tail.bundle"), since: .position(7))
+        _ = try BundleFixture.read(d.file("tail.bundle"))
+    }
+}
