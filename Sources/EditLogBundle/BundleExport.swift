@@ -115,6 +115,20 @@ public enum BundleExport {
 
     struct Written { let sha256: [UInt8]; let bytes: Int64; let uncompressed: Int64 }
 
+    static let sha256Key: [UInt8] = Array("\"sha256\"".utf8)
+
+    /// Whether the bytes hold `"sha256"` (a key every blob reference has).
+    static func mentionsSHA256(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let n = sha256Key.count
+        guard bytes.count >= n else { return false }
+        var i = 0
+        while i <= bytes.count - n {
+            if bytes[i] == 0x22, bytes[i + 1] == 0x73, sha256Key.withUnsafeBytes({ memcmp(bytes.baseAddress! + i, $0.baseAddress!, n) == 0 }) { return true }
+            i += 1
+        }
+        return false
+    }
+
     static func write(_ db: Database, store: EventStore, from: Int64, to path: String, options: BundleExportOptions,
                       progress: ((Int64, Int64) -> Void)?) throws -> (BundleManifest, Written, [String]) {
         let head = try EventReading.count(db)
@@ -153,7 +167,8 @@ public enum BundleExport {
             count += 1
             if firstHash == nil { firstHash = hash }
             lastHash = hash
-            if referencing.contains(text(.type)) {
+            // Only a payload that names a "sha256" can reference a blob: the others are not decoded.
+            if referencing.contains(text(.type)), let payload = row.bytes(.payload), Self.mentionsSHA256(payload) {
                 for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { blobs.append(sha) }
             }
             return true
