@@ -23,7 +23,10 @@ public final class BundleReadAhead: @unchecked Sendable {
     public init(_ reader: BundleReader, trust: [[UInt8]]) {
         self.reader = reader
         self.trust = trust
-        Thread.detachNewThread { [self] in run() }
+        // The stack a main thread gets: the JSON of a line nests up to `JSONParser.maxDepth` deep.
+        let thread = Thread { [self] in run() }
+        thread.stackSize = 8 << 20
+        thread.start()
     }
 
     /// What the bundle held: valid once `items.take()` returned nil.

@@ -9,6 +9,58 @@ import Testing
     let shared = SharedBundle.shared
 
     /// The log's files, byte for byte (main file and WAL).
+    /// A copy of a one-chunk bundle of a log's own events with `edit` applied to its event lines (index, count,
+    /// the line's object) and an honest chain again: every hash, origin hash, previous hash and the manifest's
+    /// first and last hash computed anew (SHA256SUMS too, by `BundleFixture.pack`).
+    static func rechained(_ path: String, to out: String, _ edit: (Int, Int, inout [String: JSONValue]) throws -> Void) throws {
+        try BundleFixture.edit(path, to: out) { e in
+            var lines = BundleFixture.lines(e[2].data)
+            var previous: [UInt8]?
+            var encoder = EventHash.Encoder()
+            for i in lines.indices {
+                var o = try BundleFixture.json(lines[i]).objectValue!
+                try edit(i, lines.count, &o)
+                if let previous { o["previousHash"] = .string(Hex.encode(previous)) }
+                let prev = Hex.decode(o["previousHash"]!.stringValue!)!
+                var event = o
+                event["previousHash"] = nil
+                let r = try RecordedEvent(json: .object(event))
+                #expect(r.origin.hash == r.hash, "the bundle's events are its log's own")
+                let hash = EventHash.compute(using: &encoder, previous: prev, r.hashValues)
+                o["hash"] = .string(Hex.encode(hash))
+                o["origin"] = .object(["logId": .string(r.origin.logId), "position": .int(r.origin.position), "hash": .string(Hex.encode(hash))])
+                lines[i] = JSONValue.object(o).serializedBytes()
+                previous = hash
+            }
+            e[2].data = BundleFixture.join(lines)
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["firstEventHash"] = try BundleFixture.json(lines[0])["hash"]!
+            m["lastEventHash"] = .string(Hex.encode(previous!))
+            e[0].data = JSONValue.object(m).serializedBytes()
+        }
+    }
+
+    /// A payload nested as deep as a bundle line may be is read on the import's reading thread (its own stack) and
+    /// imported whole.
+    @Test func aPayloadNestedToTheParsersLimitImports() throws {
+        let d = TempDir()
+        let depth = JSONParser.maxDepth - 3  // the line's object and the payload's own
+        var nested: JSONValue = "leaf"
+        for _ in 0..<depth { nested = .array([nested]) }
+        try Self.rechained(shared.bundle, to: d.file("deep.bundle")) { i, _, o in
+            guard o["type"]?.stringValue == EventType.scriptRecorded.rawValue, case .object(var p)? = o["payload"] else { return }
+            p["nested"] = nested
+            o["payload"] = .object(p)
+        }
+        let target = try Fixture.treesLog(at: d.file("target.sqlite"), baseline: false, seed: 79, logId: "log-deep")
+        defer { target.close() }
+        let r = try target.importBundle(at: d.file("deep.bundle"), actor: "op", device: "hub")
+        #expect(r.report.imported == Int(shared.head))
+        let stored = try BundleFixture.events(target).filter { $0.type == EventType.scriptRecorded.rawValue && $0.origin.logId != "log-deep" }
+        #expect(!stored.isEmpty && stored.allSatisfy { $0.payload["nested"] == nested })
+        #expect(try target.verify().ok)
+    }
+
     static func fileBytes(_ path: String) -> [Data] {
         ["", "-wal"].map { (try? Data(contentsOf: URL(fileURLWithPath: path + $0))) ?? Data() }
     }
@@ -83,30 +135,8 @@ import Testing
         cases.append(("a broken chain near the end", d.file("chain.bundle"), .corrupt))
         // An honest chain (hashes computed again) holding, mid-bundle, an event type this build does not know: the
         // bundle reads clean, and the import fails in the merge while the reading thread is ahead of it.
-        try BundleFixture.edit(shared.bundle, to: d.file("unknown.bundle")) { e in
-            var lines = BundleFixture.lines(e[2].data)
-            var previous: [UInt8]?
-            var encoder = EventHash.Encoder()
-            for i in lines.indices {
-                var o = try BundleFixture.json(lines[i]).objectValue!
-                if i == lines.count / 2 { o["type"] = "FeatureTeleported" }
-                if let previous { o["previousHash"] = .string(Hex.encode(previous)) }
-                let prev = Hex.decode(o["previousHash"]!.stringValue!)!
-                var event = o
-                event["previousHash"] = nil
-                let r = try RecordedEvent(json: .object(event))
-                #expect(r.origin.hash == r.hash, "the shared bundle's events are its log's own")
-                let hash = EventHash.compute(using: &encoder, previous: prev, r.hashValues)
-                o["hash"] = .string(Hex.encode(hash))
-                o["origin"] = .object(["logId": .string(r.origin.logId), "position": .int(r.origin.position), "hash": .string(Hex.encode(hash))])
-                lines[i] = JSONValue.object(o).serializedBytes()
-                previous = hash
-            }
-            e[2].data = BundleFixture.join(lines)
-            var m = try BundleFixture.json(e[0].data).objectValue!
-            m["firstEventHash"] = try BundleFixture.json(lines[0])["hash"]!
-            m["lastEventHash"] = .string(Hex.encode(previous!))
-            e[0].data = JSONValue.object(m).serializedBytes()
+        try Self.rechained(shared.bundle, to: d.file("unknown.bundle")) { i, count, o in
+            if i == count / 2 { o["type"] = "FeatureTeleported" }
         }
         _ = try BundleFixture.read(d.file("unknown.bundle"))
         cases.append(("an event type this build does not know, mid-bundle", d.file("unknown.bundle"), .unsupported))
