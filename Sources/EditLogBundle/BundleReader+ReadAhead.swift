@@ -1,8 +1,8 @@
 import EditLogCore
 import Foundation
 
-/// A bundle read on a thread of its own: decompressing, parsing and checking its events (a third of an import's
-/// work) overlaps with the import on the caller's thread. Items come over in order, in batches, at most a few
+/// A bundle read on a thread of its own: decompressing it, checking its checksums, parsing its event lines and
+/// checking their chain overlap with the import on the caller's thread. Items come over in order, in batches, at most a few
 /// megabytes in flight, so memory stays flat.
 public final class BundleReadAhead: @unchecked Sendable {
     public enum Item {
