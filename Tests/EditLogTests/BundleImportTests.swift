@@ -8,7 +8,6 @@ import Testing
 @Suite struct BundleImportTests {
     let shared = SharedBundle.shared
 
-    /// The log's files, byte for byte (main file and WAL).
     /// A copy of a one-chunk bundle of a log's own events with `edit` applied to its event lines (index, count,
     /// the line's object) and an honest chain again: every hash, origin hash, previous hash and the manifest's
     /// first and last hash computed anew (SHA256SUMS too, by `BundleFixture.pack`).
@@ -61,6 +60,7 @@ import Testing
         #expect(try target.verify().ok)
     }
 
+    /// The log's files, byte for byte (main file and WAL).
     static func fileBytes(_ path: String) -> [Data] {
         ["", "-wal"].map { (try? Data(contentsOf: URL(fileURLWithPath: path + $0))) ?? Data() }
     }
