@@ -117,7 +117,8 @@ public enum BundleExport {
 
     static let sha256Key: [UInt8] = Array("\"sha256\"".utf8)
 
-    /// Whether the bytes hold `"sha256"` (a key every blob reference has).
+    /// Whether the bytes hold `"sha256"` (a key every blob reference has). A loop of its own: the standard
+    /// library's generic `firstRange(of:)` made the whole export a fifth slower.
     static func mentionsSHA256(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let n = sha256Key.count
         guard bytes.count >= n else { return false }
@@ -215,7 +216,8 @@ public enum BundleExport {
                 try previous.withUnsafeBytes { p in try BundleEventLine.write(row, previous: p, to: &line) }
                 try writer.addEventLine(line)
             }
-            previous = [UInt8](hash)
+            previous.removeAll(keepingCapacity: true)
+            previous.append(contentsOf: hash)
             return true
         }
         progress?(total, total)
