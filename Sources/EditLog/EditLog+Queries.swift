@@ -116,7 +116,10 @@ extension EditLog {
 
     /// Drops and rebuilds every projection from the events, in one transaction.
     public func rebuild(progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) {
-        try writeMapped { db, _, _ in _ = try Projections.rebuild(db, progress: progress) }
+        // The events are read on a second connection, so the projection rows are written on another thread meanwhile.
+        try writeMapped { db, _, _ in
+            try store.withSecondReader { events in _ = try Projections.rebuild(db, events: events, progress: progress) }
+        }
     }
 
     /// Structure (integrity, definitions, log_meta), hash chain, blobs and (unless skipped) projections against a rebuild.

@@ -58,11 +58,13 @@ public enum Replay {
         // A merge decision is recorded just before its imported event: one at `after` still applies to the next.
         if after > 0, let last = try EventReading.first(source, where: "position = ?", arguments: [after]) { projector.resume(after: last) }
         let total = through - after
-        try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through]) { e in
-            try projector.apply(e, target)
-            if let progress, e.position % 10_000 == 0 { progress(e.position - after, total) }
+        try projector.writingAside(to: target, readingFrom: source) {
+            try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through]) { e in
+                try projector.apply(e, target)
+                if let progress, e.position % 10_000 == 0 { progress(e.position - after, total) }
+            }
+            try projector.flush(target)
         }
-        try projector.flush(target)
         progress?(total, total)
     }
 

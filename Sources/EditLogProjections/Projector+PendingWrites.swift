@@ -77,6 +77,12 @@ struct PendingFeature {
     var versionDelta: Int64
 }
 
+/// A statement of the projection deferred to the row writer's thread, with its arguments.
+struct PendingStatement {
+    var sql: String
+    var arguments: [DatabaseValue]
+}
+
 struct PendingSession {
     /// Not yet in the table: INSERT every column.
     var inserted: Bool
@@ -89,36 +95,61 @@ struct PendingSession {
 
 extension Projector {
 
-    var hasPendingWrites: Bool { !pendingFeatures.isEmpty || !pendingSessions.isEmpty }
+    var hasPendingWrites: Bool { !pendingFeatures.isEmpty || !pendingSessions.isEmpty || !pendingStatements.isEmpty }
 
-    /// Writes every folded row: new rows in the order their first event came, then updates.
+    /// Writes every folded row: new rows in the order their first event came, then updates. With a row writer
+    /// (`writingAside`), the rows and the deferred statements go to its thread instead, and this returns at once.
     public func writePending(_ db: Database) throws {
+        if let writer {
+            let features = sortedPendingFeatures(), sessions = sortedPendingSessions()
+            let statements = pendingStatements
+            pendingStatements.removeAll(keepingCapacity: true)
+            try writer.submit(statements: statements, features: features, sessions: sessions, layers: layerColumns)
+            return
+        }
         try writePendingFeatures(db)
         try writePendingSessions(db)
     }
 
-    func writePendingFeatures(_ db: Database) throws {
-        guard !pendingFeatures.isEmpty else { return }
+    func sortedPendingFeatures() -> [PendingFeature] {
         let features = pendingFeatures.values.sorted { $0.order < $1.order }
         pendingFeatures.removeAll(keepingCapacity: true)
-        for f in features { try write(f, db) }
+        return features
+    }
+
+    func sortedPendingSessions() -> [(key: String, value: PendingSession)] {
+        sessionRowsStale = false
+        let sessions = pendingSessions.sorted { $0.value.state.startedPosition < $1.value.state.startedPosition }
+        pendingSessions.removeAll(keepingCapacity: true)
+        return sessions
+    }
+
+    func writePendingFeatures(_ db: Database) throws {
+        guard !pendingFeatures.isEmpty else { return }
+        let connection = db.sqliteConnection
+        for f in sortedPendingFeatures() {
+            try Self.write(f, columns: &layerColumns[f.layer]!, connection: connection) { try db.cachedStatement(sql: $0).sqliteStatement }
+        }
     }
 
     func writePendingSessions(_ db: Database) throws {
         sessionRowsStale = false
         guard !pendingSessions.isEmpty else { return }
-        let sessions = pendingSessions.sorted { $0.value.state.startedPosition < $1.value.state.startedPosition }
-        pendingSessions.removeAll(keepingCapacity: true)
-        for (id, s) in sessions { try write(id, s, db) }
+        let connection = db.sqliteConnection
+        for (id, s) in sortedPendingSessions() {
+            try Self.write(id, s, connection: connection) { try db.cachedStatement(sql: $0).sqliteStatement }
+        }
     }
 
-    func write(_ f: PendingFeature, _ db: Database) throws {
-        var columns = layerColumns[f.layer]!
+    /// Writes one feature row with the prepared statements `statement` gives (by SQL) on `connection`.
+    static func write(_ f: PendingFeature, columns: inout LayerColumns, connection: OpaquePointer?,
+                      statement: (String) throws -> OpaquePointer) throws {
         if f.inserted {
-            try db.cachedStatement(sql: columns.insertSQL).executeRaw(db) { b in
+            let version = columns.version
+            try RawBindings.execute(try statement(columns.insertSQL), on: connection, sql: columns.insertSQL) { b in
                 for (i, v) in f.values.enumerated() {
-                    if i == columns.version, case .int64(let version)? = v?.storage {
-                        b.bind(Int32(i + 1), version + f.versionDelta)
+                    if i == version, case .int64(let n)? = v?.storage {
+                        b.bind(Int32(i + 1), n + f.versionDelta)
                     } else {
                         b.bind(Int32(i + 1), v ?? .null)
                     }
@@ -128,11 +159,11 @@ extension Projector {
             var mask = [UInt64](repeating: 0, count: (f.values.count + 63) >> 6)
             for i in 1..<f.values.count where i != columns.version && f.values[i] != nil { mask[i >> 6] |= 1 << UInt64(i & 63) }
             let sql = columns.update(assigning: mask)
-            layerColumns[f.layer] = columns
+            let version = columns.version
             // Parameters in the UPDATE's order: the assigned columns, the version delta, the GlobalID.
-            try db.cachedStatement(sql: sql).executeRaw(db) { b in
+            try RawBindings.execute(try statement(sql), on: connection, sql: sql) { b in
                 var n: Int32 = 0
-                for i in 1..<f.values.count where i != columns.version {
+                for i in 1..<f.values.count where i != version {
                     guard let v = f.values[i] else { continue }
                     n += 1
                     b.bind(n, v)
@@ -143,28 +174,49 @@ extension Projector {
         }
     }
 
-    func write(_ id: String, _ s: PendingSession, _ db: Database) throws {
+    static let insertSessionSQL = """
+        INSERT INTO p_sessions (id, layer, global_id, kind, opened_by, actor, device, status, started_position, ended_position,
+                                started_time, ended_time, state)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+    static let updateSessionSQL = """
+        UPDATE p_sessions SET status = ?, actor = ?, device = ?, state = ?,
+            ended_position = COALESCE(?, ended_position), ended_time = COALESCE(?, ended_time)
+        WHERE id = ?
+        """
+
+    /// Writes one session row with the prepared statements `statement` gives (by SQL) on `connection`.
+    static func write(_ id: String, _ s: PendingSession, connection: OpaquePointer?, statement: (String) throws -> OpaquePointer) throws {
         let st = s.state
         if s.inserted {
-            try db.cachedStatement(sql: """
-                INSERT INTO p_sessions (id, layer, global_id, kind, opened_by, actor, device, status, started_position, ended_position,
-                                        started_time, ended_time, state)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).executeRaw(db) { b in
-                    b.bind(1, id); b.bind(2, st.layerId); b.bind(3, st.globalId); b.bind(4, st.kind.rawValue); b.bind(5, s.openedBy)
-                    b.bind(6, st.actor); b.bind(7, st.device); b.bind(8, st.status.rawValue); b.bind(9, st.startedPosition)
-                    b.bind(10, s.endedPosition); b.bind(11, s.startedTime); b.bind(12, s.endedTime); b.bind(13, st.serializedState())
-                }
+            try RawBindings.execute(try statement(insertSessionSQL), on: connection, sql: insertSessionSQL) { b in
+                b.bind(1, id); b.bind(2, st.layerId); b.bind(3, st.globalId); b.bind(4, st.kind.rawValue); b.bind(5, s.openedBy)
+                b.bind(6, st.actor); b.bind(7, st.device); b.bind(8, st.status.rawValue); b.bind(9, st.startedPosition)
+                b.bind(10, s.endedPosition); b.bind(11, s.startedTime); b.bind(12, s.endedTime); b.bind(13, st.serializedState())
+            }
         } else {
-            try db.cachedStatement(sql: """
-                UPDATE p_sessions SET status = ?, actor = ?, device = ?, state = ?,
-                    ended_position = COALESCE(?, ended_position), ended_time = COALESCE(?, ended_time)
-                WHERE id = ?
-                """).executeRaw(db) { b in
-                    b.bind(1, st.status.rawValue); b.bind(2, st.actor); b.bind(3, st.device); b.bind(4, st.serializedState())
-                    b.bind(5, s.endedPosition); b.bind(6, s.endedTime); b.bind(7, id)
-                }
+            try RawBindings.execute(try statement(updateSessionSQL), on: connection, sql: updateSessionSQL) { b in
+                b.bind(1, st.status.rawValue); b.bind(2, st.actor); b.bind(3, st.device); b.bind(4, st.serializedState())
+                b.bind(5, s.endedPosition); b.bind(6, s.endedTime); b.bind(7, id)
+            }
         }
+    }
+
+    /// Runs a statement of the projection that is not a folded row (attachments, scripts): at once, or, with a row
+    /// writer, queued for its thread in event order (before the rows of the same batch; the two never touch the same table).
+    func execute(_ db: Database, _ sql: String, _ arguments: [(any DatabaseValueConvertible)?]) throws {
+        if writer != nil {
+            pendingStatements.append(PendingStatement(sql: sql, arguments: arguments.map { $0?.databaseValue ?? .null }))
+        } else {
+            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
+        }
+    }
+
+    /// Runs `body` with the connection to itself: waits until the row writer (if any) has written everything
+    /// handed to it. Every direct use of `db` while replaying goes through here.
+    func exclusive<T>(_ body: () throws -> T) throws -> T {
+        try writer?.drain()
+        return try body()
     }
 
     /// The column layout of a layer's table (made once per process and layout: a projector lives for one transaction).
@@ -200,6 +252,6 @@ extension Projector {
 
     /// Writes the folded rows out once they reach `pendingLimit` (a rebuild's memory stays bounded).
     func writePendingIfFull(_ db: Database) throws {
-        if pendingFeatures.count + pendingSessions.count >= pendingLimit { try writePending(db) }
+        if pendingFeatures.count + pendingSessions.count + pendingStatements.count >= pendingLimit { try writePending(db) }
     }
 }

@@ -31,6 +31,10 @@ public final class Projector {
     /// Feature and session rows not yet written (`Projector+PendingWrites.swift`).
     var pendingFeatures: [String: PendingFeature] = [:]
     var pendingSessions: [String: PendingSession] = [:]
+    /// Statements deferred to the row writer (attachments, scripts), in event order; empty without one.
+    var pendingStatements: [PendingStatement] = []
+    /// Writes the folded rows on a second thread during `writingAside` (`Projector+RowWriter.swift`).
+    var writer: RowWriter?
     /// A pending session row differs from the table in what session queries read (a new session, a status,
     /// an actor): those queries write the pending rows first. Staged steps alone leave this false, so a
     /// session's state JSON is not rewritten per step.
@@ -73,9 +77,11 @@ public final class Projector {
             if schema != nil, let logId, e.origin.logId != logId { return }
             let s: ServiceSchema
             do { s = try Projector.decodeSchema(e.payload) } catch { throw p.corrupt("the schema cannot be decoded: \(error.message)") }
-            if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
-            for l in s.layers where try !db.tableExists(ProjectionTables.featureTable(l.id)) {
-                try ProjectionTables.createLayer(db, l)
+            try exclusive {
+                if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
+                for l in s.layers where try !db.tableExists(ProjectionTables.featureTable(l.id)) {
+                    try ProjectionTables.createLayer(db, l)
+                }
             }
             schema = s
         case .featureBaselined:
@@ -112,7 +118,7 @@ public final class Projector {
                 row[c.edited] = e.recordedTime.databaseValue
                 row[c.position] = e.position.databaseValue
             }
-            try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0").execute(arguments: [e.position, g])
+            try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0", [e.position, g])
         case .featureDerived:
             try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db)
         case .mergeDecided:
@@ -132,8 +138,8 @@ public final class Projector {
             return  // sync state: read from the events by `editlog sync`; no projection
         case .scriptRecorded:
             // The same script recorded by two logs (both imported here) is one row: the first.
-            try db.cachedStatement(sql: "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING")
-                .execute(arguments: [try p.string("sha256"), try p.string("name"), try p.int("lines"), e.position])
+            try execute(db, "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+                        [try p.string("sha256"), try p.string("name"), try p.int("lines"), e.position])
         }
     }
 
@@ -145,7 +151,7 @@ public final class Projector {
         } else if let pending = pendingSessions[session] {
             st = pending.state
         } else {
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT state, started_position FROM p_sessions WHERE id = ?"), arguments: [session]) else {
+            guard let row = try exclusive({ try Row.fetchOne(db.cachedStatement(sql: "SELECT state, started_position FROM p_sessions WHERE id = ?"), arguments: [session]) }) else {
                 throw e.fields.corrupt("names session \(session), which no SessionStarted event opened")
             }
             st = try ProjectedState.decodeSession(state: row[0], startedPosition: row[1], id: session)
@@ -168,6 +174,7 @@ public final class Projector {
     /// each query of the tables).
     public func flush(_ db: Database) throws {
         try writePending(db)
+        try writer?.drain()
     }
 
     static func databaseValue(_ v: JSONValue) -> DatabaseValueConvertible? {
@@ -247,22 +254,22 @@ public final class Projector {
         let atts = try p.object("attachments")
         for a in try p.array("added", in: atts, parentKey: "attachments") {
             guard let s = SessionState.StagedAttachment(json: a) else { throw p.corrupt("payload \"attachments.added\" holds an entry that is not an attachment") }
-            try db.cachedStatement(sql: """
+            try execute(db, """
                 INSERT INTO p_attachments (global_id, parent_layer, parent_global_id, name, content_type, size, sha256, keywords, preferred_size, position)
                 VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
-                """).execute(arguments: [s.attachmentId, layer.id, g, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
+                """, [s.attachmentId, layer.id, g, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
         }
         for r in try p.array("renamed", in: atts, parentKey: "attachments") {
             guard let id = r["attachmentId"]?.stringValue, let name = r["new"]?.stringValue else {
                 throw p.corrupt("payload \"attachments.renamed\" needs attachmentId and new")
             }
             if skipAttachments.contains(id) { continue }
-            try db.cachedStatement(sql: "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?").execute(arguments: [name, e.position, id])
+            try execute(db, "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?", [name, e.position, id])
         }
         for r in try p.array("removed", in: atts, parentKey: "attachments") {
             guard let id = r["attachmentId"]?.stringValue else { throw p.corrupt("payload \"attachments.removed\" needs attachmentId") }
             if skipAttachments.contains(id) { continue }
-            try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?").execute(arguments: [e.position, id])
+            try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?", [e.position, id])
         }
     }
 
@@ -301,7 +308,7 @@ public final class Projector {
             }
         }
         for id in d.reviveAttachments {
-            try db.cachedStatement(sql: "UPDATE p_attachments SET deleted = 0, position = ? WHERE global_id = ?").execute(arguments: [e.position, id])
+            try execute(db, "UPDATE p_attachments SET deleted = 0, position = ? WHERE global_id = ?", [e.position, id])
         }
     }
 }

@@ -4,22 +4,26 @@ import Foundation
 import GRDB
 
 public enum Projections {
-    /// Drops every projection table and replays the whole log into fresh ones.
+    /// Drops every projection table and replays the whole log into fresh ones. With `events`, a second connection
+    /// to the same log, the events are read there and the rows written here on another thread (`Projector.writingAside`).
     @discardableResult
-    public static func rebuild(_ db: Database, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
+    public static func rebuild(_ db: Database, events: Database? = nil, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
         try ProjectionTables.dropAll(db)
-        return try replay(from: db, into: db, progress: progress)
+        return try replay(from: events ?? db, into: db, progress: progress)
     }
 
-    /// Replays the events of `source` into the (empty) projection tables of `target`.
+    /// Replays the events of `source` into the (empty) projection tables of `target`; when they are two
+    /// connections, the rows are written on a second thread while the events are read and folded.
     public static func replay(from source: Database, into target: Database, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
         let projector = Projector(logId: try EventStore.logId(in: source))
         let total = try EventReading.count(source)
-        try EventReading.forEach(source) { e in
-            try projector.apply(e, target)
-            if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
+        try projector.writingAside(to: target, readingFrom: source) {
+            try EventReading.forEach(source) { e in
+                try projector.apply(e, target)
+                if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
+            }
+            try projector.flush(target)
         }
-        try projector.flush(target)
         progress?(total, total)
         return projector
     }

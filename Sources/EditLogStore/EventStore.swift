@@ -203,6 +203,16 @@ public final class EventStore: Sendable {
         }
     }
 
+    /// Runs `body` with a second, read-only connection to the log in a read transaction, so one thread can read the
+    /// events while the store's own connection writes elsewhere (a rebuild reads events there and writes projections
+    /// here). Called inside a write of this store, the snapshot is the log as last committed: the writer's own
+    /// uncommitted changes are not in it. The connection is closed when `body` returns.
+    public func withSecondReader<T>(_ body: (Database) throws -> T) throws -> T {
+        let q = try DatabaseQueue(path: path, configuration: Self.configuration(readonly: true))
+        defer { try? q.close() }
+        return try q.read(body)
+    }
+
     /// Sets this connection's WAL auto-checkpoint interval in pages (0: this connection never checkpoints on commit).
     public func setAutoCheckpoint(pages: Int) throws(EditLogError) {
         do { try dbQueue.inDatabase { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(max(0, pages))") } } catch {

@@ -49,13 +49,20 @@ extension Statement {
     /// Binds parameters with `body` (1-based, every parameter the SQL has), steps the statement once (an INSERT,
     /// UPDATE or DELETE: it returns no row) and resets it. A failure is GRDB's `DatabaseError` with SQLite's extended code, message and the SQL.
     public func executeRaw(_ db: Database, _ body: (RawBindings) -> Void) throws {
-        let stmt = sqliteStatement
+        try RawBindings.execute(sqliteStatement, on: db.sqliteConnection, sql: sql, body)
+    }
+}
+
+extension RawBindings {
+    /// Binds `stmt`'s parameters with `body`, steps it once (it returns no row) and resets it. A failure is
+    /// GRDB's `DatabaseError` with SQLite's extended code and message, read from `connection`, and `sql`.
+    public static func execute(_ stmt: OpaquePointer, on connection: OpaquePointer?, sql: String, _ body: (RawBindings) -> Void) throws {
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
         body(RawBindings(stmt))
         let rc = sqlite3_step(stmt)
         guard rc == SQLITE_DONE else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
-                                message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
+                                message: String(cString: sqlite3_errmsg(connection)), sql: sql)
         }
     }
 }
