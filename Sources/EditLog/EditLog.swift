@@ -13,6 +13,8 @@ public final class EditLog {
     /// SQLite settings of a connection that writes a log (page cache, WAL checkpoint interval), for tools that
     /// measure against the same settings.
     public static var writerSettings: [String] { EventStore.writerSettings }
+    /// The page cache (KiB) a rebuild's connection uses while it writes the projection rows (the benchmark's floor uses it too).
+    public static var rebuildCacheKiB: Int { Projector.asideCacheKiB }
     /// The log's injected clock (epoch milliseconds): what a caller recording on the log's behalf stamps.
     public var clock: any LogClock { store.clock }
     /// The log's injected id generator (event ids and generated session ids).

@@ -86,7 +86,10 @@ struct PendingStatement {
 struct PendingSession {
     /// Not yet in the table: INSERT every column.
     var inserted: Bool
-    var state: SessionState
+    var startedPosition: Int64
+    /// The session's state; nil while the session is open: then it is in `Projector.openSessions`, and
+    /// `sessionsToWrite()` takes it from there.
+    var state: SessionState?
     var openedBy: String
     var startedTime: String
     var endedPosition: Int64?
@@ -101,9 +104,12 @@ extension Projector {
     /// (`writingAside`), the rows and the deferred statements go to its thread instead, and this returns at once.
     public func writePending(_ db: Database) throws {
         if let writer {
-            let features = sortedPendingFeatures(), sessions = sortedPendingSessions()
-            let statements = pendingStatements
-            pendingStatements.removeAll(keepingCapacity: true)
+            // The writer's thread sorts them (and frees them): this thread goes on folding.
+            let features = pendingFeatures, sessions = sessionsToWrite(), statements = pendingStatements
+            pendingFeatures = [:]; pendingFeatures.reserveCapacity(features.count)
+            pendingSessions = [:]; pendingSessions.reserveCapacity(sessions.count)
+            pendingStatements = []
+            sessionRowsStale = false
             try writer.submit(statements: statements, features: features, sessions: sessions, layers: layerColumns)
             return
         }
@@ -111,23 +117,30 @@ extension Projector {
         try writePendingSessions(db)
     }
 
-    func sortedPendingFeatures() -> [PendingFeature] {
-        let features = pendingFeatures.values.sorted { $0.order < $1.order }
-        pendingFeatures.removeAll(keepingCapacity: true)
-        return features
+    /// Feature rows in the order they are written: new rows in the order of the events that created them (so
+    /// ObjectIDs follow the events), updates after them.
+    static func sorted(_ features: [String: PendingFeature]) -> [PendingFeature] {
+        features.values.sorted { $0.order < $1.order }
     }
 
-    func sortedPendingSessions() -> [(key: String, value: PendingSession)] {
-        sessionRowsStale = false
-        let sessions = pendingSessions.sorted { $0.value.state.startedPosition < $1.value.state.startedPosition }
-        pendingSessions.removeAll(keepingCapacity: true)
+    /// Session rows in the order the sessions started.
+    static func sorted(_ sessions: [String: PendingSession]) -> [(key: String, value: PendingSession)] {
+        sessions.sorted { $0.value.startedPosition < $1.value.startedPosition }
+    }
+
+    /// The pending session rows, each with its state (an open session's from `openSessions`).
+    func sessionsToWrite() -> [String: PendingSession] {
+        var sessions = pendingSessions
+        for (id, s) in pendingSessions where s.state == nil { sessions[id]!.state = openSessions[id] }
         return sessions
     }
 
     func writePendingFeatures(_ db: Database) throws {
         guard !pendingFeatures.isEmpty else { return }
+        let features = Self.sorted(pendingFeatures)
+        pendingFeatures.removeAll(keepingCapacity: true)
         let connection = db.sqliteConnection
-        for f in sortedPendingFeatures() {
+        for f in features {
             try Self.write(f, columns: &layerColumns[f.layer]!, connection: connection) { try db.cachedStatement(sql: $0).sqliteStatement }
         }
     }
@@ -135,8 +148,10 @@ extension Projector {
     func writePendingSessions(_ db: Database) throws {
         sessionRowsStale = false
         guard !pendingSessions.isEmpty else { return }
+        let sessions = Self.sorted(sessionsToWrite())
+        pendingSessions.removeAll(keepingCapacity: true)
         let connection = db.sqliteConnection
-        for (id, s) in sortedPendingSessions() {
+        for (id, s) in sessions {
             try Self.write(id, s, connection: connection) { try db.cachedStatement(sql: $0).sqliteStatement }
         }
     }
@@ -187,7 +202,7 @@ extension Projector {
 
     /// Writes one session row with the prepared statements `statement` gives (by SQL) on `connection`.
     static func write(_ id: String, _ s: PendingSession, connection: OpaquePointer?, statement: (String) throws -> OpaquePointer) throws {
-        let st = s.state
+        guard let st = s.state else { preconditionFailure("session \(id): a pending row is written with its state (sessionsToWrite)") }
         if s.inserted {
             try RawBindings.execute(try statement(insertSessionSQL), on: connection, sql: insertSessionSQL) { b in
                 b.bind(1, id); b.bind(2, st.layerId); b.bind(3, st.globalId); b.bind(4, st.kind.rawValue); b.bind(5, s.openedBy)

@@ -20,12 +20,14 @@ final class RowWriter: @unchecked Sendable {
 
     init(connection: OpaquePointer) { self.connection = connection }
 
-    /// Hands a batch over: `statements` first (in event order), then the feature rows, then the session rows.
+    /// Hands a batch over: `statements` first (in event order), then the feature rows, then the session rows (each
+    /// sorted on the writer's thread as `writePending` sorts them).
     /// Waits while the previous batch is still being written.
-    func submit(statements batch: [PendingStatement], features: [PendingFeature], sessions: [(key: String, value: PendingSession)],
+    func submit(statements batch: [PendingStatement], features unsorted: [String: PendingFeature], sessions unsortedSessions: [String: PendingSession],
                 layers given: [Int: LayerColumns]) throws {
-        if batch.isEmpty && features.isEmpty && sessions.isEmpty { return }
+        if batch.isEmpty && unsorted.isEmpty && unsortedSessions.isEmpty { return }
         try worker.submit { [self] in
+            let features = Projector.sorted(unsorted), sessions = Projector.sorted(unsortedSessions)
             for (id, c) in given where layers[id]?.names != c.names { layers[id] = c }
             for s in batch {
                 try RawBindings.execute(try statement(s.sql), on: connection, sql: s.sql) { b in
@@ -75,13 +77,31 @@ final class RowWriter: @unchecked Sendable {
 }
 
 extension Projector {
+    /// Rows pending before they go to the row writer. Smaller than without one: two batches are in memory at once
+    /// (one folding, one being written), and smaller batches keep both threads busy. Measured at a million events
+    /// (`editlog-bench rebuild`): 2,000 rows with a 32 MiB cache 3.71–3.81 s, 83.5 MB; 10,000 rows with 16 MiB 4.4–4.8 s, 94 MB.
+    public static let asidePendingLimit = 2_000
+    /// The target's page cache while the row writer writes, in KiB: the rows' random index inserts (GlobalIDs)
+    /// spilled and re-read pages with the log's 16 MiB.
+    public static let asideCacheKiB = 32_768
+
     /// Runs `body` (a replay: `apply` for each event of `source`, then `flush`) with the rows written into `target`
     /// by a `RowWriter` on a second thread. When `source` and `target` are one connection, `body` simply runs (the
     /// events' reads would share the connection with the writes). Everything handed to the writer is written when
     /// this returns; if `body` or a write fails, nothing more is written and the error is thrown (the caller's
     /// transaction rolls back). The tables hold the same rows as without the writer.
+    ///
+    /// Unless the caller set its own, the pending rows are handed over every `asidePendingLimit` rows, and the
+    /// target's page cache is raised to `asideCacheKiB` for the duration (then set back).
     public func writingAside<T>(to target: Database, readingFrom source: Database, _ body: () throws -> T) throws -> T {
         guard writer == nil, let connection = target.sqliteConnection, connection != source.sqliteConnection else { return try body() }
+        if pendingLimit == Self.defaultPendingLimit { pendingLimit = Self.asidePendingLimit }
+        let cache = try Int.fetchOne(target, sql: "PRAGMA cache_size") ?? 0
+        let pageSize = try Int.fetchOne(target, sql: "PRAGMA page_size") ?? 4096
+        if (cache < 0 ? -cache : cache * pageSize / 1024) < Self.asideCacheKiB {
+            try target.execute(sql: "PRAGMA cache_size = -\(Self.asideCacheKiB)")
+        }
+        defer { try? target.execute(sql: "PRAGMA cache_size = \(cache)") }
         let w = RowWriter(connection: connection)
         writer = w
         do {

@@ -27,7 +27,8 @@ public final class Projector {
     }
     /// Rows held before they are written out (bounds memory on large logs). An import lowers it
     /// (`Importer.pendingRowLimit`).
-    public var pendingLimit = 10_000
+    public var pendingLimit = Projector.defaultPendingLimit
+    public static let defaultPendingLimit = 10_000
     /// Feature and session rows not yet written (`Projector+PendingWrites.swift`).
     var pendingFeatures: [String: PendingFeature] = [:]
     var pendingSessions: [String: PendingSession] = [:]
@@ -101,7 +102,8 @@ public final class Projector {
                 throw p.corrupt("opens session \(session) a second time")
             }
             openSessions[session] = st
-            pendingSessions[session] = PendingSession(inserted: true, state: st, openedBy: e.actor, startedTime: e.clientTime ?? e.recordedTime)
+            pendingSessions[session] = PendingSession(inserted: true, startedPosition: st.startedPosition, state: nil, openedBy: e.actor,
+                                                      startedTime: e.clientTime ?? e.recordedTime)
             sessionRowsStale = true
         case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
              .sessionCanceled, .sessionAbandoned:
@@ -145,29 +147,37 @@ public final class Projector {
 
     func updateSession(_ e: RecordedEvent, _ type: EventType, _ db: Database) throws {
         let session = try e.requireSession()
+        // The open session's state is taken out of `openSessions` (its pending row holds none meanwhile), so the
+        // step below changes it in place: a shared copy made every staged step copy the whole staged list.
         var st: SessionState
-        if let cached = openSessions[session] {
+        var wasOpen = false
+        if let cached = openSessions.removeValue(forKey: session) {
             st = cached
-        } else if let pending = pendingSessions[session] {
-            st = pending.state
+            wasOpen = true
+        } else if let pending = pendingSessions[session]?.state {
+            st = pending
         } else {
             guard let row = try exclusive({ try Row.fetchOne(db.cachedStatement(sql: "SELECT state, started_position FROM p_sessions WHERE id = ?"), arguments: [session]) }) else {
                 throw e.fields.corrupt("names session \(session), which no SessionStarted event opened")
             }
             st = try ProjectedState.decodeSession(state: row[0], startedPosition: row[1], id: session)
         }
-        do { try st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device) } catch { throw error.at("position \(e.position)") }
-        let ended = st.status != .open
-        openSessions[session] = ended ? nil : st
-        if ended || type == .sessionResumed { sessionRowsStale = true }
-        if var pending = pendingSessions[session] {
-            pending.state = st
-            if ended { pending.endedPosition = e.position; pending.endedTime = e.clientTime ?? e.recordedTime }
-            pendingSessions[session] = pending
-        } else {
-            pendingSessions[session] = PendingSession(inserted: false, state: st, openedBy: "", startedTime: "",
-                                                      endedPosition: ended ? e.position : nil, endedTime: ended ? e.clientTime ?? e.recordedTime : nil)
+        do { try st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device) } catch {
+            if wasOpen { openSessions[session] = st }  // `apply` checks before it changes anything
+            throw error.at("position \(e.position)")
         }
+        let ended = st.status != .open
+        if ended || type == .sessionResumed { sessionRowsStale = true }
+        if pendingSessions[session] != nil {
+            // An open session's pending row takes its state from `openSessions` when it is written.
+            pendingSessions[session]!.state = ended ? st : nil
+            if ended { pendingSessions[session]!.endedPosition = e.position; pendingSessions[session]!.endedTime = e.clientTime ?? e.recordedTime }
+        } else {
+            pendingSessions[session] = PendingSession(inserted: false, startedPosition: st.startedPosition, state: ended ? st : nil, openedBy: "",
+                                                      startedTime: "", endedPosition: ended ? e.position : nil,
+                                                      endedTime: ended ? e.clientTime ?? e.recordedTime : nil)
+        }
+        if !ended { openSessions[session] = st }
     }
 
     /// Writes every folded row; call before the transaction commits (and `ProjectedState` calls it before

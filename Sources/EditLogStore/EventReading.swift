@@ -39,8 +39,19 @@ public enum EventReading {
         }
     }
 
-    /// Decodes the current row of a statement over `columns`.
-    public static func decode(_ row: StatementEventColumns) throws -> RecordedEvent {
+    /// Every event after `after`, in order, decoded for a `Projector`: the chain's columns (hash, origin hash) are
+    /// left empty and the stream name too, as no projection reads them (two allocations fewer per event in a rebuild).
+    public static func forEachForProjection(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
+                                            _ body: (RecordedEvent) throws -> Void) throws {
+        let sql = "SELECT \(columns) FROM events WHERE position > ?\(clause.map { " AND (\($0))" } ?? "") ORDER BY position"
+        var args: StatementArguments = [after]
+        args += arguments
+        try step(db, sql: sql, arguments: args) { try body(try decode($0, forProjection: true)); return true }
+    }
+
+    /// Decodes the current row of a statement over `columns`; `forProjection` leaves the hash, the origin hash and
+    /// the stream empty (`forEachForProjection`).
+    public static func decode(_ row: StatementEventColumns, forProjection: Bool = false) throws -> RecordedEvent {
         let position = row.integer(.position)
         func text(_ c: EventHash.Column) throws -> String {
             guard let b = row.bytes(c) else { throw EditLogError(.corrupt, "\(c.name) is NULL", at: "position \(position)") }
@@ -57,10 +68,10 @@ public enum EventReading {
             throw EditLogError(.corrupt, "payload is not valid JSON (\(error.description))", at: "position \(position)")
         }
         guard let hashBytes = row.bytes(.hash) else { throw EditLogError(.corrupt, "hash is NULL", at: "position \(position)") }
-        let hash = [UInt8](hashBytes)
-        let originHash = row.bytes(.originHash).map { [UInt8]($0) }
+        let hash = forProjection ? [] : [UInt8](hashBytes)
+        let originHash = forProjection ? nil : row.bytes(.originHash).map { [UInt8]($0) }
         return RecordedEvent(
-            position: position, id: id, stream: try text(.stream), streamVersion: row.integer(.streamVersion), type: try text(.type),
+            position: position, id: id, stream: forProjection ? "" : try text(.stream), streamVersion: row.integer(.streamVersion), type: try text(.type),
             payload: payload, actor: try text(.actor), device: try text(.device), session: optionalText(.session), cause: try text(.cause),
             clientTime: optionalText(.clientTime), recordedTime: try text(.recordedTime),
             origin: EventOrigin(logId: try text(.originLog), position: row.integer(.originPosition), hash: originHash ?? hash), hash: hash)

@@ -103,11 +103,12 @@ enum Floors {
     /// Replays `tables` (read from `src`) as raw inserts into a fresh file at `path` made with the same DDL.
     /// With `scanEvents`, a raw `SELECT * FROM events` of `src` stepping every column is timed first.
     static func replay(_ tables: [FloorTable], from src: RawDB, into path: String, grouping: FloorGrouping,
-                       scanEvents: Bool = false, remove: (String) -> Void) throws -> FloorRun {
+                       scanEvents: Bool = false, cacheKiB: Int? = nil, remove: (String) -> Void) throws -> FloorRun {
         remove(path)
         defer { remove(path) }
         let dst = try RawDB(path)
         try dst.useLogSettings()
+        if let cacheKiB { try dst.exec("PRAGMA cache_size = -\(cacheKiB)") }
         for t in tables { try RawCopy.cloneSchema(of: t.table, from: src, into: dst) }
         try dst.exec("PRAGMA wal_checkpoint(TRUNCATE)")
         let cursors = try tables.map { try FloorCursor($0, from: src, into: dst) }

@@ -29,11 +29,12 @@ enum Rebuild: Scenario {
             let tables = try Floors.projectionRows(in: src)
             ctx.note("floor: raw scan of the events + raw inserts of the rebuilt rows of \(tables.map(\.table).joined(separator: ", "))")
             let floor = try Floors.replay(tables, from: src, into: ctx.path("floor-rebuild.sqlite"), grouping: .oneTransaction,
-                                          scanEvents: true, remove: ctx.remove)
+                                          scanEvents: true, cacheKiB: EditLog.rebuildCacheKiB, remove: ctx.remove)
             m.floorSeconds = floor.watch.seconds
             m.floorCpuSeconds = floor.watch.cpuSeconds
             m.floorDescription = "raw C-API SELECT * FROM events stepping every column of the \(events) rows, then raw INSERT of the \(floor.total) rebuilt "
-                + "projection rows (\(floor.featureRows) feature rows; \(floor.summary)) into a fresh file with the measured log's DDL, one transaction"
+                + "projection rows (\(floor.featureRows) feature rows; \(floor.summary)) into a fresh file with the measured log's DDL, one transaction, "
+                + "the rebuild's \(EditLog.rebuildCacheKiB / 1024) MiB page cache"
         }
         var r = Measurement(scenario: name, kind: .rss, size: size, units: events, goal: .megabytesAtMost(100))
         r.rssBytes = rss
