@@ -39,8 +39,11 @@ public final class EventStore: Sendable {
     /// - a WAL checkpoint every 10,000 pages (about 40 MiB) instead of 1,000: one transaction per session rewrites
     ///   the same index pages over and over, and each checkpoint wrote them to the file again and fsynced
     ///   (synchronous=NORMAL: a commit itself never fsyncs, a checkpoint does).
+    /// - `secure_delete = FAST` instead of the system SQLite's ON (Debian builds it with SECURE_DELETE): a freed page
+    ///   is no longer written out as zeros, while deleted content inside a page still is. A log deletes no event; what
+    ///   it frees is projection rows, which its events hold anyway (quick `append-bulk` and `bundle-import`: 5–7% faster).
     /// Both bounded: 16 MiB more memory per writing connection, at most about 40 MiB of WAL between checkpoints.
-    public static let writerSettings = ["PRAGMA cache_size = -\(writerCacheKiB)", "PRAGMA wal_autocheckpoint = 10000"]
+    public static let writerSettings = ["PRAGMA cache_size = -\(writerCacheKiB)", "PRAGMA wal_autocheckpoint = 10000", "PRAGMA secure_delete = FAST"]
     /// The page cache of a writing connection, in KiB.
     public static let writerCacheKiB = 16_384
 
