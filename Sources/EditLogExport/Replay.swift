@@ -59,7 +59,7 @@ public enum Replay {
         if after > 0, let last = try EventReading.first(source, where: "position = ?", arguments: [after]) { projector.resume(after: last) }
         let total = through - after
         try projector.writingAside(to: target, readingFrom: source) {
-            try EventReading.forEachForProjection(source, after: after, where: "position <= ?", arguments: [through]) { e in
+            try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through], forProjection: true) { e in
                 try projector.apply(e, target)
                 if let progress, e.position % 10_000 == 0 { progress(e.position - after, total) }
             }

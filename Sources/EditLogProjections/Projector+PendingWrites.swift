@@ -98,8 +98,6 @@ struct PendingSession {
 
 extension Projector {
 
-    var hasPendingWrites: Bool { !pendingFeatures.isEmpty || !pendingSessions.isEmpty || !pendingStatements.isEmpty }
-
     /// Writes every folded row: new rows in the order their first event came, then updates. With a row writer
     /// (`writingAside`), the rows and the deferred statements go to its thread instead, and this returns at once.
     public func writePending(_ db: Database) throws {

@@ -8,12 +8,8 @@ public enum Projections {
     /// to the same log, the events are read there and the rows written here on another thread (`Projector.writingAside`).
     @discardableResult
     public static func rebuild(_ db: Database, events: Database? = nil, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
-        // The system SQLite is built with SECURE_DELETE: dropping the tables would write every freed page (the whole
-        // projection, 150 MB at a million events) to the WAL as zeros. FAST zeroes what it can without more I/O. The
-        // dropped pages hold nothing the events do not hold, and the events are never deleted.
-        let secureDelete = try Int.fetchOne(db, sql: "PRAGMA secure_delete") ?? 0
-        try db.execute(sql: "PRAGMA secure_delete = FAST")
-        defer { try? db.execute(sql: "PRAGMA secure_delete = \(secureDelete == 2 ? "FAST" : String(secureDelete))") }
+        // A log's writing connection has `secure_delete = FAST` (`EventStore.writerSettings`): with the system SQLite's
+        // default, this drop wrote every freed page (150 MB at a million events) to the WAL as zeros.
         try ProjectionTables.dropAll(db)
         return try replay(from: events ?? db, into: db, progress: progress)
     }
@@ -24,7 +20,7 @@ public enum Projections {
         let projector = Projector(logId: try EventStore.logId(in: source))
         let total = try EventReading.count(source)
         try projector.writingAside(to: target, readingFrom: source) {
-            try EventReading.forEachForProjection(source) { e in
+            try EventReading.forEach(source, forProjection: true) { e in
                 try projector.apply(e, target)
                 if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
             }

@@ -14,12 +14,13 @@ public enum EventReading {
     /// Rows are read straight from SQLite's column buffers (the replay hot path: no `Row`, no boxing).
     /// With `cached`, the statement is prepared once per connection (for a query run once per event, e.g. the
     /// importer's per-feature history); `body` must then not run the same query again while it is stepped.
+    /// With `forProjection`, events are decoded for a `Projector` (`decode(_:forProjection:)`).
     public static func forEach(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
-                               cached: Bool = false, _ body: (RecordedEvent) throws -> Void) throws {
+                               cached: Bool = false, forProjection: Bool = false, _ body: (RecordedEvent) throws -> Void) throws {
         let sql = "SELECT \(columns) FROM events WHERE position > ?\(clause.map { " AND (\($0))" } ?? "") ORDER BY position"
         var args: StatementArguments = [after]
         args += arguments
-        try step(db, sql: sql, arguments: args, cached: cached) { try body(try decode($0)); return true }
+        try step(db, sql: sql, arguments: args, cached: cached) { try body(try decode($0, forProjection: forProjection)); return true }
     }
 
     /// Steps a statement over `columns`, handing each row to `body` until it returns false. With `cached`, the
@@ -39,18 +40,8 @@ public enum EventReading {
         }
     }
 
-    /// Every event after `after`, in order, decoded for a `Projector`: the chain's columns (hash, origin hash) are
-    /// left empty and the stream name too, as no projection reads them (two allocations fewer per event in a rebuild).
-    public static func forEachForProjection(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
-                                            _ body: (RecordedEvent) throws -> Void) throws {
-        let sql = "SELECT \(columns) FROM events WHERE position > ?\(clause.map { " AND (\($0))" } ?? "") ORDER BY position"
-        var args: StatementArguments = [after]
-        args += arguments
-        try step(db, sql: sql, arguments: args) { try body(try decode($0, forProjection: true)); return true }
-    }
-
     /// Decodes the current row of a statement over `columns`; `forProjection` leaves the hash, the origin hash and
-    /// the stream empty (`forEachForProjection`).
+    /// the stream empty, as no projection reads them (two allocations fewer per event in a rebuild).
     public static func decode(_ row: StatementEventColumns, forProjection: Bool = false) throws -> RecordedEvent {
         let position = row.integer(.position)
         func text(_ c: EventHash.Column) throws -> String {

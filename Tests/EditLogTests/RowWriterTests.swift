@@ -60,8 +60,10 @@ import Testing
         }
         try RawLog.read(log.path) { (source: Database) throws -> Void in
             for limit in [1, 5] {
-                #expect(throws: (any Error).self) { _ = try Self.replay(source, pendingLimit: limit, aside: true, target: target) }
-                do { _ = try Self.replay(source, pendingLimit: limit, aside: true, target: target) } catch {
+                do {
+                    _ = try Self.replay(source, pendingLimit: limit, aside: true, target: target)
+                    Issue.record("pending limit \(limit): the replay went through a refused row")
+                } catch {
                     #expect("\(error)".contains("the twentieth session row is refused"), "\(error)")
                 }
                 // The failed replay's transaction rolled back: the target is as it was.
