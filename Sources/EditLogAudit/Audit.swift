@@ -185,7 +185,7 @@ public enum Audit {
         // children would make a lookup table's history cost grow with its use.
         for r in layer.relationships where r.role == .origin && r.composite {
             guard let child = schema.layer(id: r.relatedTableId),
-                  let fk = child.relationships.first(where: { $0.id == r.id && $0.role == .destination })?.keyField.flatMap(child.field) else { continue }
+                  let fk = child.field(named: child.relationships.first(where: { $0.id == r.id && $0.role == .destination })?.keyField) else { continue }
             let key: String?
             if let k = r.keyField, k.lowercased() != layer.globalIdField?.lowercased(), let f = layer.field(k) {
                 key = try world.feature(layer: layer.id, globalId: globalId)?.attributes[f.name]?.stringValue

@@ -40,7 +40,7 @@ extension Importer {
         for (lid, g) in deletedParents {
             guard let layer = schema.layer(id: lid), let p = try world.feature(layer: lid, globalId: g), p.deleted else { continue }
             for rel in layer.relationships where rel.role == .origin {
-                guard let (child, side) = schema.counterpart(of: rel, in: layer), let fk = side.keyField.flatMap(child.field)?.name else { continue }
+                guard let (child, side) = schema.counterpart(of: rel, in: layer), let fk = child.field(named: side.keyField)?.name else { continue }
                 let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
                 if let c = try world.features(layer: child.id, where: fk, equals: key).first { try revive(layer, p, child: child, c) }
             }
@@ -50,7 +50,7 @@ extension Importer {
             let g = key.globalId
             guard let layer = schema.layer(id: Int(entry.layer)), let c = try world.feature(layer: layer.id, globalId: g), !c.deleted else { continue }
             for rel in layer.relationships where rel.role == .destination {
-                guard let fk = rel.keyField.flatMap(layer.field)?.name, let v = c.attributes[fk], !v.isNull,
+                guard let fk = layer.field(named: rel.keyField)?.name, let v = c.attributes[fk], !v.isNull,
                       let (parent, side) = schema.counterpart(of: rel, in: layer) else { continue }
                 let p: FeatureSnapshot?
                 if let k = side.keyField, k.lowercased() != parent.globalIdField?.lowercased() {
@@ -98,7 +98,7 @@ extension Importer {
                 guard case .latestChildRollup(let relId, let parentLayer, let childLayer, _, _) = rule.kind, parentLayer == lid,
                       let rel = layer.relationships.first(where: { $0.id == relId && $0.role == .origin }),
                       let child = schema.layer(id: childLayer), let (_, side) = schema.counterpart(of: rel, in: layer),
-                      let fk = side.keyField.flatMap(child.field)?.name else { continue }
+                      let fk = child.field(named: side.keyField)?.name else { continue }
                 let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
                 guard let c = try world.features(layer: child.id, where: fk, equals: key).first else { continue }
                 try emit(try rules.derive(after: .committed(layer: child.id, globalId: c.globalId, kind: .edit, before: [:], session: nil)))

@@ -256,7 +256,7 @@ extension Importer.Touched {
     mutating func noteKeys(of layer: LayerSchema, before: FeatureSnapshot?) {
         guard let before else { return }
         for r in layer.relationships where r.role == .destination {
-            guard let fk = r.keyField.flatMap(layer.field)?.name, let v = before.attributes[fk], !v.isNull else { continue }
+            guard let fk = layer.field(named: r.keyField)?.name, let v = before.attributes[fk], !v.isNull else { continue }
             let noted = Importer.NotedValue(v)
             if !keys.contains(where: { $0.field == fk && $0.value == noted }) { keys.append((fk, noted)) }
         }

@@ -74,7 +74,7 @@ public enum ProjectionTables {
         // Keys of relationships (children look up their parent's key).
         var indexed = Set<String>()
         for r in layer.relationships {
-            guard let k = r.keyField.flatMap(layer.field), layer.attributeFields.contains(where: { $0.name == k.name }),
+            guard let k = layer.field(named: r.keyField), layer.attributeFields.contains(where: { $0.name == k.name }),
                   indexed.insert(k.name).inserted else { continue }
             try db.execute(sql: "CREATE INDEX \(table)_\(indexed.count) ON \(table)(\(quoted(k.name)))")
         }

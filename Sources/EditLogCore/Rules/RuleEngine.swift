@@ -32,7 +32,7 @@ public struct RuleEngine {
                 }
                 guard layer == childLayer, let parent = schema.layer(id: parentLayer), let child = schema.layer(id: childLayer),
                       let childSide = child.relationships.first(where: { $0.id == relId && $0.role == .destination }),
-                      let fk = childSide.keyField.flatMap(child.field)?.name else { continue }
+                      let fk = child.field(named: childSide.keyField)?.name else { continue }
                 var keys: [JSONValue] = []
                 for k in [before[fk], after[fk]] { if let k, !k.isNull, !keys.contains(k) { keys.append(k) } }
                 for key in keys {

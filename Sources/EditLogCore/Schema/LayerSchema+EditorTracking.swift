@@ -6,11 +6,11 @@ extension LayerSchema {
         guard let info = editFieldsInfo else { return [:] }
         let ms = Timestamp.parse(e.recordedTime).map { JSONValue.int($0) } ?? .null
         var out: [String: JSONValue] = [:]
-        if let f = info.editorField.flatMap(field) { out[f.name] = .string(e.actor) }
-        if let f = info.editDateField.flatMap(field) { out[f.name] = ms }
+        if let f = field(named: info.editorField) { out[f.name] = .string(e.actor) }
+        if let f = field(named: info.editDateField) { out[f.name] = ms }
         if create {
-            if let f = info.creatorField.flatMap(field) { out[f.name] = .string(e.actor) }
-            if let f = info.creationDateField.flatMap(field) { out[f.name] = ms }
+            if let f = field(named: info.creatorField) { out[f.name] = .string(e.actor) }
+            if let f = field(named: info.creationDateField) { out[f.name] = ms }
         }
         return out
     }

@@ -129,6 +129,13 @@ public struct LayerSchema: Sendable, Hashable {
         return nil
     }
 
+    /// The field named `name`, or nil when there is no name. Use it instead of `name.flatMap(layer.field)`: that
+    /// method reference is a closure holding a copy of the whole layer, made and destroyed on every call.
+    public func field(named name: String?) -> FieldSchema? {
+        guard let name else { return nil }
+        return field(name)
+    }
+
     public func relationship(_ ref: String) -> RelationshipSchema? {
         if let id = Int(ref), let r = relationships.first(where: { $0.id == id }) { return r }
         let key = ref.lowercased()

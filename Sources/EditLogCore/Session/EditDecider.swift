@@ -79,7 +79,7 @@ public struct EditDecider {
         guard rel.role == .destination else {
             throw EditLogError(.validation, "relationship \"\(ref)\" is one-to-many from \(l.name): add \(origin.name) records in their own sessions")
         }
-        guard let key = rel.keyField.flatMap(l.field) else {
+        guard let key = l.field(named: rel.keyField) else {
             throw EditLogError(.invalidInput, "relationship \"\(ref)\" has no key field on \(l.name)")
         }
         return (rel, origin, originSide, key)
@@ -94,7 +94,7 @@ public struct EditDecider {
     func parents(of layer: LayerSchema, attributes: [String: JSONValue]) throws(EditLogError) -> [(LayerSchema, FeatureSnapshot)] {
         var out: [(LayerSchema, FeatureSnapshot)] = []
         for rel in layer.relationships where rel.role == .destination {
-            guard let key = rel.keyField.flatMap(layer.field), let value = attributes[key.name], !value.isNull,
+            guard let key = layer.field(named: rel.keyField), let value = attributes[key.name], !value.isNull,
                   let (origin, originSide) = schema.counterpart(of: rel, in: layer) else { continue }
             let found: [FeatureSnapshot]
             if let k = originSide.keyField, k.lowercased() != origin.globalIdField?.lowercased() {
@@ -328,7 +328,7 @@ public struct EditDecider {
         }
         // A composite many-to-one must be set.
         for rel in l.relationships where rel.role == .destination && rel.composite {
-            if let key = rel.keyField.flatMap(l.field), (new[key.name] ?? .null).isNull {
+            if let key = l.field(named: rel.keyField), (new[key.name] ?? .null).isNull {
                 let originName = schema.layer(id: rel.relatedTableId)?.name ?? "layer \(rel.relatedTableId)"
                 errors.append(EditLogError(.validation, "composite relationship \"\(rel.name.isEmpty ? String(rel.id) : rel.name)\" to \(originName) must be set before finishing (missing \(key.name))"))
             }
