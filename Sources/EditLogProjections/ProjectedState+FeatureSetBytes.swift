@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogStore
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -39,10 +40,7 @@ extension ProjectedState {
         while true {
             let rc = sqlite3_step(stmt)
             if rc == SQLITE_DONE { return (count, false) }
-            guard rc == SQLITE_ROW else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
-                                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
-            }
+            guard rc == SQLITE_ROW else { throw RawBindings.lastError(on: db.sqliteConnection, sql: statement.sql) }
             if let limit, count >= limit { return (count, true) }
             if count > 0 { out.append(UInt8(ascii: ",")) }
             count += 1

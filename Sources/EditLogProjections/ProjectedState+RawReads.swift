@@ -18,10 +18,7 @@ extension ProjectedState {
         for (i, v) in ints { b.bind(i, v) }
         let rc = sqlite3_step(stmt)
         if rc == SQLITE_DONE { return nil }
-        guard rc == SQLITE_ROW else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
-                                message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
-        }
+        guard rc == SQLITE_ROW else { throw RawBindings.lastError(on: db.sqliteConnection, sql: statement.sql) }
         return try body(stmt)
     }
 
@@ -82,10 +79,7 @@ extension ProjectedState {
         while true {
             let rc = sqlite3_step(stmt)
             if rc == SQLITE_DONE { return out }
-            guard rc == SQLITE_ROW else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
-                                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
-            }
+            guard rc == SQLITE_ROW else { throw RawBindings.lastError(on: db.sqliteConnection, sql: statement.sql) }
             out.append(try snapshot(layer, stmt: stmt))
         }
     }

@@ -67,10 +67,7 @@ final class RowWriter: @unchecked Sendable {
         if let s = statements[sql] { return s }
         var s: OpaquePointer?
         let rc = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &s, nil)
-        guard rc == SQLITE_OK, let s else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
-                                message: String(cString: sqlite3_errmsg(connection)), sql: sql)
-        }
+        guard rc == SQLITE_OK, let s else { throw RawBindings.lastError(on: connection, sql: sql) }
         statements[sql] = s
         return s
     }

@@ -13,10 +13,7 @@ extension EventReading {
         withUnsafeBytes(of: id.uuid) { RawBindings(stmt).bind(1, blob: $0) }
         let rc = sqlite3_step(stmt)
         if rc == SQLITE_DONE { return nil }
-        guard rc == SQLITE_ROW else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
-                                message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
-        }
+        guard rc == SQLITE_ROW else { throw RawBindings.lastError(on: db.sqliteConnection, sql: statement.sql) }
         return sqlite3_column_int64(stmt, 0)
     }
 }

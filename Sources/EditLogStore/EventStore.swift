@@ -43,7 +43,7 @@ public final class EventStore: Sendable {
     ///   is no longer written out as zeros, while deleted content inside a page still is. A log deletes no event; what
     ///   it frees is projection rows, which its events hold anyway (quick `append-bulk` and `bundle-import`: 5–7% faster;
     ///   a rebuild's drop of the projection tables: 369–413 ms → 51 ms at a million events).
-    /// Both bounded: 16 MiB more memory per writing connection, at most about 40 MiB of WAL between checkpoints.
+    /// The first two are bounded: 16 MiB more memory per writing connection, at most about 40 MiB of WAL between checkpoints.
     public static let writerSettings = ["PRAGMA cache_size = -\(writerCacheKiB)", "PRAGMA wal_autocheckpoint = 10000", "PRAGMA secure_delete = FAST"]
     /// The page cache of a writing connection, in KiB.
     public static let writerCacheKiB = 16_384

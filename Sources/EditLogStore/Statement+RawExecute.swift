@@ -60,9 +60,12 @@ extension RawBindings {
         defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
         body(RawBindings(stmt))
         let rc = sqlite3_step(stmt)
-        guard rc == SQLITE_DONE else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
-                                message: String(cString: sqlite3_errmsg(connection)), sql: sql)
-        }
+        guard rc == SQLITE_DONE else { throw lastError(on: connection, sql: sql) }
+    }
+
+    /// GRDB's `DatabaseError` for the last failure on `connection`: SQLite's extended code and message, and `sql`.
+    public static func lastError(on connection: OpaquePointer?, sql: String) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
+                      message: String(cString: sqlite3_errmsg(connection)), sql: sql)
     }
 }
