@@ -51,19 +51,23 @@ public struct ProjectedState: CurrentState {
     /// Writes the projector's folded rows before a query of the tables, so no read sees a stale row.
     func sync() throws { try projector?.writePendingFeatures(db) }
 
+    /// Before a query of one feature's row (by GlobalID): writes only what that row needs. Its table row is
+    /// current when the projector holds nothing for it, so the other pending rows stay folded in memory.
+    func sync(globalId: String) throws { try projector?.writePendingFeature(globalId, db) }
+
     /// Before a query of `p_sessions`: writes the pending session rows when one differs in what such a query
     /// reads (a staged step alone does not; its state is read from the projector's memory).
     func syncSessions() throws { if let projector, projector.sessionRowsStale { try projector.writePendingSessions(db) } }
 
     public func row(layer: Int, globalId: String) throws -> Row? {
-        try sync()
+        try sync(globalId: globalId)
         return try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?"), arguments: [globalId])
     }
 
     public func feature(layer: Int, globalId: String) throws -> FeatureSnapshot? {
         if let f = projector?.featureCache[globalId], f.layerId == layer { return f }
         guard let l = schema.layer(id: layer) else { return nil }
-        try sync()
+        try sync(globalId: globalId)
         let statement = try db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?")
         guard let f = try Self.stepOnce(statement, db: db, binding: [globalId], { try snapshot(l, stmt: $0) }) else { return nil }
         projector?.cacheFeature(f, key: globalId)
@@ -72,7 +76,7 @@ public struct ProjectedState: CurrentState {
 
     /// The layer that holds a GlobalID, if any.
     public func locate(globalId: String) throws -> LayerSchema? {
-        try sync()
+        try sync(globalId: globalId)
         // The schema event creates a table for every layer, so each lookup is one indexed query per layer.
         for l in schema.layers {
             if try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(ProjectionTables.featureTable(l.id)) WHERE _globalid = ?"), arguments: [globalId]) == true {

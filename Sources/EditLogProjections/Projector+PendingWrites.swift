@@ -143,6 +143,18 @@ extension Projector {
         }
     }
 
+    /// Makes the table's row of one feature current (`ProjectedState.sync(globalId:)`). Nothing pending for it:
+    /// nothing to write. A pending update is written alone. A pending new row is written with every other pending
+    /// row, as new rows go in the order of the events that created them (ObjectIDs follow the events). With a row
+    /// writer, everything pending is written, as before.
+    func writePendingFeature(_ globalId: String, _ db: Database) throws {
+        guard writer == nil else { return try writePendingFeatures(db) }
+        guard let f = pendingFeatures[globalId] else { return }
+        guard !f.inserted else { return try writePendingFeatures(db) }
+        pendingFeatures[globalId] = nil
+        try Self.write(f, columns: &layerColumns[f.layer]!, connection: db.sqliteConnection) { try db.cachedStatement(sql: $0).sqliteStatement }
+    }
+
     func writePendingSessions(_ db: Database) throws {
         sessionRowsStale = false
         guard !pendingSessions.isEmpty else { return }
