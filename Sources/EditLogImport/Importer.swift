@@ -57,7 +57,20 @@ public struct Importer {
         /// Whether this log did not have the feature before the import.
         var created = false
         var keys: [(field: String, value: NotedValue)] = []
+        /// For a feature the import created: the latest writer (last-in-wins order) of every event in its stream,
+        /// all imported by this import. Its history holds no later writer, so an event written after it and
+        /// plain without history (`MergeEngine.decidesPlainly`) is merged without reading the stream.
+        var latest: WriterBound?
     }
+    /// A writer's last-in-wins order key in 20 bytes: its origin log as an index into `origins`.
+    struct WriterBound {
+        var millis: Int64
+        var log: Int32
+        var position: Int64
+    }
+    /// Origin log ids met by this import, for `WriterBound`.
+    var origins: [String] = []
+    var originIndex: [String: Int32] = [:]
     /// A relationship key's value: a canonical GlobalID in 17 bytes, anything else as it is.
     enum NotedValue: Equatable {
         case globalId(GlobalIDKey)
@@ -130,6 +143,22 @@ public struct Importer {
                 throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
             let before = try world.feature(layer: layer.id, globalId: feature.globalId)
+            let key = GlobalIDKey(feature.globalId)
+            let writer = Writer(e)
+            if let before, let latest = touched[key]?.latest, isBefore(latest, writer), engine.decidesPlainly(e, snapshot: before) {
+                #if DEBUG
+                // Debug builds (the tests) check the shortcut against the whole merge, history read.
+                let local = LocalFeature(layer: layer.id, globalId: feature.globalId, snapshot: before, attachments: [:], history: try history(of: e.stream, db))
+                guard try engine.decide(e, local: local).isPlain else {
+                    throw EditLogError(.corrupt, "the import merged event \(e.id.lowercasedString) as plain without its feature's history, which decides otherwise")
+                }
+                #endif
+                // A rule's value the other log derived, for a feature the import created: kept, as the slow path does.
+                if type != .featureDerived { note(layer, feature.globalId, before: before, type: type) }
+                let b = bound(writer)
+                touched[key]?.latest = b
+                return try append(e, type: type, canonicalPayload: canonicalPayload, db: db, appender: &appender, projector: projector)
+            }
             // A feature new to this log has nothing to merge with: its history is not read. Its attachments are read
             // only for an event that renames or removes some (the only ones the engine looks them up for).
             let atts = e.payload["attachments"]
@@ -156,12 +185,21 @@ public struct Importer {
             } else {
                 note(layer, feature.globalId, before: before, type: type)
             }
+            if before == nil ? touched[key]?.created == true : touched[key]?.latest.map({ isBefore($0, writer) }) == true {
+                let b = bound(writer)
+                touched[key]?.latest = b
+            }
         } else if type == .sessionStarted, let session = e.session,
                   let other = try world.sessionGlobalId(id: session) {
             throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) opens session \(session), which this log already holds (for feature \(other)): "
                                + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
         // Another log's MergeDecided events are its record: their conflicts are listed here too; their decisions do not apply.
+        try append(e, type: type, canonicalPayload: canonicalPayload, db: db, appender: &appender, projector: projector)
+    }
+
+    /// Appends an imported event as it came (after its decision, if any) and projects it.
+    mutating func append(_ e: RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, db: Database, appender: inout Appender, projector: Projector) throws {
         if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(sha) }
         for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(sha) } }
         switch try appender.appendImported(NewEvent(id: e.id, stream: e.stream, type: type, payload: e.payload,
@@ -207,6 +245,24 @@ public struct Importer {
         } else if before == nil, type == .featureBaselined || type == .sessionCommitted {
             touched[key]?.created = true
         }
+    }
+
+    mutating func bound(_ w: Writer) -> WriterBound {
+        let log: Int32
+        if let i = originIndex[w.logId] { log = i } else {
+            log = Int32(origins.count)
+            origins.append(w.logId)
+            originIndex[w.logId] = log
+        }
+        return WriterBound(millis: w.millis, log: log, position: w.position)
+    }
+
+    /// `Writer.isBefore` for a bound.
+    func isBefore(_ b: WriterBound, _ w: Writer) -> Bool {
+        if b.millis != w.millis { return b.millis < w.millis }
+        let log = origins[Int(b.log)]
+        if log != w.logId { return log < w.logId }
+        return b.position < w.position
     }
 
     /// The registers of a feature: its stream folded in this log's order.
