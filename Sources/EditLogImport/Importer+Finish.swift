@@ -45,10 +45,12 @@ extension Importer {
                 if let c = try world.features(layer: child.id, where: fk, equals: key).first { try revive(layer, p, child: child, c) }
             }
         }
-        // Children this import created or changed that point at a parent deleted here.
+        // Children this import created or changed that point at a parent deleted here (a feature of a layer that is
+        // no relationship's destination has no parent: it is not read).
         for (key, entry) in touched.sorted(by: { $0.key < $1.key }) {
             let g = key.globalId
-            guard let layer = schema.layer(id: Int(entry.layer)), let c = try world.feature(layer: layer.id, globalId: g), !c.deleted else { continue }
+            guard let layer = schema.layer(id: Int(entry.layer)), layer.relationships.contains(where: { $0.role == .destination }),
+                  let c = try world.feature(layer: layer.id, globalId: g), !c.deleted else { continue }
             for rel in layer.relationships where rel.role == .destination {
                 guard let fk = layer.field(named: rel.keyField)?.name, let v = c.attributes[fk], !v.isNull,
                       let (parent, side) = schema.counterpart(of: rel, in: layer) else { continue }
