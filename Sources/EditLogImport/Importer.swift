@@ -53,20 +53,22 @@ public struct Importer {
     /// 128-bit keys, the earlier key values in an array (usually empty or one).
     var touched: [GlobalIDKey: Touched] = [:]
     struct Touched {
-        var layer: Int32
-        /// Whether this log did not have the feature before the import.
-        var created = false
         var keys: [(field: String, value: NotedValue)] = []
         /// For a feature the import created: the latest writer (last-in-wins order) of every event in its stream,
         /// all imported by this import. Its history holds no later writer, so an event written after it and
         /// plain without history (`MergeEngine.decidesPlainly`) is merged without reading the stream.
-        var latest: WriterBound?
+        /// `WriterBound.none` for a feature this log had.
+        var latest = WriterBound.none
+        var layer: Int32
+        /// Whether this log did not have the feature before the import.
+        var created: Bool { latest.log >= 0 }
     }
-    /// A writer's last-in-wins order key in 20 bytes: its origin log as an index into `origins`.
+    /// A writer's last-in-wins order key in 20 bytes: its origin log as an index into `origins` (-1: none).
     struct WriterBound {
         var millis: Int64
-        var log: Int32
         var position: Int64
+        var log: Int32
+        static let none = WriterBound(millis: 0, position: 0, log: -1)
     }
     /// Origin log ids met by this import, for `WriterBound`.
     var origins: [String] = []
@@ -100,8 +102,9 @@ public struct Importer {
     /// Feature histories this import read, kept current with every event it appends to their streams
     /// (`appended(_:)`), so a feature's stream is read once per import, not once per event about it.
     var histories: [String: FeatureHistory] = [:]
-    /// Histories kept at most (memory stays bounded on large imports; a bundle's events about one feature come close together).
-    static let historyLimit = 1_024
+    /// Histories kept at most (memory stays bounded on large imports; a bundle's events about one feature come close
+    /// together). 1,024 until the shortcut past the history for features the import created; few are read since.
+    static let historyLimit = 256
     /// Stream versions the appender remembers at most during an import (`Appender.versionLimit`).
     public static let streamVersionLimit = 16_384
     /// Features the projector keeps read during an import (`Projector.featureCacheLimit`).
@@ -145,7 +148,7 @@ public struct Importer {
             let before = try world.feature(layer: layer.id, globalId: feature.globalId)
             let key = GlobalIDKey(feature.globalId)
             let writer = Writer(e)
-            if let before, let latest = touched[key]?.latest, isBefore(latest, writer), engine.decidesPlainly(e, snapshot: before) {
+            if let before, let latest = touched[key]?.latest, latest.log >= 0, isBefore(latest, writer), engine.decidesPlainly(e, snapshot: before) {
                 #if DEBUG
                 // Debug builds (the tests) check the shortcut against the whole merge, history read.
                 let local = LocalFeature(layer: layer.id, globalId: feature.globalId, snapshot: before, attachments: [:], history: try history(of: e.stream, db))
@@ -154,7 +157,7 @@ public struct Importer {
                 }
                 #endif
                 // A rule's value the other log derived, for a feature the import created: kept, as the slow path does.
-                if type != .featureDerived { note(layer, feature.globalId, before: before, type: type) }
+                if type != .featureDerived { note(layer, feature.globalId, before: before, type: type, writer: writer) }
                 let b = bound(writer)
                 touched[key]?.latest = b
                 return try append(e, type: type, canonicalPayload: canonicalPayload, db: db, appender: &appender, projector: projector)
@@ -183,9 +186,9 @@ public struct Importer {
                 // A rule's value as the other log derived it: derived again here after the merge.
                 if !created(feature.globalId), rederiveListed.insert(e.stream).inserted { rederive.append((feature.layer, feature.globalId)) }
             } else {
-                note(layer, feature.globalId, before: before, type: type)
+                note(layer, feature.globalId, before: before, type: type, writer: writer)
             }
-            if before == nil ? touched[key]?.created == true : touched[key]?.latest.map({ isBefore($0, writer) }) == true {
+            if let latest = touched[key]?.latest, latest.log >= 0, isBefore(latest, writer) {
                 let b = bound(writer)
                 touched[key]?.latest = b
             }
@@ -237,13 +240,16 @@ public struct Importer {
 
     // MARK: Bookkeeping
 
-    mutating func note(_ layer: LayerSchema, _ g: String, before: FeatureSnapshot?, type: EventType) {
+    /// Notes a feature the import changes: its relationship keys before, a deleted parent, a created feature (with
+    /// `writer`, its creator, as the first bound of its writers).
+    mutating func note(_ layer: LayerSchema, _ g: String, before: FeatureSnapshot?, type: EventType, writer: Writer) {
         let key = GlobalIDKey(g)
         touched[key, default: Touched(layer: Int32(layer.id))].noteKeys(of: layer, before: before)
         if type == .featureDeleted {
             deletedParents.append((layer.id, g))
         } else if before == nil, type == .featureBaselined || type == .sessionCommitted {
-            touched[key]?.created = true
+            let b = bound(writer)
+            touched[key]?.latest = b
         }
     }
 
@@ -254,7 +260,7 @@ public struct Importer {
             origins.append(w.logId)
             originIndex[w.logId] = log
         }
-        return WriterBound(millis: w.millis, log: log, position: w.position)
+        return WriterBound(millis: w.millis, position: w.position, log: log)
     }
 
     /// `Writer.isBefore` for a bound.
