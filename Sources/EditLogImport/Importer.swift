@@ -60,13 +60,18 @@ public struct Importer {
         /// `WriterBound.none` for a feature this log had.
         var latest = WriterBound.none
         var layer: Int32
+        /// For a feature the import created: its stream's version once the import appended to it since (-1 before,
+        /// or past `Int32.max`), so the appender need not look it up (it remembers only `streamVersionLimit` streams).
+        var version: Int32 = -1
         /// Whether this log did not have the feature before the import.
         var created: Bool { latest.log >= 0 }
     }
-    /// A writer's last-in-wins order key in 20 bytes: its origin log as an index into `origins` (-1: none).
+    /// A writer's last-in-wins order key in 16 bytes: its origin log as an index into `origins` (-1: none), its
+    /// origin position up to `Int32.max` (that value: unknown, never before a writer of the same time and log).
+    /// With `version`, a `Touched` is 32 bytes: a million-event bundle touches about 100k features.
     struct WriterBound {
         var millis: Int64
-        var position: Int64
+        var position: Int32
         var log: Int32
         static let none = WriterBound(millis: 0, position: 0, log: -1)
     }
@@ -98,15 +103,16 @@ public struct Importer {
     var rederive: [(layer: Int, globalId: String)] = []
     var rederiveListed: Set<String> = []
     /// Blobs the imported events reference.
-    var referencedBlobs: Set<String> = []
+    var referencedBlobs: Set<BlobRef> = []
     /// Feature histories this import read, kept current with every event it appends to their streams
     /// (`appended(_:)`), so a feature's stream is read once per import, not once per event about it.
     var histories: [String: FeatureHistory] = [:]
     /// Histories kept at most (memory stays bounded on large imports; a bundle's events about one feature come close
     /// together). 1,024 until the shortcut past the history for features the import created; few are read since.
     static let historyLimit = 256
-    /// Stream versions the appender remembers at most during an import (`Appender.versionLimit`).
-    public static let streamVersionLimit = 16_384
+    /// Stream versions the appender remembers at most during an import (`Appender.versionLimit`): 16,384 until the
+    /// import kept the versions of the streams it created itself (`Touched.version`).
+    public static let streamVersionLimit = 4_096
     /// Features the projector keeps read during an import (`Projector.featureCacheLimit`).
     public static let featureCacheLimit = 1_024
     /// Projection rows the projector holds before writing them during an import (`Projector.pendingLimit`).
@@ -141,12 +147,13 @@ public struct Importer {
         }
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         let feature = StreamName.parseFeature(e.stream)
+        let featureKey = feature.map { GlobalIDKey($0.globalId) }
         if let feature, Self.merged.contains(type) {
             guard let layer = schema.layer(id: feature.layer) else {
                 throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
             let before = try world.feature(layer: layer.id, globalId: feature.globalId)
-            let key = GlobalIDKey(feature.globalId)
+            let key = featureKey!
             let writer = Writer(e)
             if let before, let latest = touched[key]?.latest, latest.log >= 0, isBefore(latest, writer), engine.decidesPlainly(e, snapshot: before) {
                 #if DEBUG
@@ -160,7 +167,7 @@ public struct Importer {
                 if type != .featureDerived { note(layer, feature.globalId, before: before, type: type, writer: writer) }
                 let b = bound(writer)
                 touched[key]?.latest = b
-                return try append(e, type: type, canonicalPayload: canonicalPayload, db: db, appender: &appender, projector: projector)
+                return try append(e, type: type, canonicalPayload: canonicalPayload, key: featureKey, db: db, appender: &appender, projector: projector)
             }
             // A feature new to this log has nothing to merge with: its history is not read. Its attachments are read
             // only for an event that renames or removes some (the only ones the engine looks them up for).
@@ -177,6 +184,7 @@ public struct Importer {
                 let d = NewEvent(id: appender.ids.next(), stream: e.stream, type: .mergeDecided, payload: decision.json, context: context,
                                  session: nil, cause: Cause.merge(from: e.origin.logId))
                 let r = try appender.append(d)
+                track(r, key: key)
                 try projector.apply(r, db)
                 appended(r)
                 report.decisions += 1
@@ -198,18 +206,22 @@ public struct Importer {
                                + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
         // Another log's MergeDecided events are its record: their conflicts are listed here too; their decisions do not apply.
-        try append(e, type: type, canonicalPayload: canonicalPayload, db: db, appender: &appender, projector: projector)
+        try append(e, type: type, canonicalPayload: canonicalPayload, key: featureKey, db: db, appender: &appender, projector: projector)
     }
 
     /// Appends an imported event as it came (after its decision, if any) and projects it.
-    mutating func append(_ e: RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, db: Database, appender: inout Appender, projector: Projector) throws {
-        if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(sha) }
-        for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(sha) } }
+    /// `key`: the feature of the event's stream, if it is a feature's.
+    mutating func append(_ e: RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, key: GlobalIDKey?, db: Database, appender: inout Appender,
+                         projector: Projector) throws {
+        if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) }
+        for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) } }
         switch try appender.appendImported(NewEvent(id: e.id, stream: e.stream, type: type, payload: e.payload,
                                                     context: EventContext(actor: e.actor, device: e.device, clientTime: e.clientTime),
                                                     session: e.session, cause: e.cause),
-                                           recordedTime: e.recordedTime, origin: e.origin, canonicalPayload: canonicalPayload) {
+                                           recordedTime: e.recordedTime, origin: e.origin, canonicalPayload: canonicalPayload,
+                                           streamVersion: key.flatMap { touched[$0] }.flatMap { $0.version >= 0 ? Int64($0.version) : nil }) {
         case .appended(let r):
+            track(r, key: key)
             try projector.apply(r, db)
             appended(r)
             report.imported += 1
@@ -228,7 +240,8 @@ public struct Importer {
     /// After the last event: every referenced blob must be here; a parent deleted on one side while the other
     /// related a record to it is kept (never an orphan); rules derive their values again from the merged state.
     public mutating func finish(db: Database, appender: inout Appender, projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
-        for sha in referencedBlobs.sorted() {
+        for ref in referencedBlobs.sorted() {
+            let sha = ref.text
             guard let bytes = Hex.decode(sha), bytes.count == 32,
                   try Int64.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?"), arguments: [Data(bytes)]) != nil else {
                 throw EditLogError(.invalidInput, "an imported event references attachment bytes \(sha), which neither the import nor this log holds", at: "blobs/\(sha)")
@@ -260,7 +273,13 @@ public struct Importer {
             origins.append(w.logId)
             originIndex[w.logId] = log
         }
-        return WriterBound(millis: w.millis, position: w.position, log: log)
+        return WriterBound(millis: w.millis, position: Int32(clamping: w.position), log: log)
+    }
+
+    /// Keeps the stream version of a feature the import created (`Touched.version`) current with an event appended to it.
+    mutating func track(_ r: RecordedEvent, key: GlobalIDKey?) {
+        guard let key, touched[key]?.created == true else { return }
+        touched[key]?.version = r.streamVersion < Int64(Int32.max) ? Int32(r.streamVersion) : -1
     }
 
     /// `Writer.isBefore` for a bound.
@@ -268,7 +287,7 @@ public struct Importer {
         if b.millis != w.millis { return b.millis < w.millis }
         let log = origins[Int(b.log)]
         if log != w.logId { return log < w.logId }
-        return b.position < w.position
+        return b.position < Int32.max && Int64(b.position) < w.position
     }
 
     /// The registers of a feature: its stream folded in this log's order.

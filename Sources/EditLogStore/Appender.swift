@@ -90,14 +90,27 @@ public struct Appender {
     /// Appends an event first recorded in another log (a bundle import, a sync pull), keeping its origin.
     /// An event whose id is already stored is not appended again: the outcome says so, for the caller to count.
     /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (a bundle's reader has it already).
+    /// `streamVersion`, when given, must be the stream's current version (an import tracks the streams it created,
+    /// more of them than `versionLimit` keeps): it is not looked up, and it is not remembered either.
     public mutating func appendImported(_ e: NewEvent, expected: ExpectedVersion = .any, blob: [UInt8]? = nil, recordedTime: String?,
-                                        origin: EventOrigin, canonicalPayload: [UInt8]? = nil) throws -> AppendOutcome {
-        try insert(e, expected: expected, blob: blob, recordedTime: recordedTime, origin: origin, canonicalPayload: canonicalPayload)
+                                        origin: EventOrigin, canonicalPayload: [UInt8]? = nil, streamVersion: Int64? = nil) throws -> AppendOutcome {
+        try insert(e, expected: expected, blob: blob, recordedTime: recordedTime, origin: origin, canonicalPayload: canonicalPayload, streamVersion: streamVersion)
     }
 
     mutating func insert(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?,
-                         canonicalPayload: [UInt8]? = nil) throws -> AppendOutcome {
-        let version = try currentVersion(of: e.stream)
+                         canonicalPayload: [UInt8]? = nil, streamVersion known: Int64? = nil) throws -> AppendOutcome {
+        let version: Int64
+        if let known {
+            #if DEBUG
+            // Debug builds (the tests) check a caller's version against the log.
+            let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?"), arguments: [e.stream]) ?? 0
+            guard stored == known else { throw EditLogError(.corrupt, "stream \(e.stream) is at version \(stored), not \(known) as the caller said") }
+            #endif
+            version = known
+            versions[e.stream] = nil
+        } else {
+            version = try currentVersion(of: e.stream)
+        }
         switch expected {
         case .any: break
         case .noStream where version != 0:
@@ -131,7 +144,7 @@ public struct Appender {
         if let blob { try storeBlob(blob) }
         headPosition = position
         headHash = hash
-        versions[e.stream] = version + 1
+        if known == nil { versions[e.stream] = version + 1 }
         let recordedEvent = RecordedEvent(
             position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type.rawValue, payload: e.payload,
             actor: e.context.actor, device: e.context.device, session: e.session, cause: e.cause,
