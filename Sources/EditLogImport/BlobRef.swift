@@ -8,23 +8,10 @@ enum BlobRef: Hashable, Comparable {
     case text(String)
 
     init(_ sha: String) {
-        var words: [UInt64] = []
-        var utf8 = sha.utf8.makeIterator()
-        var valid = sha.utf8.count == 64
-        while valid, words.count < 4 {
-            var w: UInt64 = 0
-            for _ in 0..<16 {
-                guard let c = utf8.next() else { valid = false; break }
-                switch c {
-                case 48...57: w = w << 4 | UInt64(c - 48)
-                case 97...102: w = w << 4 | UInt64(c - 87)
-                default: valid = false
-                }
-                if !valid { break }
-            }
-            if valid { words.append(w) }
-        }
-        self = valid ? .digest(words[0], words[1], words[2], words[3]) : .text(sha)
+        // Canonical when its bytes give the same text back (32 bytes, lowercase).
+        guard let b = Hex.decode(sha), b.count == 32, Hex.encode(b) == sha else { self = .text(sha); return }
+        func word(_ i: Int) -> UInt64 { b[i..<i + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        self = .digest(word(0), word(8), word(16), word(24))
     }
 
     var text: String {

@@ -148,12 +148,11 @@ public struct Importer {
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         let feature = StreamName.parseFeature(e.stream)
         let featureKey = feature.map { GlobalIDKey($0.globalId) }
-        if let feature, Self.merged.contains(type) {
+        if let feature, let key = featureKey, Self.merged.contains(type) {
             guard let layer = schema.layer(id: feature.layer) else {
                 throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
             let before = try world.feature(layer: layer.id, globalId: feature.globalId)
-            let key = featureKey!
             let writer = Writer(e)
             if let before, let latest = touched[key]?.latest, latest.log >= 0, isBefore(latest, writer), engine.decidesPlainly(e, snapshot: before) {
                 #if DEBUG
@@ -165,8 +164,7 @@ public struct Importer {
                 #endif
                 // A rule's value the other log derived, for a feature the import created: kept, as the slow path does.
                 if type != .featureDerived { note(layer, feature.globalId, before: before, type: type, writer: writer) }
-                let b = bound(writer)
-                touched[key]?.latest = b
+                raiseBound(key, to: writer)
                 return try append(e, type: type, canonicalPayload: canonicalPayload, key: featureKey, db: db, appender: &appender, projector: projector)
             }
             // A feature new to this log has nothing to merge with: its history is not read. Its attachments are read
@@ -196,10 +194,7 @@ public struct Importer {
             } else {
                 note(layer, feature.globalId, before: before, type: type, writer: writer)
             }
-            if let latest = touched[key]?.latest, latest.log >= 0, isBefore(latest, writer) {
-                let b = bound(writer)
-                touched[key]?.latest = b
-            }
+            raiseBound(key, to: writer)
         } else if type == .sessionStarted, let session = e.session,
                   let other = try world.sessionGlobalId(id: session) {
             throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) opens session \(session), which this log already holds (for feature \(other)): "
@@ -274,6 +269,13 @@ public struct Importer {
             originIndex[w.logId] = log
         }
         return WriterBound(millis: w.millis, position: Int32(clamping: w.position), log: log)
+    }
+
+    /// Raises a created feature's bound (`Touched.latest`) to `w` when `w` comes after it.
+    mutating func raiseBound(_ key: GlobalIDKey, to w: Writer) {
+        guard let latest = touched[key]?.latest, latest.log >= 0, isBefore(latest, w) else { return }
+        let b = bound(w)
+        touched[key]?.latest = b
     }
 
     /// Keeps the stream version of a feature the import created (`Touched.version`) current with an event appended to it.
