@@ -157,22 +157,44 @@ public enum BundleExport {
         var lastHash: [UInt8]?
         var blobs: [String] = []
         var seen = Set<String>()
-        let referencing: Set<String> = [EventType.attachmentStaged.rawValue, EventType.sessionCommitted.rawValue]
-        try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events WHERE position > ? AND position <= ? ORDER BY position",
-                              arguments: [from, until]) { row in
-            let text: (EventHash.Column) -> String = { c in row.bytes(c).map { String(decoding: $0, as: UTF8.self) } ?? "" }
-            guard keep(text(.stream)) else { return true }
-            guard let hash = row.bytes(.hash).map({ [UInt8]($0) }) else {
-                throw EditLogError(.corrupt, "hash is NULL", at: "position \(row.integer(.position))")
+        let referencing = [EventType.attachmentStaged.rawValue, EventType.sessionCommitted.rawValue]
+        let range = "FROM events WHERE position > ? AND position <= ?"
+        if options.layers == nil {
+            // Every event of the range: positions are gap-free, so the count is the range's length (pass 2 checks it
+            // against the lines it writes) and only the ends' hashes are read; SQLite itself passes over the events
+            // that cannot reference a blob (only a payload that names a "sha256" can). Quick `bundle-export`: this
+            // pass took 46 ms when it stepped every event here, 32 ms so.
+            count = until - from
+            if count > 0 {
+                func hash(at p: Int64) throws -> [UInt8] {
+                    guard let h = try Data.fetchOne(db, sql: "SELECT hash FROM events WHERE position = ?", arguments: [p]) else {
+                        throw EditLogError(.corrupt, "no event (or a NULL hash) at a position within the log", at: "position \(p)")
+                    }
+                    return [UInt8](h)
+                }
+                firstHash = try hash(at: from + 1)
+                lastHash = try hash(at: until)
             }
-            count += 1
-            if firstHash == nil { firstHash = hash }
-            lastHash = hash
-            // Only a payload that names a "sha256" can reference a blob: the others are not decoded.
-            if referencing.contains(text(.type)), let payload = row.bytes(.payload), Self.mentionsSHA256(payload) {
+            try EventReading.step(db, sql: "SELECT \(EventReading.columns) \(range) AND type IN (?, ?) AND instr(payload, '\"sha256\"') > 0 ORDER BY position",
+                                  arguments: [from, until, referencing[0], referencing[1]]) { row in
                 for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { blobs.append(sha) }
+                return true
             }
-            return true
+        } else {
+            try EventReading.step(db, sql: "SELECT \(EventReading.columns) \(range) ORDER BY position", arguments: [from, until]) { row in
+                let text: (EventHash.Column) -> String = { c in row.bytes(c).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+                guard keep(text(.stream)) else { return true }
+                guard let hash = row.bytes(.hash).map({ [UInt8]($0) }) else {
+                    throw EditLogError(.corrupt, "hash is NULL", at: "position \(row.integer(.position))")
+                }
+                count += 1
+                if firstHash == nil { firstHash = hash }
+                lastHash = hash
+                if referencing.contains(text(.type)), let payload = row.bytes(.payload), Self.mentionsSHA256(payload) {
+                    for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { blobs.append(sha) }
+                }
+                return true
+            }
         }
         var present: [(String, Int64)] = []
         var missing: [String] = []
@@ -193,14 +215,14 @@ public enum BundleExport {
         try writer.add(BundleLayout.manifest, manifest.json.serializedBytes() + [0x0A])
         try writer.add(BundleLayout.schema, schemaEvent.payload.serializedBytes())
         var done: Int64 = 0
+        var lines: Int64 = 0
         let total = until - from
         // Each line is written from the stored columns (`BundleEventLine`), after the event's chain hash is checked
         // against them: a bundle never carries an event the log's chain does not vouch for.
         var line: [UInt8] = []
         line.reserveCapacity(4_096)
         var encoder = EventHash.Encoder()
-        try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events WHERE position > ? AND position <= ? ORDER BY position",
-                              arguments: [from, until]) { row in
+        try EventReading.step(db, sql: "SELECT \(EventReading.columns) \(range) ORDER BY position", arguments: [from, until]) { row in
             let position = row.integer(.position)
             guard let hash = row.bytes(.hash) else { throw EditLogError(.corrupt, "hash is NULL", at: "position \(position)") }
             do { try previous.withUnsafeBytes { p in try EventHash.encode(row, previous: p, into: &encoder) } } catch let missing as EventHash.MissingColumn {
@@ -215,10 +237,15 @@ public enum BundleExport {
                 line.removeAll(keepingCapacity: true)
                 try previous.withUnsafeBytes { p in try BundleEventLine.write(row, previous: p, to: &line) }
                 try writer.addEventLine(line)
+                lines += 1
             }
             previous.removeAll(keepingCapacity: true)
             previous.append(contentsOf: hash)
             return true
+        }
+        guard lines == count else {
+            throw EditLogError(.corrupt, "the manifest counted \(count) events from position \(from + 1) to \(until) but \(lines) were written: positions are missing (run editlog verify)",
+                               at: store.path)
         }
         progress?(total, total)
         for (sha, _) in present {
