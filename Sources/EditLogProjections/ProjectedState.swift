@@ -74,6 +74,15 @@ public struct ProjectedState: CurrentState {
         return f
     }
 
+    /// Whether any feature table holds a row (a live or a deleted feature).
+    public func holdsAnyFeature() throws -> Bool {
+        try sync()
+        for l in schema.layers where try db.tableExists(ProjectionTables.featureTable(l.id)) {
+            if try Int64.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(ProjectionTables.featureTable(l.id)) LIMIT 1")) != nil { return true }
+        }
+        return false
+    }
+
     /// The layer that holds a GlobalID, if any.
     public func locate(globalId: String) throws -> LayerSchema? {
         try sync(globalId: globalId)

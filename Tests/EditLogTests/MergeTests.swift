@@ -200,6 +200,39 @@ import Testing
         #expect(try b.verify().ok)
     }
 
+    /// A bundle that carries a conflict about a feature it also creates (made on A, edited on B and on C, merged on B)
+    /// imports into an empty log as B holds it: the import's shortcuts for features it creates itself (no read of a
+    /// feature whose every event came from one log) must leave such a feature to the merge. Debug builds check
+    /// every shortcut against the whole merge; this is the case where they would differ.
+    @Test func aBundleCarryingAConflictAboutAFeatureItCreatesImportsIntoAnEmptyLogAsItsExporterHoldsIt() throws {
+        let ta = TempPath("a"), tb = TempPath("b"), tc = TempPath("c"), td = TempPath("d")
+        let clock = StepClock(start: 1_780_000_000_000, step: 7)
+        let a = try Self.device("a", ta, seed: 1, clock: clock), b = try Self.device("b", tb, seed: 2, clock: clock)
+        let c = try Self.device("c", tc, seed: 3, clock: clock)
+        let tree = newGID(40)
+        let create = [#"{"op":"create","layer":"Trees","globalId":"\#(tree)","session":"ann-t","geometry":{"x":-122.63,"y":45.52},"attributes":{"DBH":3}}"#,
+                      #"{"op":"finish","session":"ann-t"}"#]
+        for cmd in try script(create, actor: "ann") { try a.apply(cmd) }
+        try Self.exchange(a, into: b)
+        try Self.exchange(a, into: c)
+        try Self.set(b, tree, [("SiteWidth", "10"), ("Wires", "1")], at: 1, actor: "bob", session: "bob-1")
+        try Self.set(c, tree, [("SiteWidth", "20")], at: 5, actor: "cid", session: "cid-1")
+        try Self.set(b, tree, [("Wires", "2")], at: 3, actor: "bob", session: "bob-2")
+        let intoB = try Self.exchange(c, into: b)
+        try #require(intoB.conflicts.map(\.field) == ["SiteWidth"], "B met C's edit as a conflict")
+
+        let d = try Self.device("d", td, seed: 4, baseline: false, clock: clock)
+        let intoD = try Self.exchange(b, into: d)
+        #expect(intoD.conflicts.map(\.field) == ["SiteWidth"], "D meets the conflict B met")
+        let t = try d.attributes(tree)
+        #expect(t["SiteWidth"] == .double(20) || t["SiteWidth"] == .int(20), "the later write wins: \(String(describing: t["SiteWidth"]))")
+        #expect(t["Wires"] == .double(2) || t["Wires"] == .int(2))
+        #expect(try d.digestOfContent() == (try b.digestOfContent()))
+        #expect(Set(try d.conflicts().map(\.conflict.key)) == Set(try b.conflicts().map(\.conflict.key)))
+        #expect(try d.digestOfProjections() == (try d.digestOfRebuild()))
+        #expect(try d.verify().ok)
+    }
+
     // MARK: Convergence under last-in-wins
 
     @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6])
