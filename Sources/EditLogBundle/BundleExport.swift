@@ -199,7 +199,7 @@ public enum BundleExport {
         var present: [(String, Int64)] = []
         var missing: [String] = []
         for sha in blobs {
-            let size = try Hex.decode(sha).flatMap { try Int64.fetchOne(db, sql: "SELECT size FROM blobs WHERE sha256 = ?", arguments: [Data($0)]) }
+            let size = try Hex.decode(sha).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"), arguments: [Data($0)]) }
             if let size { present.append((sha, size)) } else { missing.append(sha) }
         }
         let now = store.clock.now()
@@ -250,10 +250,11 @@ public enum BundleExport {
         progress?(total, total)
         for (sha, _) in present {
             guard let bytes = try EventReading.blob(db, sha256: sha) else { throw EditLogError(.corrupt, "blob \(sha) vanished during the export", at: store.path) }
-            guard Hex.encode(EventHash.sha256(bytes)) == sha else {
+            let digest = EventHash.sha256(bytes)
+            guard Hex.encode(digest) == sha else {
                 throw EditLogError(.corrupt, "the stored blob \(sha) does not have that SHA-256 (run editlog verify)", at: store.path)
             }
-            try writer.add(BundleLayout.blobsPrefix + sha, bytes)
+            try writer.add(BundleLayout.blobsPrefix + sha, bytes, sha256: digest)
         }
         let sha = try writer.finish(signingKey: options.signingKey)
         return (manifest, Written(sha256: sha, bytes: writer.file.bytesWritten, uncompressed: writer.gzip.uncompressedBytes), missing)

@@ -35,9 +35,10 @@ final class BundleWriter {
         tar = TarWriter(sink: gzip, mtime: mtime)
     }
 
-    func add(_ name: String, _ data: [UInt8]) throws(EditLogError) {
+    /// One whole entry; `sha256`, when the caller has it, must be the data's (SHA256SUMS lists it).
+    func add(_ name: String, _ data: [UInt8], sha256: [UInt8]? = nil) throws(EditLogError) {
         try flushEvents()
-        try tar.add(name, data)
+        try tar.add(name, data, sha256: sha256)
     }
 
     /// One event line (its canonical JSON; the newline is added here).

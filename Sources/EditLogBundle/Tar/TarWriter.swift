@@ -53,15 +53,16 @@ final class TarWriter {
         self.mtime = mtime
     }
 
-    /// Writes one whole entry.
-    func add(_ name: String, _ data: [UInt8]) throws(EditLogError) {
+    /// Writes one whole entry; `sha256`, when the caller has it, must be the data's (debug builds check it).
+    func add(_ name: String, _ data: [UInt8], sha256: [UInt8]? = nil) throws(EditLogError) {
+        assert(sha256 == nil || sha256 == EventHash.sha256(data), "the SHA-256 given for \(name) is not its data's")
         precondition(name.utf8.count < 100, "tar entry names stay under 100 bytes")
         guard Int64(data.count) <= Ustar.maxSize else { throw EditLogError(.invalidInput, "\(name) is larger than a ustar entry can hold (8 GiB)") }
         try sink.write(Ustar.header(name: name, size: Int64(data.count), mtime: mtime))
         try sink.write(data)
         let pad = Ustar.padding(for: Int64(data.count))
         if pad > 0 { try sink.write([UInt8](repeating: 0, count: pad)) }
-        entries.append((name, EventHash.sha256(data)))
+        entries.append((name, sha256 ?? EventHash.sha256(data)))
     }
 
     /// The end-of-archive marker: two zero blocks.
