@@ -130,7 +130,7 @@ extension EditLog {
             projector.featureCacheLimit = Importer.featureCacheLimit
             projector.pendingLimit = Importer.pendingRowLimit
             let context = EventContext(actor: actor, device: device, clientTime: now)
-            var importer = Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
+            var importer = try Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
             try feed({ e, payload in try importer.importEvent(e, canonicalPayload: payload, db: db, appender: &appender, projector: projector) },
                      { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
             try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)

@@ -135,9 +135,11 @@ public struct Importer {
     /// Its misses were SQLite spilling dirty pages to the WAL mid-transaction and reading them back.
     public static let pageCacheKiB = 12_288
 
-    public init(schema: ServiceSchema, policy: MergePolicy, ownLog: String, context: EventContext, source: String) {
+    public init(schema: ServiceSchema, policy: MergePolicy, ownLog: String, context: EventContext, source: String) throws(EditLogError) {
+        guard schema.layers.count <= Int(UInt16.max) else {
+            throw EditLogError(.unsupported, "the log's schema has \(schema.layers.count) layers and tables; an import handles at most 65,535")
+        }
         self.schema = schema
-        precondition(schema.layers.count <= Int(UInt16.max), "a schema of more than 65,535 layers")
         layerIndexes = Dictionary(uniqueKeysWithValues: schema.layers.enumerated().map { ($1.id, UInt16($0)) })
         var excluded: [Int: Set<String>] = [:]
         for rule in schema.rules { for (l, f) in rule.fieldsWritten { excluded[l, default: []].insert(f) } }
