@@ -76,6 +76,47 @@ import Testing
         p.join()
     }
 
+    /// An item that records which thread released it.
+    final class Tracked: @unchecked Sendable {
+        let index: Int
+        let log: ReleaseLog
+        init(_ index: Int, _ log: ReleaseLog) { self.index = index; self.log = log }
+        deinit { log.record(index) }
+    }
+
+    final class ReleaseLog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var onProducer: Set<Int> = []
+        var producer: pthread_t?
+        func record(_ i: Int) {
+            lock.lock(); defer { lock.unlock() }
+            if let producer, pthread_equal(producer, pthread_self()) != 0 { onProducer.insert(i) }
+        }
+        var releasedOnProducer: Set<Int> { lock.lock(); defer { lock.unlock() }; return onProducer }
+    }
+
+    @Test func theItemsTakenAreReleasedOnTheProducersThread() throws {
+        // One item per batch, one batch pending: a batch taken is back with the producer before its second next
+        // hand-over can proceed, so every item but the last few is released there.
+        let h = HandOff<Tracked>(batchSize: 1, maxBatches: 1)
+        let log = ReleaseLog()
+        let started = DispatchSemaphore(value: 0)
+        let ended = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            log.producer = pthread_self()
+            started.signal()
+            for i in 0..<20 { try? h.put(Tracked(i, log)) }
+            h.close()
+            ended.signal()
+        }
+        started.wait()
+        var got: [Int] = []
+        while let item = try h.take() { got.append(item.index) }
+        ended.wait()
+        #expect(got == Array(0..<20))
+        #expect(Set(0..<17).isSubset(of: log.releasedOnProducer), "released on the producer's thread: \(log.releasedOnProducer.sorted())")
+    }
+
     @Test func cancellingReleasesAProducerThatNeverEnds() throws {
         let h = HandOff<Int>(batchSize: 4, maxBatches: 1)
         let p = Producer(h, count: nil, failure: nil)

@@ -7,6 +7,10 @@ import Foundation
 /// The producer ends with `close(failure:)`; the consumer sees every item put before it, then the failure (or the
 /// end). A consumer that stops early calls `cancel()`: the producer's next `put` throws `Cancelled`, and
 /// `waitClosed()` returns once the producer has closed (so no thread outlives the work it was part of).
+///
+/// The batches the consumer is done with go back to the producer, whose next hand-over releases them: the items'
+/// memory is freed on the thread that allocated it (glibc frees another thread's allocation under that arena's lock,
+/// which the consumer, the busier thread, would otherwise pay for every item).
 public final class HandOff<Item>: @unchecked Sendable {
     /// Thrown by `put` once the consumer has cancelled.
     public struct Cancelled: Error, CustomStringConvertible {
@@ -23,6 +27,8 @@ public final class HandOff<Item>: @unchecked Sendable {
     private var closed = false
     private var cancelled = false
     private var failure: (any Error)?
+    /// Batches the consumer has taken every item of, for the producer to release.
+    private var spent: [[Item]] = []
     // The producer's batch (producer thread only).
     private var batch: [Item] = []
     private var weight = 0
@@ -65,11 +71,15 @@ public final class HandOff<Item>: @unchecked Sendable {
         batch.reserveCapacity(batchSize)
         weight = 0
         condition.lock()
-        defer { condition.unlock() }
         while pending.count >= maxBatches && !cancelled { condition.wait() }
-        if cancelled { throw Cancelled() }
+        let release = spent
+        spent = []
+        if cancelled { condition.unlock(); throw Cancelled() }
         pending.append(full)
         condition.broadcast()
+        condition.unlock()
+        // Outside the lock: the consumer need not wait while the items are freed.
+        withExtendedLifetime(release) {}
     }
 
     // MARK: Consumer
@@ -80,10 +90,13 @@ public final class HandOff<Item>: @unchecked Sendable {
             defer { next += 1 }
             return taken[next]
         }
-        taken.removeAll(keepingCapacity: false)
+        let done = taken
+        taken = []
         next = 0
         condition.lock()
         defer { condition.unlock() }
+        // Back to the producer, unless it has closed (then nothing would release them before the end).
+        if !done.isEmpty && !closed && !cancelled { spent.append(done) }
         while pending.isEmpty && !closed { condition.wait() }
         guard !pending.isEmpty else {
             if let failure { throw failure }
