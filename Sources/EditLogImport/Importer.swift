@@ -105,6 +105,40 @@ public struct Importer {
         }
     }
 
+    /// The ids of the events in this log, when it held at most `idFilterPreload` as the import began (nil until the
+    /// first event; `.some(nil)` when it held more): an id the filter rules out is not looked up (`isPresent`).
+    var knownIds: EventIdFilter??
+    /// Events a log may hold for their ids to be read into `knownIds` at the import's first event (about 150 KB of filter).
+    public static let idFilterPreload = 100_000
+
+    /// Whether an event with this id is in the log.
+    mutating func isPresent(_ id: UUID, _ db: Database) throws -> Bool {
+        if knownIds == nil {
+            let held = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") ?? 0
+            if held <= Self.idFilterPreload {
+                var filter = EventIdFilter()
+                let cursor = try Data.fetchCursor(db, sql: "SELECT id FROM events")
+                while let bytes = try cursor.next() {
+                    guard bytes.count == 16 else { throw EditLogError(.corrupt, "an event's id is \(bytes.count) bytes, not 16") }
+                    filter.insert(UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }))
+                }
+                knownIds = .some(filter)
+            } else {
+                knownIds = .some(nil)
+            }
+        }
+        if case .some(.some(let filter)) = knownIds, !filter.mayContain(id) {
+            #if DEBUG
+            // Debug builds (the tests) check every id the filter rules out.
+            if let p = try EventReading.position(ofEventId: id, db) {
+                throw EditLogError(.corrupt, "the import's id filter ruled out event \(id.lowercasedString), which the log holds at position \(p)")
+            }
+            #endif
+            return false
+        }
+        return try EventReading.position(ofEventId: id, db) != nil
+    }
+
     /// Whether this log did not have the feature before the import.
     func created(_ globalId: String) -> Bool { touched[GlobalIDKey(globalId)]?.created == true }
     var deletedParents: [(layer: Int, globalId: String)] = []
@@ -154,7 +188,7 @@ public struct Importer {
     /// Imports one event of another log. Events must come in their origin order (a bundle's order).
     /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (saves serializing it again).
     public mutating func importEvent(_ e: RecordedEvent, canonicalPayload: [UInt8]? = nil, db: Database, appender: inout Appender, projector: Projector) throws {
-        if try EventReading.position(ofEventId: e.id, db) != nil {
+        if try isPresent(e.id, db) {
             report.alreadyPresent += 1
             return
         }
@@ -400,6 +434,7 @@ public struct Importer {
     /// Every event the import appends goes through here: a history read before folds it too, so it stays what
     /// reading the stream again would give.
     mutating func appended(_ r: RecordedEvent) {
+        if case .some(.some) = knownIds { knownIds!!.insert(r.id) }
         histories[r.stream]?.apply(r)
     }
 
