@@ -109,6 +109,8 @@ extension EditLog {
                     case .blob(let sha, let bytes):
                         do { try blob(bytes) } catch { throw EditLogError.wrapping(error, at: "\(path): \(BundleLayout.blobsPrefix)\(sha)") }
                     }
+                    // Freed by the reading thread, which allocated it.
+                    readAhead.items.giveBack(consume item)
                 }
             }, closing: { _ in [] })
         } catch {

@@ -95,8 +95,8 @@ import Testing
         var releasedOnProducer: Set<Int> { lock.lock(); defer { lock.unlock() }; return onProducer }
     }
 
-    @Test func theItemsTakenAreReleasedOnTheProducersThread() throws {
-        // One item per batch, one batch pending: a batch taken is back with the producer before its second next
+    @Test func theItemsGivenBackAreReleasedOnTheProducersThread() throws {
+        // One item per batch, one batch pending: an item given back is with the producer before its second next
         // hand-over can proceed, so every item but the last few is released there.
         let h = HandOff<Tracked>(batchSize: 1, maxBatches: 1)
         let log = ReleaseLog()
@@ -111,7 +111,10 @@ import Testing
         }
         started.wait()
         var got: [Int] = []
-        while let item = try h.take() { got.append(item.index) }
+        while let item = try h.take() {
+            got.append(item.index)
+            h.giveBack(consume item)
+        }
         ended.wait()
         #expect(got == Array(0..<20))
         #expect(Set(0..<17).isSubset(of: log.releasedOnProducer), "released on the producer's thread: \(log.releasedOnProducer.sorted())")

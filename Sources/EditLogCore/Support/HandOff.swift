@@ -8,9 +8,10 @@ import Foundation
 /// end). A consumer that stops early calls `cancel()`: the producer's next `put` throws `Cancelled`, and
 /// `waitClosed()` returns once the producer has closed (so no thread outlives the work it was part of).
 ///
-/// The batches the consumer is done with go back to the producer, whose next hand-over releases them: the items'
-/// memory is freed on the thread that allocated it (glibc frees another thread's allocation under that arena's lock,
-/// which the consumer, the busier thread, would otherwise pay for every item).
+/// `take()` moves each item out of its batch (no copy, no reference counting); a consumer that hands it back when
+/// done (`giveBack`) has it freed by the producer's next hand-over, on the thread that allocated it (glibc frees
+/// another thread's allocation under that arena's lock, which the consumer, the busier thread, would otherwise pay
+/// for every item).
 public final class HandOff<Item>: @unchecked Sendable {
     /// Thrown by `put` once the consumer has cancelled.
     public struct Cancelled: Error, CustomStringConvertible {
@@ -23,18 +24,19 @@ public final class HandOff<Item>: @unchecked Sendable {
 
     private let condition = NSCondition()
     // Guarded by `condition`.
-    private var pending: [[Item]] = []
+    private var pending: [[Item?]] = []
     private var closed = false
     private var cancelled = false
     private var failure: (any Error)?
-    /// Batches the consumer has taken every item of, for the producer to release.
+    /// Items the consumer gave back, for the producer to release.
     private var spent: [[Item]] = []
     // The producer's batch (producer thread only).
-    private var batch: [Item] = []
+    private var batch: [Item?] = []
     private var weight = 0
     // The consumer's batch (consumer thread only).
-    private var taken: [Item] = []
+    private var taken: [Item?] = []
     private var next = 0
+    private var givenBack: [Item] = []
 
     public init(batchSize: Int = 256, batchWeight: Int = 1 << 20, maxBatches: Int = 4) {
         precondition(batchSize > 0 && batchWeight > 0 && maxBatches > 0)
@@ -88,15 +90,18 @@ public final class HandOff<Item>: @unchecked Sendable {
     public func take() throws -> Item? {
         if next < taken.count {
             defer { next += 1 }
-            return taken[next]
+            return taken[next].take()
         }
-        let done = taken
         taken = []
         next = 0
         condition.lock()
         defer { condition.unlock() }
-        // Back to the producer, unless it has closed (then nothing would release them before the end).
-        if !done.isEmpty && !closed && !cancelled { spent.append(done) }
+        // Back to the producer, unless it has closed (then nothing would release them before the end). Moved, not
+        // copied: a copy kept here while this thread waits below would make this thread's release the last.
+        if !givenBack.isEmpty {
+            if !closed && !cancelled { spent.append(givenBack) }
+            givenBack = []
+        }
         while pending.isEmpty && !closed { condition.wait() }
         guard !pending.isEmpty else {
             if let failure { throw failure }
@@ -105,7 +110,13 @@ public final class HandOff<Item>: @unchecked Sendable {
         taken = pending.removeFirst()
         condition.broadcast()
         next = 1
-        return taken[0]
+        return taken[0].take()
+    }
+
+    /// Gives an item `take()` returned back once the consumer is done with it: the producer frees it (see the type's
+    /// note). Optional: an item not given back is freed where its last reference goes.
+    public func giveBack(_ item: consuming Item) {
+        givenBack.append(item)
     }
 
     /// Stops the producer: its next `put` throws `Cancelled`, and what is pending is dropped.
