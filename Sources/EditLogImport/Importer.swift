@@ -114,7 +114,8 @@ public struct Importer {
     /// Whether an event with this id is in the log.
     mutating func isPresent(_ id: UUID, _ db: Database) throws -> Bool {
         if knownIds == nil {
-            let held = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") ?? 0
+            // Positions are gap-free from 1: the last is the count, read from the end of the table, not counted.
+            let held = try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events") ?? 0
             if held <= Self.idFilterPreload {
                 var filter = EventIdFilter()
                 let cursor = try Data.fetchCursor(db, sql: "SELECT id FROM events")
