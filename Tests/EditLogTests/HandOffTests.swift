@@ -117,7 +117,7 @@ import Testing
         }
         ended.wait()
         #expect(got == Array(0..<20))
-        #expect(Set(0..<17).isSubset(of: log.releasedOnProducer), "released on the producer's thread: \(log.releasedOnProducer.sorted())")
+        #expect(Set(0..<18).isSubset(of: log.releasedOnProducer), "released on the producer's thread: \(log.releasedOnProducer.sorted())")
     }
 
     @Test func cancellingReleasesAProducerThatNeverEnds() throws {

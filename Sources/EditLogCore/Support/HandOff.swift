@@ -60,11 +60,15 @@ public final class HandOff<Item>: @unchecked Sendable {
         let last = batch
         batch = []
         condition.lock()
-        defer { condition.unlock() }
         if !last.isEmpty && !cancelled { pending.append(last) }
         self.failure = failure
         closed = true
+        let release = spent
+        spent = []
         condition.broadcast()
+        condition.unlock()
+        // What the consumer gave back so far; after this, it frees what it gives back itself.
+        withExtendedLifetime(release) {}
     }
 
     private func handOver() throws(Cancelled) {
