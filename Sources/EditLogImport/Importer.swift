@@ -105,30 +105,28 @@ public struct Importer {
         }
     }
 
-    /// The ids of the events in this log, when it held at most `idFilterPreload` as the import began (nil until the
-    /// first event; `.some(nil)` when it held more): an id the filter rules out is not looked up (`isPresent`).
-    var knownIds: EventIdFilter??
+    /// The ids of the events in this log, when it held at most `idFilterPreload` as the import began (read at the
+    /// first event, with `startedEmpty`; nil for a larger log): an id the filter rules out is not looked up (`isPresent`).
+    var knownIds: EventIdFilter?
     /// Events a log may hold for their ids to be read into `knownIds` at the import's first event (about 150 KB of filter).
     public static let idFilterPreload = 100_000
 
-    /// Whether an event with this id is in the log.
-    mutating func isPresent(_ id: UUID, _ db: Database) throws -> Bool {
-        if knownIds == nil {
-            // Positions are gap-free from 1: the last is the count, read from the end of the table, not counted.
-            let held = try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events") ?? 0
-            if held <= Self.idFilterPreload {
-                var filter = EventIdFilter()
-                let cursor = try Data.fetchCursor(db, sql: "SELECT id FROM events")
-                while let bytes = try cursor.next() {
-                    guard bytes.count == 16 else { throw EditLogError(.corrupt, "an event's id is \(bytes.count) bytes, not 16") }
-                    filter.insert(UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }))
-                }
-                knownIds = .some(filter)
-            } else {
-                knownIds = .some(nil)
-            }
+    /// The ids of every event in the log, if it holds at most `idFilterPreload`.
+    static func readIds(_ db: Database) throws -> EventIdFilter? {
+        // Positions are gap-free from 1: the last is the count, read from the end of the table, not counted.
+        guard try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events") ?? 0 <= idFilterPreload else { return nil }
+        var filter = EventIdFilter()
+        let cursor = try Data.fetchCursor(db, sql: "SELECT id FROM events")
+        while let bytes = try cursor.next() {
+            guard bytes.count == 16 else { throw EditLogError(.corrupt, "an event's id is \(bytes.count) bytes, not 16") }
+            filter.insert(UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }))
         }
-        if case .some(.some(let filter)) = knownIds, !filter.mayContain(id) {
+        return filter
+    }
+
+    /// Whether an event with this id is in the log.
+    func isPresent(_ id: UUID, _ db: Database) throws -> Bool {
+        if let knownIds, !knownIds.mayContain(id) {
             #if DEBUG
             // Debug builds (the tests) check every id the filter rules out.
             if let p = try EventReading.position(ofEventId: id, db) {
@@ -189,6 +187,11 @@ public struct Importer {
     /// Imports one event of another log. Events must come in their origin order (a bundle's order).
     /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (saves serializing it again).
     public mutating func importEvent(_ e: RecordedEvent, canonicalPayload: [UInt8]? = nil, db: Database, appender: inout Appender, projector: Projector) throws {
+        let world = ProjectedState(db: db, schema: schema, projector: projector)
+        if startedEmpty == nil {
+            startedEmpty = try !world.holdsAnyFeature()
+            knownIds = try Self.readIds(db)
+        }
         if try isPresent(e.id, db) {
             report.alreadyPresent += 1
             return
@@ -197,8 +200,6 @@ public struct Importer {
             throw EditLogError(.unsupported, "event \(e.id.lowercasedString) has type \(e.type), which this build of EditLog does not know: upgrade editlog to import it",
                                at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
-        let world = ProjectedState(db: db, schema: schema, projector: projector)
-        if startedEmpty == nil { startedEmpty = try !world.holdsAnyFeature() }
         let feature = StreamName.parseFeature(e.stream)
         let featureKey = feature.map { GlobalIDKey($0.globalId) }
         if let key = featureKey, let origin = touched[key]?.origin, origin >= 0, !keepsOrigin(e, type, origin: origin) { touched[key]?.origin = -1 }
@@ -435,7 +436,7 @@ public struct Importer {
     /// Every event the import appends goes through here: a history read before folds it too, so it stays what
     /// reading the stream again would give.
     mutating func appended(_ r: RecordedEvent) {
-        if case .some(.some) = knownIds { knownIds!!.insert(r.id) }
+        knownIds?.insert(r.id)
         histories[r.stream]?.apply(r)
     }
 
