@@ -101,18 +101,20 @@ extension EditLog {
         do {
             report = try importEvents(policy: policy, actor: actor, device: device, source: source, withPayloads: { event, blob in
                 while let item = try readAhead.items.take() {
-                    switch item {
+                    // The item is taken apart (moved, not copied) and put together again to be given back: freed by the
+                    // reading thread, which allocated it.
+                    switch consume item {
                     case .event(let e, let payload, let location):
                         do { try event(e, payload) } catch { throw EditLogError.wrapping(error, at: "\(path): \(location)") }
                         done += 1
                         if done % 1024 == 0 { progress?(done, total) }
+                        readAhead.items.giveBack(.event(e, canonicalPayload: payload, at: location))
                     case .blob(let sha, let bytes):
                         do { try blob(bytes) } catch { throw EditLogError.wrapping(error, at: "\(path): \(BundleLayout.blobsPrefix)\(sha)") }
+                        readAhead.items.giveBack(.blob(sha256: sha, bytes: bytes))
                     }
-                    // Freed by the reading thread, which allocated it.
-                    readAhead.items.giveBack(consume item)
                 }
-            }, closing: { _ in [] })
+            }, closing: { _ in [] }, expectedEvents: Int(clamping: total))
         } catch {
             readAhead.cancel()
             throw error

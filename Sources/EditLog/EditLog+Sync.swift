@@ -115,7 +115,7 @@ extension EditLog {
     /// reader serialized the payload to check the event's hash): the import then does not serialize it again.
     func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
                       withPayloads feed: (_ event: (RecordedEvent, [UInt8]?) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void,
-                      closing: (ImportReport) throws -> [SystemEvent]) throws(EditLogError) -> ImportReport {
+                      closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0) throws(EditLogError) -> ImportReport {
         let schema = self.schema
         let geocoder = self.geocoder
         let now = Timestamp.format(milliseconds: store.clock.now())
@@ -131,6 +131,7 @@ extension EditLog {
             projector.pendingLimit = Importer.pendingRowLimit
             let context = EventContext(actor: actor, device: device, clientTime: now)
             var importer = try Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
+            importer.expectedEvents = expectedEvents
             try feed({ e, payload in try importer.importEvent(e, canonicalPayload: payload, db: db, appender: &appender, projector: projector) },
                      { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
             try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)

@@ -106,22 +106,39 @@ public struct Importer {
     }
 
     /// The ids of the events in this log, when it held at most `idFilterPreload` as the import began (read at the
-    /// first event, with `startedEmpty`; nil for a larger log): an id the filter rules out is not looked up (`isPresent`).
+    /// first event, with `startedEmpty`; nil for a larger log), and every id the import appends: an id the filter rules
+    /// out is not looked up (`isPresent`).
     var knownIds: EventIdFilter?
-    /// Events a log may hold for their ids to be read into `knownIds` at the import's first event (about 150 KB of filter).
+    /// Likewise the streams that have events (`append`: a stream ruled out is at version 0, not looked up) and the
+    /// sessions started (`importEvent`: a session ruled out is not looked for among this log's).
+    var knownStreams: StringFilter?
+    var knownSessions: StringFilter?
+    /// Events a log may hold for their ids, streams and sessions to be read into the filters at the import's first
+    /// event (about 150 KB of filter each).
     public static let idFilterPreload = 100_000
+    /// How many events the caller expects to import (a bundle's manifest says), if it knows: the filters are sized
+    /// for them (one cache line per lookup instead of one per level grown).
+    public var expectedEvents = 0
 
-    /// The ids of every event in the log, if it holds at most `idFilterPreload`.
-    static func readIds(_ db: Database) throws -> EventIdFilter? {
+    /// The ids, streams and started sessions of every event in the log, if it holds at most `idFilterPreload`.
+    static func readFilters(_ db: Database, expectedEvents: Int) throws -> (ids: EventIdFilter, streams: StringFilter, sessions: StringFilter)? {
         // Positions are gap-free from 1: the last is the count, read from the end of the table, not counted.
-        guard try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events") ?? 0 <= idFilterPreload else { return nil }
-        var filter = EventIdFilter()
+        let held = try Int.fetchOne(db, sql: "SELECT MAX(position) FROM events") ?? 0
+        guard held <= idFilterPreload else { return nil }
+        var ids = EventIdFilter(expected: held + expectedEvents)
         let cursor = try Data.fetchCursor(db, sql: "SELECT id FROM events")
         while let bytes = try cursor.next() {
             guard bytes.count == 16 else { throw EditLogError(.corrupt, "an event's id is \(bytes.count) bytes, not 16") }
-            filter.insert(UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }))
+            ids.insert(UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }))
         }
-        return filter
+        // A bundle's events come about 10 to a stream and 6 to a session (the bench's: 1.05M events, 102k streams,
+        // 172k sessions); a filter that fills up grows another level.
+        var streams = StringFilter(expected: held / 8 + expectedEvents / 8)
+        for s in try String.fetchAll(db, sql: "SELECT DISTINCT stream FROM events") { streams.insert(s) }
+        var sessions = StringFilter(expected: held / 4 + expectedEvents / 4)
+        let started = try String.fetchAll(db, sql: "SELECT session FROM events WHERE type = ? AND session IS NOT NULL", arguments: [EventType.sessionStarted.rawValue])
+        for s in started { sessions.insert(s) }
+        return (ids, streams, sessions)
     }
 
     /// Whether an event with this id is in the log.
@@ -136,6 +153,18 @@ public struct Importer {
             return false
         }
         return try EventReading.position(ofEventId: id, db) != nil
+    }
+
+    /// Whether this log may hold a session of this id (false: it certainly does not).
+    func mayHoldSession(_ session: String, _ world: ProjectedState) throws -> Bool {
+        guard let knownSessions, !knownSessions.mayContain(session) else { return true }
+        #if DEBUG
+        // Debug builds (the tests) check every session the filter rules out.
+        if let g = try world.sessionGlobalId(id: session) {
+            throw EditLogError(.corrupt, "the import's session filter ruled out session \(session), which the log holds (for feature \(g))")
+        }
+        #endif
+        return false
     }
 
     /// Whether this log did not have the feature before the import.
@@ -190,7 +219,7 @@ public struct Importer {
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         if startedEmpty == nil {
             startedEmpty = try !world.holdsAnyFeature()
-            knownIds = try Self.readIds(db)
+            if let f = try Self.readFilters(db, expectedEvents: expectedEvents) { (knownIds, knownStreams, knownSessions) = f }
         }
         if try isPresent(e.id, db) {
             report.alreadyPresent += 1
@@ -272,7 +301,7 @@ public struct Importer {
             }
             if !decision.isPlain { touched[key]?.origin = -1 }
             raiseBound(key, to: writer)
-        } else if type == .sessionStarted, let session = e.session,
+        } else if type == .sessionStarted, let session = e.session, try mayHoldSession(session, world),
                   let other = try world.sessionGlobalId(id: session) {
             throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) opens session \(session), which this log already holds (for feature \(other)): "
                                + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
@@ -287,15 +316,18 @@ public struct Importer {
                          projector: Projector) throws {
         if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) }
         for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) } }
+        let version = key.flatMap { touched[$0] }.flatMap { $0.version >= 0 ? Int64($0.version) : nil }
+        if version == nil, let knownStreams, !knownStreams.mayContain(e.stream) { try appender.noteNewStream(e.stream) }
         switch try appender.appendImported(NewEvent(id: e.id, stream: e.stream, type: type, payload: e.payload,
                                                     context: EventContext(actor: e.actor, device: e.device, clientTime: e.clientTime),
                                                     session: e.session, cause: e.cause),
                                            recordedTime: e.recordedTime, origin: e.origin, canonicalPayload: canonicalPayload,
-                                           streamVersion: key.flatMap { touched[$0] }.flatMap { $0.version >= 0 ? Int64($0.version) : nil }) {
+                                           streamVersion: version) {
         case .appended(let r):
             track(r, key: key)
             try projector.apply(r, db)
             appended(r)
+            if type == .sessionStarted, let s = r.session { knownSessions?.insert(s) }
             report.imported += 1
             if report.firstPosition == nil { report.firstPosition = r.position }
             report.lastPosition = r.position
@@ -437,6 +469,7 @@ public struct Importer {
     /// reading the stream again would give.
     mutating func appended(_ r: RecordedEvent) {
         knownIds?.insert(r.id)
+        knownStreams?.insert(r.stream)
         histories[r.stream]?.apply(r)
     }
 

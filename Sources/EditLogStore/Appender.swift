@@ -64,6 +64,19 @@ public struct Appender {
         return v
     }
 
+    /// Notes that `stream` has no event in the log, which the caller knows without a lookup (an import's filter of
+    /// the streams the log holds): its version is 0 until an event is appended to it.
+    public mutating func noteNewStream(_ stream: String) throws {
+        #if DEBUG
+        // Debug builds (the tests) check the caller against the log.
+        if let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?"), arguments: [stream]) {
+            throw EditLogError(.corrupt, "stream \(stream) is at version \(stored), not new as the caller said")
+        }
+        #endif
+        if let limit = versionLimit, versions.count >= limit { versions.removeAll(keepingCapacity: true) }
+        versions[stream] = 0
+    }
+
     /// The last time formatted, reused while the clock reads the same millisecond (most events of a session).
     var lastNow: (ms: Int64, text: String) = (.min, "")
 

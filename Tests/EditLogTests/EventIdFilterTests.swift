@@ -37,6 +37,34 @@ import Testing
         #expect(passed < others.count / 10, "\(passed) of \(others.count) ids never inserted were not ruled out")
     }
 
+    @Test func aFilterSizedForItsIdsKeepsThemInOneLevel() {
+        var filter = EventIdFilter(expected: 200_000)
+        let inserted = Self.ids(seed: 11, count: 200_000)
+        for id in inserted { filter.insert(id) }
+        #expect(filter.levelCount == 1)
+        #expect(inserted.allSatisfy { filter.mayContain($0) })
+        let others = Self.ids(seed: 0xFEED, count: 20_000)
+        let passed = others.filter { filter.mayContain($0) }.count
+        #expect(passed < others.count / 50, "\(passed) of \(others.count) ids never inserted were not ruled out by one level")
+        // Past what its level holds (sized up to a power of two: 349k ids for 200k), it grows.
+        for id in Self.ids(seed: 12, count: 200_000) { filter.insert(id) }
+        #expect(filter.levelCount == 2)
+        #expect(inserted.allSatisfy { filter.mayContain($0) })
+    }
+
+    @Test(arguments: [0, 50_000])
+    func noStringInsertedIsRuledOutAndFewOthersPass(expected: Int) {
+        var filter = StringFilter(expected: expected)
+        let inserted = (0..<60_000).map { "feature:\($0 % 3):{\(String($0 &* 2_654_435_761 % 1_000_003, radix: 16))-\($0)}" }
+        for s in inserted { filter.insert(s) }
+        #expect(filter.count == inserted.count)
+        #expect(inserted.allSatisfy { filter.mayContain($0) })
+        let others = (0..<20_000).map { "session-\($0)" }
+        let passed = others.filter { filter.mayContain($0) }.count
+        #expect(passed < others.count / 10, "\(passed) of \(others.count) strings never inserted were not ruled out")
+        #expect(!StringFilter().mayContain(inserted[0]))
+    }
+
     @Test func anEmptyFilterRulesOutEverything() {
         let filter = EventIdFilter()
         #expect(Self.ids(seed: 7, count: 1_000).allSatisfy { !filter.mayContain($0) })
