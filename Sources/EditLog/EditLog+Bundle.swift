@@ -71,6 +71,22 @@ extension EditLog {
 }
 
 extension EditLog {
+    /// Streams this log may hold for an import's reading thread to guess where the import appends (`ChainGuesser`):
+    /// their versions are held in memory for the whole import.
+    static let guessedStreamLimit = 10_000
+
+    /// Guesses where an import appends events, from this log's end; nil when it holds more than `guessedStreamLimit` streams.
+    func chainGuesser() throws(EditLogError) -> ChainGuesser? {
+        try read { db -> ChainGuesser? in
+            guard let head = try Row.fetchOne(db, sql: "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1") else { return nil }
+            var versions: [String: Int64] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT stream, MAX(stream_version) FROM events GROUP BY stream LIMIT ?", arguments: [Self.guessedStreamLimit + 1])
+            while let row = try rows.next() { versions[row[0]] = row[1] }
+            guard versions.count <= Self.guessedStreamLimit else { return nil }
+            return ChainGuesser(position: head[0], hash: [UInt8](head[1] as Data), streamVersions: versions)
+        }
+    }
+
     /// Imports a bundle in one transaction, all or nothing: every check of `verifyBundle` (a failed one rolls the
     /// import back), then the events merged under `policy` and the blobs stored. A bundle of another schema is
     /// refused unless this log's schema has every layer and field it has (this one may have added some). Events
@@ -96,7 +112,9 @@ extension EditLog {
         let source = "bundle:" + URL(fileURLWithPath: path).lastPathComponent
         // The bundle is read and checked on a second thread while this one merges and writes; a failed check there
         // reaches this thread after the events before it, and rolls the whole import back.
-        let readAhead = BundleReadAhead(reader, trust: trust)
+        // The reading thread also computes each event's hash in this log ahead, on the guess that the events are
+        // appended in turn after this log's last one (`ChainGuesser`; a guess that does not hold is not taken).
+        let readAhead = BundleReadAhead(reader, trust: trust, guesser: try chainGuesser())
         let report: ImportReport
         do {
             report = try importEvents(policy: policy, actor: actor, device: device, source: source, withPayloads: { event, blob in
@@ -104,11 +122,13 @@ extension EditLog {
                     // The item is taken apart (moved, not copied) and put together again to be given back: freed by the
                     // reading thread, which allocated it.
                     switch consume item {
-                    case .event(let e, let payload, let location):
-                        do { try event(e, payload) } catch { throw EditLogError.wrapping(error, at: "\(path): \(location)") }
+                    case .event(let e, let payload, let location, let guess):
+                        let held: Bool
+                        do { held = try event(e, payload, guess) } catch { throw EditLogError.wrapping(error, at: "\(path): \(location)") }
+                        if !held { readAhead.stopGuessing() }
                         done += 1
                         if done % 1024 == 0 { progress?(done, total) }
-                        readAhead.items.giveBack(.event(e, canonicalPayload: payload, at: location))
+                        readAhead.items.giveBack(.event(e, canonicalPayload: payload, at: location, guess: guess))
                     case .blob(let sha, let bytes):
                         do { try blob(bytes) } catch { throw EditLogError.wrapping(error, at: "\(path): \(BundleLayout.blobsPrefix)\(sha)") }
                         readAhead.items.giveBack(.blob(sha256: sha, bytes: bytes))

@@ -106,15 +106,17 @@ extension EditLog {
         try importEvents(policy: policy, actor: actor, device: device, source: source,
                          withPayloads: { event, blob in
                              try withoutActuallyEscaping(event) { event in
-                                 try withoutActuallyEscaping(blob) { blob in try feed({ e in try event(e, nil) }, blob) }
+                                 try withoutActuallyEscaping(blob) { blob in try feed({ e in _ = try event(e, nil, nil) }, blob) }
                              }
                          }, closing: closing)
     }
 
     /// `importEvents`, fed each event with its payload's canonical bytes when the source has them (a bundle's
-    /// reader serialized the payload to check the event's hash): the import then does not serialize it again.
+    /// reader serialized the payload to check the event's hash): the import then does not serialize it again; and with
+    /// its hash in this log computed ahead (`ChainGuess`), when the source guessed it. `event` returns whether the
+    /// guess held (true without one).
     func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
-                      withPayloads feed: (_ event: (RecordedEvent, [UInt8]?) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void,
+                      withPayloads feed: (_ event: (RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: ([UInt8]) throws -> Void) throws -> Void,
                       closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0) throws(EditLogError) -> ImportReport {
         let schema = self.schema
         let geocoder = self.geocoder
@@ -132,7 +134,11 @@ extension EditLog {
             let context = EventContext(actor: actor, device: device, clientTime: now)
             var importer = try Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
             importer.expectedEvents = expectedEvents
-            try feed({ e, payload in try importer.importEvent(e, canonicalPayload: payload, db: db, appender: &appender, projector: projector) },
+            try feed({ e, payload, guess in
+                try importer.importEvent(e, canonicalPayload: payload, guess: guess, db: db, appender: &appender, projector: projector)
+                guard let guess else { return true }
+                return appender.headPosition == guess.position && appender.headHash == guess.hash
+            },
                      { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
             try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
             for s in try closing(importer.report) {

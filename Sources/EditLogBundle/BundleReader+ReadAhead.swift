@@ -6,23 +6,36 @@ import Foundation
 /// megabytes in flight, so memory stays flat.
 public final class BundleReadAhead: @unchecked Sendable {
     public enum Item {
-        /// A checked event, its payload's canonical bytes, and where it was in the bundle.
-        case event(RecordedEvent, canonicalPayload: [UInt8], at: BundleLocation)
+        /// A checked event, its payload's canonical bytes, where it was in the bundle, and its hash in the importing log
+        /// computed ahead (`ChainGuess`), when the read-ahead guesses.
+        case event(RecordedEvent, canonicalPayload: [UInt8], at: BundleLocation, guess: ChainGuess?)
         /// A blob whose bytes match its SHA-256 (hex).
         case blob(sha256: String, bytes: [UInt8])
     }
 
     /// Every item, then the end, or the reader's error (`BundleReader.read` checks) once every item before it was taken.
-    public let items = HandOff<Item>(batchSize: 128, batchWeight: 1 << 20, maxBatches: 2)
+    /// Up to 16 batches (2,048 events) in flight: the importing thread works in bursts (the projector writes its
+    /// pending rows 2,048 at a time) and the reading thread must not stop while one lasts. Measured on the 1.05M-event
+    /// bundle, alternating: 2 batches 16.55 / 15.87 s, 8 batches 15.37 / 15.10 s, 16 batches 14.96 / 15.08 s, peak RSS
+    /// 92.3–93.0 MB in all; with 2 both threads were busy about 80% of the time, each waiting for the other.
+    public let items = HandOff<Item>(batchSize: 128, batchWeight: 1 << 20, maxBatches: 16)
     private let reader: BundleReader
     private let trust: [[UInt8]]
     // Written by the reading thread before it closes `items`; read by the consumer after `items` ended.
     private var result: BundleContents?
+    /// Where the importing log's chain ends as the import begins, for the guesses.
+    private let guesser: ChainGuesser?
+    private let guessing = NSLock()
+    // Guarded by `guessing`.
+    private var guessesWanted = true
 
-    /// Starts reading `reader` (which must not have been read) on a new thread.
-    public init(_ reader: BundleReader, trust: [[UInt8]]) {
+    /// Starts reading `reader` (which must not have been read) on a new thread. With `guesser`, each event comes with
+    /// its hash in the importing log computed on the guess that every event of the bundle is appended in turn
+    /// (`ChainGuesser`), until `stopGuessing()`.
+    public init(_ reader: BundleReader, trust: [[UInt8]], guesser: ChainGuesser? = nil) {
         self.reader = reader
         self.trust = trust
+        self.guesser = guesser
         // The stack a main thread gets: the JSON of a line nests up to `JSONParser.maxDepth` deep.
         let thread = Thread { [self] in run() }
         thread.stackSize = 8 << 20
@@ -41,11 +54,21 @@ public final class BundleReadAhead: @unchecked Sendable {
         items.waitClosed()
     }
 
+    /// Stops the guesses (one did not hold: the import appended something else, or skipped an event).
+    public func stopGuessing() {
+        guessing.withLock { guessesWanted = false }
+    }
+
     private func run() {
         let items = self.items
+        var guesser = self.guesser
         do {
             result = try reader.read(trust: trust, checked: { e, payload, location in
-                try items.put(.event(e, canonicalPayload: payload, at: location), weight: payload.count)
+                var guess: ChainGuess?
+                if guesser != nil {
+                    if guessing.withLock({ guessesWanted }) { guess = guesser!.next(e, canonicalPayload: payload) } else { guesser = nil }
+                }
+                try items.put(.event(e, canonicalPayload: payload, at: location, guess: guess), weight: payload.count)
             }, blob: { sha, bytes in
                 try items.put(.blob(sha256: sha, bytes: bytes), weight: bytes.count)
             })

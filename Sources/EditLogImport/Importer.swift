@@ -214,8 +214,10 @@ public struct Importer {
     static let merged: Set<EventType> = [.featureBaselined, .sessionCommitted, .featureDeleted, .conflictResolved, .featureDerived]
 
     /// Imports one event of another log. Events must come in their origin order (a bundle's order).
-    /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (saves serializing it again).
-    public mutating func importEvent(_ e: RecordedEvent, canonicalPayload: [UInt8]? = nil, db: Database, appender: inout Appender, projector: Projector) throws {
+    /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (saves serializing it again); `guess`, its
+    /// hash in this log computed ahead (`ChainGuess`: taken only if it holds).
+    public mutating func importEvent(_ e: RecordedEvent, canonicalPayload: [UInt8]? = nil, guess: ChainGuess? = nil, db: Database, appender: inout Appender,
+                                     projector: Projector) throws {
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         if startedEmpty == nil {
             startedEmpty = try !world.holdsAnyFeature()
@@ -250,7 +252,7 @@ public struct Importer {
                 }
                 #endif
                 raiseBound(key, to: writer)
-                return try append(e, type: type, canonicalPayload: canonicalPayload, key: featureKey, db: db, appender: &appender, projector: projector)
+                return try append(e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
             }
             // In a log that held no feature, one the import did not create is not there.
             let before = startedEmpty == true && touched[key] == nil ? nil : try world.feature(layer: layer.id, globalId: feature.globalId)
@@ -270,7 +272,7 @@ public struct Importer {
                 // A rule's value the other log derived, for a feature the import created: kept, as the slow path does.
                 if type != .featureDerived { note(layer, feature.globalId, before: before, type: type, writer: writer) }
                 raiseBound(key, to: writer)
-                return try append(e, type: type, canonicalPayload: canonicalPayload, key: featureKey, db: db, appender: &appender, projector: projector)
+                return try append(e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
             }
             // A feature new to this log has nothing to merge with: its history is not read. Its attachments are read
             // only for an event that renames or removes some (the only ones the engine looks them up for).
@@ -307,12 +309,12 @@ public struct Importer {
                                + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
         // Another log's MergeDecided events are its record: their conflicts are listed here too; their decisions do not apply.
-        try append(e, type: type, canonicalPayload: canonicalPayload, key: featureKey, db: db, appender: &appender, projector: projector)
+        try append(e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
     }
 
     /// Appends an imported event as it came (after its decision, if any) and projects it.
     /// `key`: the feature of the event's stream, if it is a feature's.
-    mutating func append(_ e: RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, key: GlobalIDKey?, db: Database, appender: inout Appender,
+    mutating func append(_ e: RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, guess: ChainGuess?, key: GlobalIDKey?, db: Database, appender: inout Appender,
                          projector: Projector) throws {
         if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) }
         for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) } }
@@ -322,7 +324,7 @@ public struct Importer {
                                                     context: EventContext(actor: e.actor, device: e.device, clientTime: e.clientTime),
                                                     session: e.session, cause: e.cause),
                                            recordedTime: e.recordedTime, origin: e.origin, canonicalPayload: canonicalPayload,
-                                           streamVersion: version) {
+                                           streamVersion: version, guess: guess) {
         case .appended(let r):
             track(r, key: key)
             try projector.apply(r, db)

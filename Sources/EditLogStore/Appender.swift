@@ -104,14 +104,18 @@ public struct Appender {
     /// An event whose id is already stored is not appended again: the outcome says so, for the caller to count.
     /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (a bundle's reader has it already).
     /// `streamVersion`, when given, must be the stream's current version (an import tracks the streams it created,
-    /// more of them than `versionLimit` keeps): it is not looked up, and it is not remembered either.
+    /// more of them than `versionLimit` keeps): it is not looked up, and it is not remembered either. `guess`, when
+    /// given, is the event's hash computed ahead (`ChainGuess`): taken when it was computed for this position, stream
+    /// version and previous hash.
     public mutating func appendImported(_ e: NewEvent, expected: ExpectedVersion = .any, blob: [UInt8]? = nil, recordedTime: String?,
-                                        origin: EventOrigin, canonicalPayload: [UInt8]? = nil, streamVersion: Int64? = nil) throws -> AppendOutcome {
-        try insert(e, expected: expected, blob: blob, recordedTime: recordedTime, origin: origin, canonicalPayload: canonicalPayload, streamVersion: streamVersion)
+                                        origin: EventOrigin, canonicalPayload: [UInt8]? = nil, streamVersion: Int64? = nil,
+                                        guess: ChainGuess? = nil) throws -> AppendOutcome {
+        try insert(e, expected: expected, blob: blob, recordedTime: recordedTime, origin: origin, canonicalPayload: canonicalPayload, streamVersion: streamVersion,
+                   guess: guess)
     }
 
     mutating func insert(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?,
-                         canonicalPayload: [UInt8]? = nil, streamVersion known: Int64? = nil) throws -> AppendOutcome {
+                         canonicalPayload: [UInt8]? = nil, streamVersion known: Int64? = nil, guess: ChainGuess? = nil) throws -> AppendOutcome {
         let version: Int64
         if let known {
             #if DEBUG
@@ -139,7 +143,19 @@ public struct Appender {
             position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type.rawValue, payload: payload,
             actor: e.context.actor, device: e.context.device, session: e.session, cause: e.cause, clientTime: e.context.clientTime,
             recordedTime: recorded, originLog: origin?.logId ?? logId, originPosition: origin?.position ?? position, originHash: origin?.hash)
-        let hash = EventHash.compute(using: &encoder, previous: headHash, values)
+        let hash: [UInt8]
+        if let guess, guess.position == position, guess.streamVersion == version + 1, guess.previous == headHash {
+            // Computed ahead on the guess that held (`ChainGuess`): the rest of what the hash covers is the event's own.
+            hash = guess.hash
+            #if DEBUG
+            // Debug builds (the tests) check every guess taken.
+            guard EventHash.compute(using: &encoder, previous: headHash, values) == hash else {
+                throw EditLogError(.corrupt, "the hash computed ahead for event \(e.id.lowercasedString) at position \(position) is not its hash")
+            }
+            #endif
+        } else {
+            hash = EventHash.compute(using: &encoder, previous: headHash, values)
+        }
         let insert = try db.cachedStatement(sql: """
             INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause,
                                 client_time, recorded_time, origin_log, origin_position, origin_hash, hash)

@@ -42,6 +42,42 @@ import Testing
         #expect(try store.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") } == 1)
     }
 
+    /// A hash computed ahead (`ChainGuess`) is taken only for the position, stream version and previous hash it was
+    /// computed for; otherwise the appender computes its own. What `ChainGuess.after` computes for the true position
+    /// is the appender's hash (the reading thread and the appender chain alike). Debug builds check every guess
+    /// taken: a wrong hash in a guess that holds is caught, which shows it was taken.
+    @Test func aHashComputedAheadIsTakenOnlyWhereItsGuessHolds() throws {
+        let tmp = TempPath()
+        let store = try EventStore.create(at: tmp.path, clock: StepClock(), ids: UUIDv7Generator(clock: StepClock(), seed: 9))
+        let origin = EventOrigin(logId: "other-log", position: 42, hash: Array(repeating: 7, count: 32))
+        let bogus = [UInt8](repeating: 0xAB, count: 32)
+        var head = try store.write { _, a in
+            try a.append(NewEvent(id: store.ids.next(), stream: "0:{X}", type: .featureDerived, payload: ["k": 1], context: ctx(), session: nil, cause: "test"))
+        }
+        var encoder = EventHash.Encoder()
+        for miss in 0..<3 {
+            let e = NewEvent(id: store.ids.next(), stream: "0:{X}", type: .featureDerived, payload: ["k": .int(Int64(miss))], context: ctx(), session: nil, cause: "test")
+            // Each guess misses one of the three.
+            let guess = ChainGuess(position: head.position + (miss == 0 ? 2 : 1), streamVersion: head.streamVersion + (miss == 1 ? 2 : 1),
+                                   previous: miss == 2 ? bogus : head.hash, hash: bogus)
+            let outcome = try store.write { _, a in try a.appendImported(e, recordedTime: "2026-01-01T00:00:00.000Z", origin: origin, guess: guess) }
+            guard case .appended(let r) = outcome else { Issue.record("\(outcome)"); return }
+            let truth = ChainGuess.after(position: head.position + 1, previous: head.hash, r, canonicalPayload: r.payload.serializedBytes(), using: &encoder)
+            #expect(r.position == head.position + 1 && r.hash == truth.hash && r.hash != bogus)
+            head = r
+        }
+        #if DEBUG
+        let e = NewEvent(id: store.ids.next(), stream: "0:{X}", type: .featureDerived, payload: ["k": 9], context: ctx(), session: nil, cause: "test")
+        #expect(throws: EditLogError.self) {
+            try store.write { _, a in
+                try a.appendImported(e, recordedTime: "2026-01-01T00:00:00.000Z", origin: origin,
+                                     guess: ChainGuess(position: head.position + 1, streamVersion: head.streamVersion + 1, previous: head.hash, hash: bogus))
+            }
+        }
+        #endif
+        #expect(try store.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") } == 4)
+    }
+
     /// An id generator that hands out one fixed id: a reused or badly seeded generator.
     final class FixedIDs: IDGenerator, @unchecked Sendable {
         let id: UUID

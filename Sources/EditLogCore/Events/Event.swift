@@ -104,25 +104,35 @@ public enum Hex {
         for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
         return String(decoding: out, as: UTF8.self)
     }
+    /// The bytes of a hex string (either case); nil for an odd length or a character that is not a hex digit.
+    /// Reads a native string's UTF-8 in place and writes the bytes straight into the array's storage (a bundle's
+    /// reading thread decodes three hashes per event: the copy and the appends were half its hex time).
     public static func decode(_ s: String) -> [UInt8]? {
-        let u = Array(s.utf8)
+        if let done = s.utf8.withContiguousStorageIfAvailable({ decode(utf8: $0) }) { return done }
+        return Array(s.utf8).withUnsafeBufferPointer { decode(utf8: $0) }
+    }
+
+    static func decode(utf8 u: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard u.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(u.count / 2)
-        func v(_ c: UInt8) -> UInt8? {
+        @inline(__always) func v(_ c: UInt8) -> UInt8 {
             switch c {
             case 48...57: return c - 48
             case 97...102: return c - 87
             case 65...70: return c - 55
-            default: return nil
+            default: return 0xFF
             }
         }
-        var i = 0
-        while i < u.count {
-            guard let a = v(u[i]), let b = v(u[i + 1]) else { return nil }
-            out.append(a << 4 | b)
-            i += 2
+        var ok = true
+        let out = [UInt8](unsafeUninitializedCapacity: u.count / 2) { buffer, count in
+            var i = 0
+            while i < u.count {
+                let a = v(u[i]), b = v(u[i + 1])
+                if a | b > 0xF { ok = false; break }
+                buffer[i >> 1] = a << 4 | b
+                i += 2
+            }
+            count = i >> 1
         }
-        return out
+        return ok ? out : nil
     }
 }
