@@ -1,9 +1,9 @@
-/// A Bloom filter over 64-bit hash pairs: `mayContain` false means the key was certainly never inserted. It grows as
-/// a chain of filters, each twice the last (a "scalable" Bloom filter), so it needs no count up front; given one
-/// (`expected`), its first level holds that many and a lookup reads one cache line. Each level is blocked: a key's 4
-/// bits lie in one 64-byte block; 12 bits per key keep false positives near 1% per level. A million keys take
-/// about 1.5 MB in one level, 2 MB grown. The keys' wrappers (`EventIdFilter`, `StringFilter`) hash them.
-struct BlockedBloomFilter {
+/// A Bloom filter of keys hashed to two 64-bit values (`BloomKey`): `mayContain` false means the key was certainly
+/// never inserted. It grows as a chain of filters, each twice the last (a "scalable" Bloom filter), so it needs no
+/// count up front; given one (`expected`), its first level holds that many and a lookup reads one cache line. Each
+/// level is blocked: a key's 4 bits lie in one 64-byte block; 12 bits per key keep false positives near 1% per level.
+/// A million keys take about 1.5 MB in one level, 2 MB grown.
+struct BlockedBloomFilter<Key: BloomKey> {
     private struct Level {
         var words: [UInt64]
         /// Blocks (8 words each) less one: a power of two less one.
@@ -20,9 +20,9 @@ struct BlockedBloomFilter {
 
     private var levels: [Level] = []
     /// The smallest level's bits (16 KiB; about 11k keys).
-    static let firstBits = 1 << 17
+    static var firstBits: Int { 1 << 17 }
     /// The largest first level `expected` may ask for (32 MiB of bits, about 22M keys).
-    static let maxFirstBits = 1 << 28
+    static var maxFirstBits: Int { 1 << 28 }
     private let firstBits: Int
 
     /// `expected`: how many keys the caller expects, if it knows (the first level is sized for them).
@@ -32,16 +32,9 @@ struct BlockedBloomFilter {
         firstBits = bits
     }
 
-    /// SplitMix64's finalizer.
-    static func mix(_ x: UInt64) -> UInt64 {
-        var z = x
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Inserts a key by its two hashes: `block` picks the block, `bits` the 4 bits in it (9 bits each).
-    mutating func insert(block a: UInt64, bits b: UInt64) {
+    /// Inserts a key: its first hash picks the block, its second the 4 bits in it (9 bits each).
+    mutating func insert(_ key: Key) {
+        let (a, b) = key.bloomHashes
         if levels.last.map({ $0.count >= $0.capacity }) ?? true {
             levels.append(Level(bits: levels.last.map { $0.words.count * 64 * 2 } ?? firstBits))
         }
@@ -56,7 +49,8 @@ struct BlockedBloomFilter {
         }
     }
 
-    func mayContain(block a: UInt64, bits b: UInt64) -> Bool {
+    func mayContain(_ key: Key) -> Bool {
+        let (a, b) = key.bloomHashes
         for level in levels {
             let base = Int((a & level.blockMask) << 3)
             let hit = level.words.withUnsafeBufferPointer { w in
