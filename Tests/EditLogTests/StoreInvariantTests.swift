@@ -43,8 +43,8 @@ import Testing
     }
 
     /// A hash computed ahead (`ChainGuess`) is taken only for the position, stream version and previous hash it was
-    /// computed for; otherwise the appender computes its own. What `ChainGuess.after` computes for the true position
-    /// is the appender's hash (the reading thread and the appender chain alike). Debug builds check every guess
+    /// computed for; otherwise the appender computes its own. What `ChainGuesser` computes for the true position and
+    /// version is the appender's hash (the reading thread and the appender chain alike). Debug builds check every guess
     /// taken: a wrong hash in a guess that holds is caught, which shows it was taken.
     @Test func aHashComputedAheadIsTakenOnlyWhereItsGuessHolds() throws {
         let tmp = TempPath()
@@ -54,7 +54,6 @@ import Testing
         var head = try store.write { _, a in
             try a.append(NewEvent(id: store.ids.next(), stream: "0:{X}", type: .featureDerived, payload: ["k": 1], context: ctx(), session: nil, cause: "test"))
         }
-        var encoder = EventHash.Encoder()
         for miss in 0..<3 {
             let e = NewEvent(id: store.ids.next(), stream: "0:{X}", type: .featureDerived, payload: ["k": .int(Int64(miss))], context: ctx(), session: nil, cause: "test")
             // Each guess misses one of the three.
@@ -62,7 +61,8 @@ import Testing
                                    previous: miss == 2 ? bogus : head.hash, hash: bogus)
             let outcome = try store.write { _, a in try a.appendImported(e, recordedTime: "2026-01-01T00:00:00.000Z", origin: origin, guess: guess) }
             guard case .appended(let r) = outcome else { Issue.record("\(outcome)"); return }
-            let truth = ChainGuess.after(position: head.position + 1, previous: head.hash, r, canonicalPayload: r.payload.serializedBytes(), using: &encoder)
+            var guesser = ChainGuesser(position: head.position, hash: head.hash, streamVersions: [:])
+            let truth = guesser.next(r, canonicalPayload: r.payload.serializedBytes())
             #expect(r.position == head.position + 1 && r.hash == truth.hash && r.hash != bogus)
             head = r
         }
@@ -76,6 +76,25 @@ import Testing
         }
         #endif
         #expect(try store.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") } == 4)
+    }
+
+    /// `ChainGuesser` chains its guesses one after the other; in a stream the log held, it counts on from the log's
+    /// version, in any other it takes the origin's.
+    @Test func theGuesserCountsOnInTheStreamsTheLogHeld() {
+        let origin = EventOrigin(logId: "other-log", position: 1, hash: Array(repeating: 7, count: 32))
+        func event(_ stream: String, version: Int64) -> RecordedEvent {
+            RecordedEvent(position: 1, id: UUID(), stream: stream, streamVersion: version, type: "FeatureDerived", payload: ["k": 1],
+                          actor: "a", device: "d", session: nil, cause: "c", clientTime: nil, recordedTime: "2026-01-01T00:00:00.000Z",
+                          origin: origin, hash: origin.hash)
+        }
+        var guesser = ChainGuesser(position: 5, hash: EventHash.genesis, streamVersions: ["schema": 1])
+        let a = guesser.next(event("schema", version: 1), canonicalPayload: Array(#"{"k":1}"#.utf8))
+        let b = guesser.next(event("0:{X}", version: 3), canonicalPayload: Array(#"{"k":1}"#.utf8))
+        let c = guesser.next(event("schema", version: 2), canonicalPayload: Array(#"{"k":1}"#.utf8))
+        #expect((a.position, a.streamVersion, a.previous) == (6, 2, EventHash.genesis))
+        #expect((b.position, b.streamVersion, b.previous) == (7, 3, a.hash))
+        #expect((c.position, c.streamVersion, c.previous) == (8, 3, b.hash))
+        #expect(Set([a.hash, b.hash, c.hash]).count == 3)
     }
 
     /// An id generator that hands out one fixed id: a reused or badly seeded generator.

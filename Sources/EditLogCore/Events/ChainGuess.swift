@@ -1,6 +1,6 @@
-/// An imported event's hash in the importing log, computed ahead on another thread (a bundle's reading thread) on
-/// the guess that the event lands at `position` with its origin's stream version, right after the event whose hash
-/// is `previous`. The appender takes `hash` only when all three hold (the rest of what the hash covers is the
+/// An imported event's hash in the importing log, computed ahead on another thread (a bundle's reading thread,
+/// `ChainGuesser`) on the guess that the event lands at `position` and `streamVersion`, right after the event whose
+/// hash is `previous`. The appender takes `hash` only when all three hold (the rest of what the hash covers is the
 /// event's own: id, stream, type, payload, actor, device, session, cause, times, origin); otherwise it computes
 /// the hash itself. A wrong guess costs the time it took, never a wrong hash.
 public struct ChainGuess: Sendable {
@@ -14,18 +14,6 @@ public struct ChainGuess: Sendable {
         self.streamVersion = streamVersion
         self.previous = previous
         self.hash = hash
-    }
-
-    /// The guess for `e` (with its payload's canonical bytes) after the event at `position - 1` whose hash is
-    /// `previous`, as the appender would chain it (`Appender.appendImported`).
-    public static func after(position: Int64, previous: [UInt8], _ e: RecordedEvent, canonicalPayload: [UInt8],
-                             using encoder: inout EventHash.Encoder) -> ChainGuess {
-        let values = EventHash.Values(
-            position: position, id: e.id, stream: e.stream, streamVersion: e.streamVersion, type: e.type, payload: canonicalPayload,
-            actor: e.actor, device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime,
-            recordedTime: e.recordedTime, originLog: e.origin.logId, originPosition: e.origin.position, originHash: e.origin.hash)
-        return ChainGuess(position: position, streamVersion: e.streamVersion, previous: previous,
-                          hash: EventHash.compute(using: &encoder, previous: previous, values))
     }
 }
 
