@@ -114,7 +114,8 @@ public struct Importer {
     var knownStreams: StringFilter?
     var knownSessions: StringFilter?
     /// Events a log may hold for their ids, streams and sessions to be read into the filters at the import's first
-    /// event (about 150 KB of filter each).
+    /// event. The filters take 12 bits per key they are sized for: for a million-event bundle, about 2 MB of ids and
+    /// 0.8 MB of streams and sessions.
     public static let idFilterPreload = 100_000
     /// How many events the caller expects to import (a bundle's manifest says), if it knows: the filters are sized
     /// for them (one cache line per lookup instead of one per level grown).
