@@ -17,6 +17,8 @@ final class RowWriter: @unchecked Sendable {
     // The writer thread's own state (read and written only by jobs, then by `close` after the thread ended).
     private var statements: [String: OpaquePointer] = [:]
     private var layers: [Int: LayerColumns] = [:]
+    /// Where the rows' texts and blobs are bound from, on the writer's thread.
+    private let arena = BindArena()
 
     init(connection: OpaquePointer) { self.connection = connection }
 
@@ -30,15 +32,15 @@ final class RowWriter: @unchecked Sendable {
             let features = Projector.sorted(unsorted), sessions = Projector.sorted(unsortedSessions)
             for (id, c) in given where layers[id]?.names != c.names { layers[id] = c }
             for s in batch {
-                try RawBindings.execute(try statement(s.sql), on: connection, sql: s.sql) { b in
+                try RawBindings.execute(try statement(s.sql), on: connection, sql: s.sql, arena: arena) { b in
                     for (i, v) in s.arguments.enumerated() { b.bind(Int32(i + 1), v) }
                 }
             }
             for f in features {
-                try Projector.write(f, columns: &layers[f.layer]!, connection: connection, statement: statement)
+                try Projector.write(f, columns: &layers[f.layer]!, connection: connection, arena: arena, statement: statement)
             }
             for (id, s) in sessions {
-                try Projector.write(id, s, connection: connection, statement: statement)
+                try Projector.write(id, s, connection: connection, arena: arena, statement: statement)
             }
         }
     }

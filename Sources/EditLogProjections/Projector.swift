@@ -1,5 +1,6 @@
 import EditLogCore
 import EditLogMerge
+import EditLogStore
 import Foundation
 import GRDB
 
@@ -42,6 +43,8 @@ public final class Projector {
     var sessionRowsStale = false
     /// Per layer: the feature table's column layout and its statements.
     var layerColumns: [Int: LayerColumns] = [:]
+    /// Where the rows written on this projector's thread bind their texts and blobs from.
+    let arena = BindArena()
 
     public init(schema: ServiceSchema? = nil, logId: String? = nil) { self.schema = schema; self.logId = logId }
 

@@ -7,10 +7,11 @@ import GRDBSQLite
 /// tenth of `record` in GRDB's argument boxing), with the same statement and the same constraint handling.
 extension Appender {
     /// Inserts the row; false when a UNIQUE constraint fired (the caller finds out which), throws any other error.
-    static func insertRow(_ statement: Statement, _ v: EventHash.Values, hash: [UInt8], db: Database) throws -> Bool {
+    /// Texts and blobs are bound from `arena` (no copy by SQLite), which is reset with the statement.
+    static func insertRow(_ statement: Statement, _ v: EventHash.Values, hash: [UInt8], db: Database, arena: BindArena) throws -> Bool {
         let stmt = statement.sqliteStatement
-        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
-        let b = RawBindings(stmt)
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt); arena.reset() }
+        let b = RawBindings(stmt, arena: arena)
         b.bind(1, v.position)
         withUnsafeBytes(of: v.id.uuid) { b.bind(2, blob: $0) }
         b.bind(3, v.stream)

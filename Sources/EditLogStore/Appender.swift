@@ -22,6 +22,8 @@ public struct Appender {
     /// `PRAGMA data_version` when the transaction began (the cache is valid for this value only).
     let dataVersion: Int64
     var encoder = EventHash.Encoder()
+    /// Where an event row's texts and blobs are bound from (`BindArena`).
+    let arena = BindArena()
     /// Events appended by this transaction, in order (empty when `keepsAppended` is false).
     public private(set) var appended: [RecordedEvent] = []
     /// Whether `appended` keeps every event of the transaction. An import of a whole bundle (a million events in
@@ -161,7 +163,7 @@ public struct Appender {
                                 client_time, recorded_time, origin_log, origin_position, origin_hash, hash)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        guard try Self.insertRow(insert, values, hash: hash, db: db) else {
+        guard try Self.insertRow(insert, values, hash: hash, db: db, arena: arena) else {
             // A unique index fired. Which one is answered by looking the id up (never by the message's wording):
             // only then does the common path pay for a lookup.
             if let stored = try EventReading.position(ofEventId: e.id, db) {
