@@ -24,6 +24,14 @@ public struct Appender {
     var encoder = EventHash.Encoder()
     /// Where an event row's texts and blobs are bound from (`BindArena`).
     let arena = BindArena()
+    /// The event INSERT, looked up in GRDB's cache once per transaction rather than once per event (the lookup
+    /// hashed the whole SQL text).
+    private var insertStatement: Statement?
+    static let insertSQL = """
+        INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause,
+                            client_time, recorded_time, origin_log, origin_position, origin_hash, hash)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
     /// Events appended by this transaction, in order (empty when `keepsAppended` is false).
     public private(set) var appended: [RecordedEvent] = []
     /// Whether `appended` keeps every event of the transaction. An import of a whole bundle (a million events in
@@ -158,11 +166,11 @@ public struct Appender {
         } else {
             hash = EventHash.compute(using: &encoder, previous: headHash, values)
         }
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause,
-                                client_time, recorded_time, origin_log, origin_position, origin_hash, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let insert: Statement
+        if let s = insertStatement { insert = s } else {
+            insert = try db.cachedStatement(sql: Self.insertSQL)
+            insertStatement = insert
+        }
         guard try Self.insertRow(insert, values, hash: hash, db: db, arena: arena) else {
             // A unique index fired. Which one is answered by looking the id up (never by the message's wording):
             // only then does the common path pay for a lookup.
