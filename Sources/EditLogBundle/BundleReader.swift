@@ -9,10 +9,13 @@ public struct BundleContents: Sendable {
     /// The signer's raw Ed25519 public key, when the bundle is signed and the signature verified.
     public let signer: [UInt8]?
     public let eventCount: Int
-    /// The SHA-256 (hex) of every blob in the bundle.
-    public let blobShas: Set<String>
+    /// Every blob in the bundle, by its SHA-256 (32 bytes each, not a string: a bundle may hold tens of thousands).
+    public let blobs: Set<BlobRef>
     /// Blobs the events reference that the bundle does not hold (the caller decides whether it has them).
     public let missingBlobs: Set<String>
+
+    /// The SHA-256 (hex) of every blob in the bundle.
+    public var blobShas: Set<String> { Set(blobs.map(\.text)) }
 }
 
 /// Reads a bundle as a stream: `init` reads `manifest.json` and `schema.json` (the first two entries), `read`
@@ -23,7 +26,7 @@ public final class BundleReader {
     public let manifest: BundleManifest
     public let schema: JSONValue
     private let tar: TarReader
-    private var sums: [(name: String, sha256: [UInt8])] = []
+    private var sums: [SumEntry] = []
     private var consumed = false
 
     static let maxManifestBytes: Int64 = 1 << 20
@@ -34,13 +37,13 @@ public final class BundleReader {
         self.limits = limits
         let tar = TarReader(source: try GzipInputStream(path: path, limits: limits))
         self.tar = tar
-        var sums: [(name: String, sha256: [UInt8])] = []
+        var sums: [SumEntry] = []
         func first(_ name: String, max: Int64) throws(EditLogError) -> JSONValue {
             guard let e = try tar.next() else { throw EditLogError(.corrupt, "the archive is empty; \(name) must come first", at: path) }
             guard e.name == name else { throw EditLogError(.corrupt, "the entry \"\(e.name.prefix(100))\" is where \(name) must be", at: path) }
             guard e.size <= max else { throw EditLogError(.corrupt, "\(name) is \(e.size) bytes, more than the \(max) a bundle's \(name) may have", at: path) }
             let bytes = try tar.readAll()
-            sums.append((name, EventHash.sha256(bytes)))
+            sums.append(.named(name, EventHash.sha256(bytes)))
             do { return try JSONParser.parse(bytes) } catch {
                 throw EditLogError(.corrupt, "not valid JSON: \(error.description)", at: "\(path): \(name)")
             }
@@ -96,7 +99,7 @@ public final class BundleReader {
                 guard entry.size <= BundleLayout.maxChunkBytes else { throw corrupt("the chunk is \(entry.size) bytes, more than \(BundleLayout.maxChunkBytes)", name) }
                 state.chunks += 1
                 let bytes = try tar.readAll()
-                sums.append((name, EventHash.sha256(bytes)))
+                sums.append(.named(name, EventHash.sha256(bytes)))
                 guard bytes.last == 0x0A else { throw corrupt("the chunk does not end with a newline", name) }
                 var line = 0
                 var start = 0
@@ -114,13 +117,15 @@ public final class BundleReader {
                 guard sha.utf8.count == 64, sha == sha.lowercased(), Hex.decode(sha) != nil else {
                     throw corrupt("a blob entry's name is not blobs/<64 lowercase hex digits>", name)
                 }
-                guard !state.blobs.contains(sha) else { throw corrupt("the blob is in the bundle twice", name) }
-                guard state.referenced.contains(sha) else { throw corrupt("no event of the bundle references this blob", name) }
+                let ref = BlobRef(sha)
+                guard !state.blobs.contains(ref) else { throw corrupt("the blob is in the bundle twice", name) }
+                guard state.referenced.contains(ref) else { throw corrupt("no event of the bundle references this blob", name) }
                 let bytes = try tar.readAll()
                 let digest = EventHash.sha256(bytes)
-                sums.append((name, digest))
                 guard Hex.encode(digest) == sha else { throw corrupt("the blob's bytes have SHA-256 \(Hex.encode(digest)), not its name", name) }
-                state.blobs.insert(sha)
+                // Its name is its SHA-256, which is its entry's: the list keeps the 32 bytes alone.
+                sums.append(.blob(ref))
+                state.blobs.insert(ref)
                 state.blobBytes += Int64(bytes.count)
                 try callback({ try blob(sha, bytes) }, name)
             } else if name == BundleLayout.sums {
@@ -150,8 +155,8 @@ public final class BundleReader {
                 throw EditLogError(.validation, "the bundle is signed by \(Data(signer).base64EncodedString()), which is not a trusted key", at: path)
             }
         }
-        return BundleContents(manifest: manifest, schema: schema, signer: signer, eventCount: Int(state.count), blobShas: state.blobs,
-                              missingBlobs: state.referenced.subtracting(state.blobs))
+        return BundleContents(manifest: manifest, schema: schema, signer: signer, eventCount: Int(state.count), blobs: state.blobs,
+                              missingBlobs: Set(state.referenced.subtracting(state.blobs).map(\.text)))
     }
 
     /// SHA256SUMS lists every entry before it, in order, with the SHA-256 of its data. Checked line by line in
@@ -167,7 +172,7 @@ public final class BundleReader {
         for i in bytes.indices where bytes[i] == 0x0A {
             let line = bytes[start..<i]
             start = i + 1
-            let entry = sums[k]
+            let entry = sums[k].entry
             k += 1
             // "<64 hex digits>  <name>": the first space at 64, the second at 65, the name after.
             let sep = line.firstIndex(of: 0x20)
@@ -186,6 +191,22 @@ public final class BundleReader {
     }
 }
 
+/// An entry SHA256SUMS must list, in the order of the archive. A blob's name is `blobs/` and its SHA-256, which is
+/// also its entry's: it is kept as those 32 bytes only (a bundle of tens of thousands of attachments held a name
+/// string and a digest array for each, about 8 MB at 24,000).
+enum SumEntry {
+    case named(String, [UInt8])
+    case blob(BlobRef)
+
+    /// The entry's name and SHA-256, built when the list is checked.
+    var entry: (name: String, sha256: [UInt8]) {
+        switch self {
+        case .named(let name, let sha): return (name, sha)
+        case .blob(let ref): return (BundleLayout.blobsPrefix + ref.text, ref.digestBytes ?? [])
+        }
+    }
+}
+
 /// Where an event is in a bundle: its chunk's entry name and its line there (from 1).
 public struct BundleLocation: Sendable, CustomStringConvertible {
     public let chunk: String
@@ -200,8 +221,8 @@ struct ReadState {
     var count: Int64 = 0
     var first: [UInt8]?
     var last: RecordedEvent?
-    var referenced = Set<String>()
-    var blobs = Set<String>()
+    var referenced = Set<BlobRef>()
+    var blobs = Set<BlobRef>()
     var blobBytes: Int64 = 0
     var encoder = EventHash.Encoder()
 
@@ -239,7 +260,7 @@ struct ReadState {
         count += 1
         if first == nil { first = e.hash }
         last = e
-        for sha in Self.blobReferences(e) { referenced.insert(sha) }
+        for sha in Self.blobReferences(e) { referenced.insert(BlobRef(sha)) }
         return (e, payload)
     }
 
