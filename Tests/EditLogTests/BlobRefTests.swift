@@ -1,9 +1,9 @@
 import EditLogCore
-@testable import EditLogImport
 import Testing
 
-/// The import's compact record of the blobs its events name: the text comes back exactly, and the order (which
-/// decides the blob a "missing bytes" error names first) is the text's.
+/// The compact record of the blobs events name (the import's and the bundle reader's): the text comes back exactly,
+/// a canonical one's 32 bytes are its hex digits, and the order (which decides the blob a "missing bytes" error names
+/// first) is the text's.
 @Suite struct BlobRefTests {
     static func text(_ rng: inout SplitMix64) -> String {
         let hex = Array("0123456789abcdef")
@@ -26,7 +26,12 @@ import Testing
         for t in texts {
             let ref = BlobRef(t)
             #expect(ref.text == t)
-            if case .digest = ref { digests += 1 }
+            if case .digest = ref {
+                digests += 1
+                #expect(ref.digestBytes.map(Hex.encode) == t)
+            } else {
+                #expect(ref.digestBytes == nil)
+            }
         }
         #expect(texts.map(BlobRef.init).sorted().map(\.text) == texts.sorted())
         #expect(Set(texts.map(BlobRef.init)).count == Set(texts).count)
