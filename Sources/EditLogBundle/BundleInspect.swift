@@ -18,7 +18,7 @@ public struct BundleInspection: Sendable {
         return .object([
             "path": .string(path), "bytes": .int(bytes), "manifest": c.manifest.json, "events": .int(Int64(c.eventCount)),
             "byLayer": counts(byLayer), "byType": counts(byType), "byActor": counts(byActor),
-            "blobs": .int(Int64(c.blobShas.count)), "missingBlobs": .array(c.missingBlobs.sorted().map { .string($0) }),
+            "blobs": .int(Int64(c.blobs.count)), "missingBlobs": .array(c.missingBlobs.sorted().map { .string($0) }),
             "signer": c.signer.map { .string(Data($0).base64EncodedString()) } ?? .null,
         ])
     }

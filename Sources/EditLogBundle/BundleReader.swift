@@ -14,7 +14,7 @@ public struct BundleContents: Sendable {
     /// Blobs the events reference that the bundle does not hold (the caller decides whether it has them).
     public let missingBlobs: Set<String>
 
-    /// The SHA-256 (hex) of every blob in the bundle.
+    /// The SHA-256 (hex) of every blob in the bundle, made on each call (for a count, `blobs.count`).
     public var blobShas: Set<String> { Set(blobs.map(\.text)) }
 }
 

@@ -473,9 +473,9 @@ public struct Importer {
     mutating func appended(_ r: RecordedEvent) {
         knownIds?.insert(r.id)
         knownStreams?.insert(r.stream)
-        // Not through the optional-chained subscript while it is empty: its modify accessor made the empty
-        // dictionary unique (an allocation) for every event.
-        if !histories.isEmpty, histories[r.stream] != nil { histories[r.stream]!.apply(r) }
+        // Not while it is empty: the subscript's modify accessor made the empty dictionary unique (an allocation)
+        // for every event.
+        if !histories.isEmpty { histories[r.stream]?.apply(r) }
     }
 
     /// Attachments its last applied delete detached along with the feature (they come back with it).

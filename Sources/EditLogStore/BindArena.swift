@@ -5,7 +5,7 @@ import Foundation
 /// the room free again. With `SQLITE_TRANSIENT` SQLite allocated and copied every value itself (a malloc, a memcpy
 /// and its memory-statistics mutex per bound text): about a tenth of an event insert in a million-event import.
 ///
-/// Owned by one thread (an `Appender`'s transaction). A value larger than the room left gets an allocation of its
+/// Owned by one thread (an `Appender` for its transaction, a `Projector`, a rebuild's row writer). A value larger than the room left gets an allocation of its
 /// own, freed at `reset()`, so no address handed out ever moves.
 public final class BindArena {
     private let chunk: UnsafeMutableRawPointer

@@ -258,7 +258,7 @@ enum BundleVerifyScenario: Scenario {
         let size = "\(Fmt.count(contents.eventCount))-event bundle (\(Fmt.mb(bundleBytes)))"
         var m = Measurement(scenario: name, kind: .info, size: size, units: contents.eventCount, unitName: "ev",
                             seconds: watch.seconds, cpuSeconds: watch.cpuSeconds)
-        m.notes.append("\(contents.eventCount) events, \(contents.blobShas.count) blobs checked")
+        m.notes.append("\(contents.eventCount) events, \(contents.blobs.count) blobs checked")
         if !ctx.prepareOnly, let gzip = ExternalTool.find("gzip") {
             ctx.note("reference: gzip -dc bundle > /dev/null")
             let run = try ExternalTool.run(gzip, ["-dc"], input: bundle, output: "/dev/null")

@@ -25,13 +25,13 @@ struct BundleVerifyCommand: ParsableCommand {
             let m = c.manifest
             if json.json {
                 out(JSONValue.object([
-                    "ok": true, "manifest": m.json, "events": .int(Int64(c.eventCount)), "blobs": .int(Int64(c.blobShas.count)),
+                    "ok": true, "manifest": m.json, "events": .int(Int64(c.eventCount)), "blobs": .int(Int64(c.blobs.count)),
                     "missingBlobs": .array(c.missingBlobs.sorted().map { .string($0) }),
                     "signer": c.signer.map { .string(Data($0).base64EncodedString()) } ?? .null, "trusted": .bool(!trust.isEmpty),
                 ]).serialized())
                 return
             }
-            out("ok: \(c.eventCount) events (positions after \(m.fromPosition) up to \(m.toPosition)) from log \(m.originLogId), chain checked; \(c.blobShas.count) blobs; checksums match")
+            out("ok: \(c.eventCount) events (positions after \(m.fromPosition) up to \(m.toPosition)) from log \(m.originLogId), chain checked; \(c.blobs.count) blobs; checksums match")
             if let s = c.signer { out("signed by \(Data(s).base64EncodedString())\(trust.isEmpty ? " (no --trust given: not checked against trusted keys)" : ", a trusted key")") } else { out("not signed") }
             if !c.missingBlobs.isEmpty { out("\(c.missingBlobs.count) referenced blobs are not in the bundle (the importing log must have them)") }
         }
