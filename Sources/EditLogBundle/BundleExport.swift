@@ -130,8 +130,16 @@ public enum BundleExport {
         return false
     }
 
+    /// The page cache of the export's connection while it reads, in KiB: the export reads each page of its range once
+    /// (twice for the manifest's blobs), in order, so a larger cache holds pages that are never read again. The
+    /// connection's own (16 MiB on a writing one) made 14 MB of the export's peak RSS; 2 MiB is SQLite's default.
+    static let readCacheKiB = 2_048
+
     static func write(_ db: Database, store: EventStore, from: Int64, to path: String, options: BundleExportOptions,
                       progress: ((Int64, Int64) -> Void)?) throws -> (BundleManifest, Written, [String]) {
+        let cache = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -readCacheKiB
+        try db.execute(sql: "PRAGMA cache_size = -\(readCacheKiB)")
+        defer { try? db.execute(sql: "PRAGMA cache_size = \(cache)") }
         let head = try EventReading.count(db)
         let until = options.until ?? head
         guard until <= head else { throw EditLogError(.notFound, "position \(until) is beyond the last event (\(head))", at: store.path) }

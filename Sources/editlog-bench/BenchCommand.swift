@@ -177,6 +177,8 @@ struct EditLogBench: ParsableCommand {
     }
 
     mutating func run() throws {
+        // As the editlog executable does, so the peak RSS measured is the one a user sees.
+        ProcessMemory.keepLargeAllocationsMapped()
         if let path = makeBase {
             guard let fx = Fixture.locate(fixtures) else { stderr("editlog-bench: no fixture"); throw ExitCode(2) }
             let ctx = BenchContext(sizes: sizes, seed: seed, workDir: (path as NSString).deletingLastPathComponent, fixtureDir: fx, prepareOnly: true)

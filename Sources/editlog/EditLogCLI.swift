@@ -14,6 +14,11 @@ struct EditLogCLI: ParsableCommand {
         subcommands: [Init.self, Record.self, Query.self, Show.self, Log.self, History.self, Blame.self, Diff.self, Sessions.self,
                       Replay.self, Export.self, CheckpointCommand.self, Report.self, Rebuild.self, Verify.self, BundleCommand.self, ConflictsCommand.self, KeysCommand.self, Serve.self, Sync.self, Demo.self]
     )
+
+    static func main() {
+        ProcessMemory.keepLargeAllocationsMapped()
+        main(nil)
+    }
 }
 
 /// Maps EditLog errors to a message on stderr and an exit code.

@@ -1,6 +1,8 @@
 @testable import EditLogBundle
 import EditLog
+import EditLogStore
 import Foundation
+import GRDB
 import Testing
 
 /// One recorded fixture log and its full bundle, made once and only read by the tests that share them.
@@ -120,6 +122,25 @@ struct SharedBundle: Sendable {
         } else {
             print("skipped the system-tool half: gzip or tar is not installed")
         }
+    }
+
+    @Test func theExportReadsThroughASmallCacheAndGivesTheConnectionItsOwnBack() throws {
+        let d = TempDir()
+        try shared.copyLog(to: d.file("log.sqlite"))
+        let store = try EventStore.open(at: d.file("log.sqlite"))
+        defer { try? store.close() }
+        let cache = { () throws -> Int in try store.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") ?? 0 } }
+        #expect(try cache() == -EventStore.writerCacheKiB)
+        #expect(BundleExport.readCacheKiB < EventStore.writerCacheKiB)
+        // With --peer, the export writes its record on the same connection after reading.
+        let s = try BundleExport.run(store: store, to: d.file("b.bundle"), options: BundleExportOptions(peer: "hq", blockSize: 4096))
+        #expect(s.manifest.eventCount == shared.head)
+        #expect(try cache() == -EventStore.writerCacheKiB)
+        // A failed export (the range is past the head) gives it back too.
+        #expect(throws: EditLogError.self) {
+            _ = try BundleExport.run(store: store, to: d.file("c.bundle"), options: BundleExportOptions(until: shared.head + 5))
+        }
+        #expect(try cache() == -EventStore.writerCacheKiB)
     }
 
     @Test func sinceLastExportContinuesWhereThePreviousStopped() throws {

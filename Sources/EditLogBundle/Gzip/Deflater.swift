@@ -24,6 +24,13 @@ enum GzipMember {
     /// Compresses `input` into a self-contained gzip member (header, deflate stream, CRC-32 and size trailer), with
     /// `tuning` on top of `level` when given.
     static func compress(_ input: [UInt8], level: Int32 = 6, tuning: DeflateTuning? = nil) -> [UInt8] {
+        var scratch: [UInt8] = []
+        return compress(input, level: level, tuning: tuning, scratch: &scratch)
+    }
+
+    /// As `compress(_:level:tuning:)`, deflating into `scratch` (grown to the bound when short, kept for the next
+    /// call), and returning a copy of the member's bytes alone.
+    static func compress(_ input: [UInt8], level: Int32, tuning: DeflateTuning?, scratch: inout [UInt8]) -> [UInt8] {
         var stream = z_stream()
         guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { preconditionFailure("zlib deflateInit2 failed (out of memory)") }
         defer { deflateEnd(&stream) }
@@ -31,20 +38,18 @@ enum GzipMember {
             precondition(deflateTune(&stream, t.goodLength, t.maxLazy, t.niceLength, t.maxChain) == Z_OK, "zlib deflateTune refused \(t)")
         }
         let bound = Int(deflateBound(&stream, uLong(input.count))) + 64
-        var output = [UInt8](repeating: 0, count: bound)
-        let produced: Int = input.withUnsafeBufferPointer { inp in
-            output.withUnsafeMutableBufferPointer { outp in
+        if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
+        return input.withUnsafeBufferPointer { inp in
+            scratch.withUnsafeMutableBufferPointer { outp in
                 stream.next_in = UnsafeMutablePointer(mutating: inp.baseAddress)
                 stream.avail_in = uInt(inp.count)
                 stream.next_out = outp.baseAddress
-                stream.avail_out = uInt(outp.count)
+                stream.avail_out = uInt(bound)
                 let rc = deflate(&stream, Z_FINISH)
                 precondition(rc == Z_STREAM_END, "zlib deflate did not finish within deflateBound (rc \(rc))")
-                return outp.count - Int(stream.avail_out)
+                return Array(outp[0..<(bound - Int(stream.avail_out))])
             }
         }
-        output.removeSubrange(produced...)
-        return output
     }
 }
 
@@ -117,6 +122,7 @@ final class ParallelGzipWriter {
         self.level = level
         self.tuning = tuning
         current.reserveCapacity(self.blockSize)
+        scratches = (0..<self.workers).map { _ in Scratch() }
         deflaters = (0..<self.workers).map { _ in
             let w = SerialWorker(maxInFlight: Self.window + 1, stackSize: 1 << 20)
             // On Linux the nice value is per thread; `who` 0 is the calling thread. Raising it needs no privilege.
@@ -129,14 +135,21 @@ final class ParallelGzipWriter {
 
     /// Blocks in flight per deflate thread. With one (`workers + 1` in flight), a deflate thread often waited for the
     /// next block while the producing thread shared its core with both: measured on the 1.05M-event bundle,
-    /// 1 → 2 took the export from 6.05 to 5.50 s (nice 5 both); 4 gave 5.30 s at 96 MB peak RSS, too close to 100.
-    static let window = 2
+    /// 1 → 2 took the export from 6.05 to 5.50 s (nice 5 both); 4 gave 5.30 s at 96 MB peak RSS, too close to 100
+    /// then. With the export's read cache at 2 MiB and the blocks reused, 4 costs 76 MB; 8 (84 MB) was no faster.
+    static let window = 4
     /// The deflate threads' nice value. The producing thread (reading the log, checking the chain, writing lines)
     /// feeds both deflate threads and was the one slowed when the three shared two cores; at equal priority it got
     /// about half a core. Nice 0 → 5 (window 2): 5.73 → 5.50 / 5.59 / 5.38 s. Nice 10 was no better than 5.
     static let deflateNice: Int32 = 5
     /// Deflate threads of this writer (each its own, so the nice value stays theirs), block `n` on `n % workers`.
     private var deflaters: [SerialWorker] = []
+    /// Each deflate thread's output buffer (used on that thread only), kept from block to block.
+    private var scratches: [Scratch] = []
+    /// Input blocks the deflate threads are done with, for the next ones: with glibc's mmap threshold fixed
+    /// (`ProcessMemory`), a new 1 MiB block would be a fresh mapping, faulted in page by page (and its output
+    /// buffer too): the full-size export took 5.99 / 6.22 s so, 5.71 / 5.63 s with the blocks reused.
+    private let spare = SpareBlocks()
 
     func write(_ bytes: some Collection<UInt8>) throws(EditLogError) {
         var rest = bytes[...]
@@ -147,23 +160,29 @@ final class ParallelGzipWriter {
             current.append(contentsOf: rest[rest.startIndex..<end])
             rest = rest[end...]
             if current.count == blockSize {
-                let block = current
-                current = []
-                current.reserveCapacity(blockSize)
-                try submit(block)
+                var block = spare.take(capacity: blockSize)
+                swap(&block, &current)
+                try submit(BlockBox(consume block))
             }
         }
     }
 
     /// Hands `block` to a deflate thread (first writing members, waiting for them, while `window * workers + 1` are in flight), then
     /// writes every member already done, in order.
-    private func submit(_ block: [UInt8]) throws(EditLogError) {
+    private func submit(_ block: BlockBox) throws(EditLogError) {
         while submitted - written > Self.window * workers { _ = try writeNext(waiting: true) }
         let seq = submitted
         submitted += 1
-        let (members, level, tuning) = (self.members, self.level, self.tuning)
+        let (members, level, tuning, spare) = (self.members, self.level, self.tuning, self.spare)
+        let scratch = scratches[seq % deflaters.count]
         do {
-            try deflaters[seq % deflaters.count].submit { members.put(seq, GzipMember.compress(block, level: level, tuning: tuning)) }
+            try deflaters[seq % deflaters.count].submit {
+                // Taken out of its box, the block has no other owner, so it is emptied in place for reuse.
+                var bytes = block.take()
+                members.put(seq, GzipMember.compress(bytes, level: level, tuning: tuning, scratch: &scratch.bytes))
+                bytes.removeAll(keepingCapacity: true)
+                spare.put(bytes)
+            }
         } catch { preconditionFailure("a deflate job cannot fail") }
         while try writeNext(waiting: false) {}
     }
@@ -179,12 +198,49 @@ final class ParallelGzipWriter {
     /// Compresses what is left (a last, shorter member) and writes every member.
     func finish() throws(EditLogError) {
         if !current.isEmpty {
-            let block = current
-            current = []
-            try submit(block)
+            var block: [UInt8] = []
+            swap(&block, &current)
+            try submit(BlockBox(consume block))
         }
         while written < submitted { _ = try writeNext(waiting: true) }
         for w in deflaters { try? w.finish() }
+    }
+}
+
+/// A deflate thread's output buffer.
+private final class Scratch: @unchecked Sendable {
+    // Used by one deflate thread at a time (its jobs run in order).
+    var bytes: [UInt8] = []
+}
+
+/// One input block on its way to a deflate thread, which takes it out (leaving no other owner).
+private final class BlockBox: @unchecked Sendable {
+    // Taken once, on the deflate thread, after the writer let go of it.
+    private var bytes: [UInt8]
+    init(_ bytes: consuming [UInt8]) { self.bytes = bytes }
+    func take() -> [UInt8] {
+        var out: [UInt8] = []
+        swap(&out, &bytes)
+        return out
+    }
+}
+
+/// Emptied input blocks, kept for reuse (at most the blocks in flight).
+private final class SpareBlocks: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var blocks: [[UInt8]] = []
+
+    func put(_ block: [UInt8]) {
+        lock.withLock { blocks.append(block) }
+    }
+
+    /// An empty block with room for `capacity` bytes: a spare one when there is one.
+    func take(capacity: Int) -> [UInt8] {
+        if let b = lock.withLock({ blocks.popLast() }), b.capacity >= capacity { return b }
+        var b: [UInt8] = []
+        b.reserveCapacity(capacity)
+        return b
     }
 }
 
