@@ -79,6 +79,34 @@ struct SharedBundle: Sendable {
             o["extra"] = 1
             _ = try RecordedEvent(json: .object(o))
         }
+        // As many keys as an event has, one of them unknown: the unknown key is named, before the missing one.
+        expectBundleError(.invalidInput, "unknown key \"zz\"") {
+            var o = some
+            o["session"] = nil
+            o["zz"] = 1
+            _ = try RecordedEvent(json: .object(o))
+        }
+        // Of several unknown keys, the first in sorted order.
+        expectBundleError(.invalidInput, "unknown key \"aa\"") {
+            var o = some
+            o["zz"] = 1
+            o["aa"] = 2
+            _ = try RecordedEvent(json: .object(o))
+        }
+        var origin = some["origin"]!.objectValue!
+        origin["hash"] = nil
+        origin["sha"] = "x"
+        expectBundleError(.invalidInput, "unknown key \"origin.sha\"") {
+            var o = some
+            o["origin"] = .object(origin)
+            _ = try RecordedEvent(json: .object(o))
+        }
+        origin["sha"] = nil
+        expectBundleError(.invalidInput, "lacks \"origin.hash\"") {
+            var o = some
+            o["origin"] = .object(origin)
+            _ = try RecordedEvent(json: .object(o))
+        }
     }
 
     @Test func systemGzipAndTarReadTheBundle() throws {

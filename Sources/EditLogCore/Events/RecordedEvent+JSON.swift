@@ -5,12 +5,21 @@ extension RecordedEvent {
     public static let jsonKeys: Set<String> = ["position", "id", "stream", "streamVersion", "type", "payload", "actor", "device",
                                                "session", "cause", "clientTime", "recordedTime", "origin", "hash"]
 
+    /// The keys of `json`'s `origin`, exactly.
+    static let originKeys: Set<String> = ["logId", "position", "hash"]
+
     /// The exact inverse of `json`: every key required (`session` and `clientTime` may be null), no other key,
     /// hashes as 64 lowercase or uppercase hex digits. Errors are `.invalidInput` naming the key.
     public init(json: JSONValue) throws(EditLogError) {
         guard let o = json.objectValue else { throw EditLogError(.invalidInput, "an event must be a JSON object, not \(json.typeName)") }
-        if let extra = Set(o.keys).subtracting(Self.jsonKeys).sorted().first {
-            throw EditLogError(.invalidInput, "unknown key \"\(extra)\" in an event")
+        // Checked without a set of the keys per event (that was 5% of a bundle read's CPU); an unknown key is named
+        // before a missing one, the first in sorted order.
+        func unknownKey(_ keys: some Collection<String>, known: Set<String>, prefix: String) -> EditLogError? {
+            keys.filter { !known.contains($0) }.sorted().first.map { EditLogError(.invalidInput, "unknown key \"\(prefix)\($0)\" in an event") }
+        }
+        if o.count != Self.jsonKeys.count || !o.keys.allSatisfy(Self.jsonKeys.contains),
+           let e = unknownKey(o.keys, known: Self.jsonKeys, prefix: "") {
+            throw e
         }
         func value(_ k: String) throws(EditLogError) -> JSONValue {
             guard let v = o[k] else { throw EditLogError(.invalidInput, "an event lacks \"\(k)\"") }
@@ -45,8 +54,9 @@ extension RecordedEvent {
         guard let id = UUID(text: idString) else { throw EditLogError(.invalidInput, "\"id\" is not a UUID: \(idString.prefix(40))") }
         let origin = try value("origin")
         guard let originObject = origin.objectValue else { throw EditLogError(.invalidInput, "\"origin\" must be an object, not \(origin.typeName)") }
-        if let extra = Set(originObject.keys).subtracting(["logId", "position", "hash"]).sorted().first {
-            throw EditLogError(.invalidInput, "unknown key \"origin.\(extra)\" in an event")
+        if originObject.count != Self.originKeys.count || !originObject.keys.allSatisfy(Self.originKeys.contains),
+           let e = unknownKey(originObject.keys, known: Self.originKeys, prefix: "origin.") {
+            throw e
         }
         guard let originPosition = origin["position"] else { throw EditLogError(.invalidInput, "an event lacks \"origin.position\"") }
         self.init(
