@@ -61,6 +61,10 @@ public final class BundleReader {
         }
     }
 
+    /// How much of an event chunk is read at a time. The whole chunk (4 MiB) at once made it most of the reading
+    /// thread's memory; an import's peak RSS fell by about 4 MB with pieces.
+    static let pieceBytes = 256 << 10
+
     /// Streams the rest: each event (decoded, its chain hash re-computed from `previousHash` and checked; the
     /// manifest's count, first and last hash checked at the end), each blob (its bytes' SHA-256 checked against its
     /// name), then SHA256SUMS (every entry's hash and the entry list) and the signature (checked; with a non-empty
@@ -78,7 +82,12 @@ public final class BundleReader {
         guard !consumed else { throw EditLogError(.io, "a bundle reader reads once; open the bundle again", at: path) }
         consumed = true
         var state = ReadState(manifest: manifest)
-        var sumsBytes: [UInt8]?
+        // An event chunk's bytes read so far and not yet decoded (a partial line), and how many of them were hashed
+        // and searched for a newline already.
+        var pending: [UInt8] = []
+        pending.reserveCapacity(Self.pieceBytes + (64 << 10))
+        var pendingChecked = 0
+        var sumsChecked: SumsCheck?
         var signatureBytes: [UInt8]?
         func corrupt(_ m: String, _ entry: String? = nil) -> EditLogError {
             EditLogError(.corrupt, m, at: entry.map { "\(path): \($0)" } ?? path)
@@ -89,7 +98,7 @@ public final class BundleReader {
         while let entry = try tar.next() {
             let name = entry.name
             if signatureBytes != nil { throw corrupt("the entry \"\(name.prefix(100))\" follows SHA256SUMS.sig, which must be last") }
-            if sumsBytes != nil && name != BundleLayout.signature {
+            if sumsChecked != nil && name != BundleLayout.signature {
                 throw corrupt("the entry \"\(name.prefix(100))\" follows SHA256SUMS; only SHA256SUMS.sig may")
             }
             if name.hasPrefix(BundleLayout.eventsPrefix) {
@@ -98,20 +107,29 @@ public final class BundleReader {
                 guard name == expected else { throw corrupt("the event chunk \"\(name.prefix(100))\" is where \(expected) must be") }
                 guard entry.size <= BundleLayout.maxChunkBytes else { throw corrupt("the chunk is \(entry.size) bytes, more than \(BundleLayout.maxChunkBytes)", name) }
                 state.chunks += 1
-                let bytes = try tar.readAll()
-                sums.append(.named(name, EventHash.sha256(bytes)))
-                guard bytes.last == 0x0A else { throw corrupt("the chunk does not end with a newline", name) }
+                guard entry.size > 0 else { throw corrupt("the chunk does not end with a newline", name) }
+                // Read in pieces, each line decoded once it is whole: a chunk (up to 4 MiB) is never held at once.
+                var digest = ContentDigest()
                 var line = 0
-                var start = 0
-                for i in bytes.indices where bytes[i] == 0x0A {
-                    line += 1
-                    var where_: String { "\(name): line \(line)" }  // only built when an error names it
-                    let e: RecordedEvent
-                    let payload: [UInt8]
-                    do { (e, payload) = try state.event(bytes[start..<i]) } catch { throw error.at("\(path): \(where_)") }
-                    try callback({ try event(e, payload, BundleLocation(chunk: name, line: line)) }, where_)
-                    start = i + 1
+                while try tar.appendData(to: &pending, max: Self.pieceBytes) {
+                    pending.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[pendingChecked...])) }
+                    var start = 0
+                    for i in pendingChecked..<pending.count where pending[i] == 0x0A {
+                        line += 1
+                        var where_: String { "\(name): line \(line)" }  // only built when an error names it
+                        let e: RecordedEvent
+                        let payload: [UInt8]
+                        do { (e, payload) = try state.event(pending[start..<i]) } catch { throw error.at("\(path): \(where_)") }
+                        try callback({ try event(e, payload, BundleLocation(chunk: name, line: line)) }, where_)
+                        start = i + 1
+                    }
+                    // The part of a line the next piece ends.
+                    pending.removeSubrange(0..<start)
+                    pendingChecked = pending.count
                 }
+                guard pending.isEmpty else { throw corrupt("the chunk does not end with a newline", name) }
+                pendingChecked = 0
+                sums.append(.named(name, digest.finalize()))
             } else if name.hasPrefix(BundleLayout.blobsPrefix) {
                 let sha = String(name.dropFirst(BundleLayout.blobsPrefix.count))
                 guard sha.utf8.count == 64, sha == sha.lowercased(), Hex.decode(sha) != nil else {
@@ -130,22 +148,26 @@ public final class BundleReader {
                 try callback({ try blob(sha, bytes) }, name)
             } else if name == BundleLayout.sums {
                 guard entry.size <= 64 << 20 else { throw corrupt("SHA256SUMS is \(entry.size) bytes", name) }
-                let bytes = try tar.readAll()
-                try checkSums(bytes)
-                sumsBytes = bytes
+                // Checked line by line as it is read: the list is about 140 bytes per entry, megabytes for a bundle of
+                // many attachments, and not held (`SumsCheck.bytes()` gives it back for a signature).
+                var check = SumsCheck(entries: sums, path: path)
+                pending.removeAll(keepingCapacity: true)
+                while try tar.appendData(to: &pending, max: Self.pieceBytes) { try check.feed(&pending) }
+                try check.finish(rest: pending, size: entry.size)
+                sumsChecked = check
             } else if name == BundleLayout.signature {
-                guard sumsBytes != nil else { throw corrupt("SHA256SUMS.sig comes before SHA256SUMS") }
+                guard sumsChecked != nil else { throw corrupt("SHA256SUMS.sig comes before SHA256SUMS") }
                 guard entry.size <= 1 << 16 else { throw corrupt("SHA256SUMS.sig is \(entry.size) bytes", name) }
                 signatureBytes = try tar.readAll()
             } else {
                 throw corrupt("unexpected entry \"\(name.prefix(100))\" (a bundle holds manifest.json, schema.json, events/, blobs/, SHA256SUMS and SHA256SUMS.sig)")
             }
         }
-        guard let sumsBytes else { throw corrupt("the archive ends without SHA256SUMS (truncated)") }
+        guard let sumsChecked else { throw corrupt("the archive ends without SHA256SUMS (truncated)") }
         do { try state.finish() } catch { throw error.at(path) }
         var signer: [UInt8]?
         if let signatureBytes {
-            do { signer = try BundleSignature.verify(signatureBytes, sums: sumsBytes) } catch { throw error.at(path) }
+            do { signer = try BundleSignature.verify(signatureBytes, sums: sumsChecked.bytes()) } catch { throw error.at(path) }
         }
         if !trust.isEmpty {
             guard let signer else {
@@ -159,36 +181,6 @@ public final class BundleReader {
                               missingBlobs: Set(state.referenced.subtracting(state.blobs).map(\.text)))
     }
 
-    /// SHA256SUMS lists every entry before it, in order, with the SHA-256 of its data. Checked line by line in
-    /// place (a million-event bundle's list is megabytes: no copy of it as a string or as lines). Every byte of a
-    /// list that passes is a hex digit, a space, a newline or part of an entry's (UTF-8) name.
-    private func checkSums(_ bytes: [UInt8]) throws(EditLogError) {
-        func bad(_ m: String) -> EditLogError { EditLogError(.corrupt, m, at: "\(path): SHA256SUMS") }
-        guard bytes.last == 0x0A else { throw bad("does not end with a newline") }
-        let count = bytes.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 }
-        guard count == sums.count else { throw bad("lists \(count) entries; the bundle has \(sums.count) before it") }
-        var start = 0
-        var k = 0
-        for i in bytes.indices where bytes[i] == 0x0A {
-            let line = bytes[start..<i]
-            start = i + 1
-            let entry = sums[k].entry
-            k += 1
-            // "<64 hex digits>  <name>": the first space at 64, the second at 65, the name after.
-            let sep = line.firstIndex(of: 0x20)
-            guard let sep, sep - line.startIndex == 64, sep + 1 < line.endIndex, line[sep + 1] == 0x20 else {
-                throw bad("line \(k) is not \"<sha256>  <name>\"")
-            }
-            let name = line[(sep + 2)...]
-            guard name.elementsEqual(entry.name.utf8) else {
-                throw bad("line \(k) names \(String(decoding: name.prefix(100), as: UTF8.self)), but the entry there is \(entry.name)")
-            }
-            let hex = line[line.startIndex..<sep]
-            guard hex.elementsEqual(Hex.encode(entry.sha256).utf8, by: { a, b in (a >= 0x41 && a <= 0x5A ? a | 0x20 : a) == b }) else {
-                throw bad("line \(k): \(entry.name) has SHA-256 \(Hex.encode(entry.sha256)), not \(String(decoding: hex, as: UTF8.self)) (the entry was changed)")
-            }
-        }
-    }
 }
 
 /// An entry SHA256SUMS must list, in the order of the archive. A blob's name is `blobs/` and its SHA-256, which is

@@ -184,6 +184,20 @@ import Testing
         after.append(("notes.txt", Array("hi".utf8)))
         try BundleFixture.pack(after, to: d.file("a.bundle"), recomputeSums: false)
         expectBundleError(.corrupt, "follows SHA256SUMS") { try read(d.file("a.bundle")) }
+        // SHA256SUMS is checked as it is read: a line too many, a last line without its newline, an empty list.
+        let sums = try BundleFixture.unpack(shared.bundle)
+        let j = sums.firstIndex { $0.name == "SHA256SUMS" }!
+        let lastLine = sums[j].data.dropLast().split(separator: 0x0A).last! + [0x0A]
+        for (label, data, message) in [
+            ("extra", sums[j].data + lastLine, "lists \(j + 1) entries; the bundle has \(j) before it"),
+            ("newline", Array(sums[j].data.dropLast()), "SHA256SUMS: does not end with a newline"),
+            ("empty", [], "SHA256SUMS: does not end with a newline"),
+        ] {
+            var e = sums
+            e[j].data = data
+            try BundleFixture.pack(e, to: d.file("\(label).bundle"), recomputeSums: false)
+            expectBundleError(.corrupt, message) { try read(d.file("\(label).bundle")) }
+        }
     }
 
     @Test func theCLIExitsWithEachErrorsCode() throws {

@@ -275,4 +275,37 @@ struct SharedBundle: Sendable {
         try BundleFixture.pack(forged, to: d.file("forged.bundle"), recomputeSums: false)
         expectBundleError(.corrupt, "publicKey") { _ = try BundleFixture.read(d.file("forged.bundle")) }
     }
+
+    /// SHA256SUMS is not held while a bundle is read: a signature is checked against the list made again from the
+    /// entries, or against the lines as read from the first whose hex digits are not lowercase.
+    @Test func aSignatureOverAListWithUppercaseDigitsStillVerifies() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let k = try BundleSignature.generateKeyFiles(name: d.file("k"))
+        let key = try BundleSignature.readKeyFile(k.privatePath)
+        _ = try log.exportBundle(to: d.file("s.bundle"), since: .position(600), signingKey: key)
+        var entries = try BundleFixture.unpack(d.file("s.bundle"))
+        #expect(entries.removeLast().name == "SHA256SUMS.sig")
+        let i = entries.count - 1
+        #expect(entries[i].name == "SHA256SUMS")
+        #expect(SumsCheck.list(entries[0..<i].map { .named($0.name, EventHash.sha256($0.data)) }[...]) == entries[i].data)
+        // Uppercase from the third line on; and every line.
+        for from in [2, 0] {
+            var lines = entries[i].data.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast().map(Array.init)
+            #expect(lines.count == i)
+            for n in from..<lines.count { lines[n] = Array(String(decoding: lines[n].prefix(64), as: UTF8.self).uppercased().utf8) + lines[n].dropFirst(64) }
+            var e = entries
+            e[i].data = lines.flatMap { $0 + [0x0A] }
+            e.append(("SHA256SUMS.sig", try BundleSignature.sign(e[i].data, privateKey: key)))
+            try BundleFixture.pack(e, to: d.file("u\(from).bundle"), recomputeSums: false)
+            let (c, _, _) = try BundleFixture.read(d.file("u\(from).bundle"), trust: [k.publicKey])
+            #expect(c.signer == k.publicKey)
+            // The same signature over the lowercase list does not hold.
+            var lower = entries
+            lower.append(e.last!)
+            try BundleFixture.pack(lower, to: d.file("l\(from).bundle"), recomputeSums: false)
+            expectBundleError(.corrupt, "does not match SHA256SUMS") { _ = try BundleFixture.read(d.file("l\(from).bundle")) }
+        }
+    }
 }

@@ -74,6 +74,23 @@ final class TarReader {
         return b
     }
 
+    /// Appends the current entry's next bytes, at most `chunk` of them, to `buffer` (whose capacity is reused); false
+    /// when the entry is all read.
+    func appendData(to buffer: inout [UInt8], max chunk: Int) throws(EditLogError) -> Bool {
+        guard remaining > 0 else { return false }
+        let n = Int(min(Int64(chunk), remaining))
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: n))
+        var done = 0
+        while done < n {
+            let k = try source.read(into: &buffer, at: start + done, count: n - done)
+            if k == 0 { throw corrupt("the archive ends inside \(current ?? "an entry") (truncated)") }
+            done += k
+        }
+        remaining -= Int64(n)
+        return true
+    }
+
     /// The whole current entry (the caller bounds its size first).
     func readAll() throws(EditLogError) -> [UInt8] {
         let b = try readFully(Int(remaining), what: current ?? "an entry")
