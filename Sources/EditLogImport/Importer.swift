@@ -196,7 +196,10 @@ public struct Importer {
     /// creates (`Touched.origin`, `startedEmpty`), peak RSS fell to 82.5 MB at 6 MiB, and the cache grew back:
     /// 6 MiB 23.30 / 24.77 s (82.5 MB), 12 MiB 22.37 / 20.27 s (89–90 MB), 16 MiB 22.04 / 23.17 / 19.51 s (93 MB).
     /// Its misses were SQLite spilling dirty pages to the WAL mid-transaction and reading them back.
-    public static let pageCacheKiB = 12_288
+    /// 12 → 20 MiB once the bundle reader stopped holding a whole event chunk and SHA256SUMS (`BundleReader.pieceBytes`,
+    /// `SumsCheck`): the importing thread's CPU (`perf record -F 250` of `editlog bundle import`, two runs each)
+    /// 18.57 / 18.43 s → 16.92 / 16.92 s; 28 MiB gave no more (17.28 / 17.05 s), 64 MiB 15.42 / 16.24 s at 140 MB.
+    public static let pageCacheKiB = 20_480
 
     public init(schema: ServiceSchema, policy: MergePolicy, ownLog: String, context: EventContext, source: String) throws(EditLogError) {
         guard schema.layers.count <= Int(UInt16.max) else {

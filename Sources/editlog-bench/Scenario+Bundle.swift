@@ -209,6 +209,8 @@ enum BundleImportScenario: Scenario {
         let bundleBytes = (try FileManager.default.attributesOfItem(atPath: bundle)[.size] as? NSNumber)?.int64Value ?? 0
         ctx.note("importing the bundle (\(Fmt.mb(bundleBytes))) into an empty log of the same schema (\(base) events)")
         Memory.resetPeak()
+        // The peak row includes what this process holds before the import (binary, fixtures, the new log).
+        ctx.note("RSS before the import \(Fmt.mb(Memory.currentBytes()))")
         var watch = Stopwatch()
         let (report, contents) = try watch.time { try log.importBundle(at: bundle, actor: "bench", device: "editlog-bench") }
         let rss = Memory.peakBytes()
