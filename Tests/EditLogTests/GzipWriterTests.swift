@@ -1,5 +1,4 @@
 @testable import EditLogBundle
-import EditLog
 import EditLogCore
 import Foundation
 import Testing
@@ -61,11 +60,5 @@ import Testing
         _ = try file.finish()
         #expect(gz.uncompressedBytes == Int64(all.count))
         #expect(try Self.gunzip([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), in: d) == all)
-    }
-
-    @Test func theExecutablesAllocatorSettingTakesOnGlibc() {
-        #if os(Linux)
-        #expect(ProcessMemory.keepLargeAllocationsMapped())
-        #endif
     }
 }
