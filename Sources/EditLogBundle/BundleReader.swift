@@ -82,8 +82,8 @@ public final class BundleReader {
         guard !consumed else { throw EditLogError(.io, "a bundle reader reads once; open the bundle again", at: path) }
         consumed = true
         var state = ReadState(manifest: manifest)
-        // An event chunk's bytes read so far and not yet decoded (a partial line), and how many of them were hashed
-        // and searched for a newline already.
+        // An event chunk's (or SHA256SUMS's) bytes read and not yet decoded (a partial line), and how many of them
+        // were hashed and searched for a newline already. Empty between entries.
         var pending: [UInt8] = []
         pending.reserveCapacity(Self.pieceBytes + (64 << 10))
         var pendingChecked = 0
@@ -151,7 +151,6 @@ public final class BundleReader {
                 // Checked line by line as it is read: the list is about 140 bytes per entry, megabytes for a bundle of
                 // many attachments, and not held (`SumsCheck.bytes()` gives it back for a signature).
                 var check = SumsCheck(entries: sums, path: path)
-                pending.removeAll(keepingCapacity: true)
                 while try tar.appendData(to: &pending, max: Self.pieceBytes) { try check.feed(&pending) }
                 try check.finish(rest: pending, size: entry.size)
                 sumsChecked = check

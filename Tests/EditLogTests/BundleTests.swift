@@ -160,6 +160,15 @@ struct SharedBundle: Sendable {
         let cache = { () throws -> Int in try store.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") ?? 0 } }
         #expect(try cache() == -EventStore.writerCacheKiB)
         #expect(BundleExport.readCacheKiB < EventStore.writerCacheKiB)
+        // While it reads (its progress is reported inside its read, on the connection it reads with).
+        var during: Set<Int> = []
+        _ = try store.read { db in
+            try BundleExport.write(db, store: store, from: 0, to: d.file("r.bundle"), options: BundleExportOptions(blockSize: 4096)) { _, _ in
+                during.insert((try? Int.fetchOne(db, sql: "PRAGMA cache_size")) ?? 0)
+            }
+        }
+        #expect(during == [-BundleExport.readCacheKiB])
+        #expect(try cache() == -EventStore.writerCacheKiB)
         // With --peer, the export writes its record on the same connection after reading.
         let s = try BundleExport.run(store: store, to: d.file("b.bundle"), options: BundleExportOptions(peer: "hq", blockSize: 4096))
         #expect(s.manifest.eventCount == shared.head)

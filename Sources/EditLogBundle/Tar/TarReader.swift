@@ -18,14 +18,21 @@ final class TarReader {
 
     /// Exactly `count` bytes, or a truncation error naming what was being read.
     private func readFully(_ count: Int, what: String) throws(EditLogError) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
+        var out: [UInt8] = []
+        try append(count, to: &out, what: what)
+        return out
+    }
+
+    /// Appends exactly `count` bytes to `buffer`, or throws a truncation error naming what was being read.
+    private func append(_ count: Int, to buffer: inout [UInt8], what: String) throws(EditLogError) {
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: count))
         var done = 0
         while done < count {
-            let n = try source.read(into: &out, at: done, count: count - done)
+            let n = try source.read(into: &buffer, at: start + done, count: count - done)
             if n == 0 { throw corrupt("the archive ends inside \(what) (truncated)") }
             done += n
         }
-        return out
     }
 
     /// The next entry's header, or nil at the end-of-archive marker (after which only zero bytes may follow).
@@ -65,28 +72,12 @@ final class TarReader {
         return Entry(name: full, size: size)
     }
 
-    /// Reads the current entry's data in pieces of at most `chunk` bytes; nil when it is all read.
-    func readData(max chunk: Int = 1 << 16) throws(EditLogError) -> [UInt8]? {
-        guard remaining > 0 else { return nil }
-        let n = Int(min(Int64(chunk), remaining))
-        let b = try readFully(n, what: current ?? "an entry")
-        remaining -= Int64(n)
-        return b
-    }
-
     /// Appends the current entry's next bytes, at most `chunk` of them, to `buffer` (whose capacity is reused); false
     /// when the entry is all read.
     func appendData(to buffer: inout [UInt8], max chunk: Int) throws(EditLogError) -> Bool {
         guard remaining > 0 else { return false }
         let n = Int(min(Int64(chunk), remaining))
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: n))
-        var done = 0
-        while done < n {
-            let k = try source.read(into: &buffer, at: start + done, count: n - done)
-            if k == 0 { throw corrupt("the archive ends inside \(current ?? "an entry") (truncated)") }
-            done += k
-        }
+        try append(n, to: &buffer, what: current ?? "an entry")
         remaining -= Int64(n)
         return true
     }
