@@ -16,6 +16,8 @@ struct LayerColumns {
     let names: [String]
     /// Attribute field (schema spelling) to its index in `names`.
     let attribute: [String: Int]
+    /// The attribute columns' indices in `names` (after `_globalid`, before the system columns).
+    var attributeColumns: Range<Int> { 1..<geometry }
     let insertSQL: String
     /// UPDATE statements by the set of columns they assign.
     var updateSQL: [[UInt64]: String] = [:]

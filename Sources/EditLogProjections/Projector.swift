@@ -206,9 +206,11 @@ public final class Projector {
         if pendingFeatures[g]?.inserted == true { throw e.fields.corrupt("creates feature \(g) a second time") }
         let tracked = tracking ? layer.editorTrackingValues(of: e, create: true) : [:]
         try fold(layer, globalId: g, insertAt: e.position) { c, row in
-            for f in layer.attributeFields {
-                row[c.attribute[f.name]!] = Projector.databaseValue(tracked[f.name] ?? attributes[f.name] ?? .null)?.databaseValue ?? .null
-            }
+            // Each field's value is the tracked one, else the given one, else NULL: every attribute column NULL, then
+            // the given values, then the tracked ones (one lookup per value, not three per field of the layer).
+            for i in c.attributeColumns { row[i] = .null }
+            for (k, v) in attributes { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
+            for (k, v) in tracked { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
             Self.setGeometry(geometry.flatMap { $0.isNull ? nil : $0 }, c, &row)
             row[c.creator] = e.actor.databaseValue
             row[c.created] = e.recordedTime.databaseValue

@@ -22,21 +22,23 @@ public final class HandOff<Item>: @unchecked Sendable {
     public let batchWeight: Int
     public let maxBatches: Int
 
-    private let condition = NSCondition()
+    // Internal for `@inlinable` (the hot methods are specialized where the item type is known: unspecialized, each
+    // call looked up the generic metadata of its arrays at run time). Nothing outside this file touches them.
+    @usableFromInline let condition = NSCondition()
     // Guarded by `condition`.
-    private var pending: [[Item?]] = []
-    private var closed = false
-    private var cancelled = false
-    private var failure: (any Error)?
+    @usableFromInline var pending: [[Item?]] = []
+    @usableFromInline var closed = false
+    @usableFromInline var cancelled = false
+    @usableFromInline var failure: (any Error)?
     /// Items the consumer gave back, for the producer to release.
-    private var spent: [[Item]] = []
+    @usableFromInline var spent: [[Item]] = []
     // The producer's batch (producer thread only).
-    private var batch: [Item?] = []
-    private var weight = 0
+    @usableFromInline var batch: [Item?] = []
+    @usableFromInline var weight = 0
     // The consumer's batch (consumer thread only).
-    private var taken: [Item?] = []
-    private var next = 0
-    private var givenBack: [Item] = []
+    @usableFromInline var taken: [Item?] = []
+    @usableFromInline var next = 0
+    @usableFromInline var givenBack: [Item] = []
 
     public init(batchSize: Int = 256, batchWeight: Int = 1 << 20, maxBatches: Int = 4) {
         precondition(batchSize > 0 && batchWeight > 0 && maxBatches > 0)
@@ -49,6 +51,7 @@ public final class HandOff<Item>: @unchecked Sendable {
     // MARK: Producer
 
     /// Adds one item; hands the batch over when it is full (waiting while `maxBatches` are pending).
+    @inlinable
     public func put(_ item: Item, weight w: Int = 0) throws(Cancelled) {
         batch.append(item)
         weight += w
@@ -71,7 +74,8 @@ public final class HandOff<Item>: @unchecked Sendable {
         withExtendedLifetime(release) {}
     }
 
-    private func handOver() throws(Cancelled) {
+    @usableFromInline
+    func handOver() throws(Cancelled) {
         let full = batch
         batch = []
         batch.reserveCapacity(batchSize)
@@ -91,11 +95,18 @@ public final class HandOff<Item>: @unchecked Sendable {
     // MARK: Consumer
 
     /// The next item in the order put; nil at the end. Throws the producer's failure once every item before it was taken.
+    @inlinable
     public func take() throws -> Item? {
         if next < taken.count {
             defer { next += 1 }
             return taken[next].take()
         }
+        return try takeBatch()
+    }
+
+    /// `take()` once the consumer's batch is used up: gives back what was given back, waits for the next batch.
+    @usableFromInline
+    func takeBatch() throws -> Item? {
         taken = []
         next = 0
         condition.lock()
@@ -119,6 +130,7 @@ public final class HandOff<Item>: @unchecked Sendable {
 
     /// Gives an item `take()` returned back once the consumer is done with it: the producer frees it (see the type's
     /// note). Optional: an item not given back is freed where its last reference goes.
+    @inlinable
     public func giveBack(_ item: consuming Item) {
         givenBack.append(item)
     }
