@@ -140,8 +140,9 @@ extension Projector {
         let features = Self.sorted(pendingFeatures)
         pendingFeatures.removeAll(keepingCapacity: true)
         let connection = db.sqliteConnection
+        var memo = StatementMemo()
         for f in features {
-            try Self.write(f, columns: &layerColumns[f.layer]!, connection: connection, arena: arena) { try db.cachedStatement(sql: $0).sqliteStatement }
+            try Self.write(f, columns: &layerColumns[f.layer]!, connection: connection, arena: arena) { try memo.statement($0, sql: $1, db) }
         }
     }
 
@@ -154,7 +155,7 @@ extension Projector {
         guard let f = pendingFeatures[globalId] else { return }
         guard !f.inserted else { return try writePendingFeatures(db) }
         pendingFeatures[globalId] = nil
-        try Self.write(f, columns: &layerColumns[f.layer]!, connection: db.sqliteConnection, arena: arena) { try db.cachedStatement(sql: $0).sqliteStatement }
+        try Self.write(f, columns: &layerColumns[f.layer]!, connection: db.sqliteConnection, arena: arena) { try db.cachedStatement(sql: $1).sqliteStatement }
     }
 
     func writePendingSessions(_ db: Database) throws {
@@ -163,17 +164,18 @@ extension Projector {
         let sessions = Self.sorted(sessionsToWrite())
         pendingSessions.removeAll(keepingCapacity: true)
         let connection = db.sqliteConnection
+        var memo = StatementMemo()
         for (id, s) in sessions {
-            try Self.write(id, s, connection: connection, arena: arena) { try db.cachedStatement(sql: $0).sqliteStatement }
+            try Self.write(id, s, connection: connection, arena: arena) { try memo.statement($0, sql: $1, db) }
         }
     }
 
-    /// Writes one feature row with the prepared statements `statement` gives (by SQL) on `connection`.
+    /// Writes one feature row with the prepared statements `statement` gives (by key and SQL) on `connection`.
     static func write(_ f: PendingFeature, columns: inout LayerColumns, connection: OpaquePointer?, arena: BindArena,
-                      statement: (String) throws -> OpaquePointer) throws {
+                      statement: (RowStatement, String) throws -> OpaquePointer) throws {
         if f.inserted {
             let version = columns.version
-            try RawBindings.execute(try statement(columns.insertSQL), on: connection, sql: columns.insertSQL, arena: arena) { b in
+            try RawBindings.execute(try statement(.insertFeature(layer: f.layer), columns.insertSQL), on: connection, sql: columns.insertSQL, arena: arena) { b in
                 for (i, v) in f.values.enumerated() {
                     if i == version, case .int64(let n)? = v?.storage {
                         b.bind(Int32(i + 1), n + f.versionDelta)
@@ -188,7 +190,7 @@ extension Projector {
             let sql = columns.update(assigning: mask)
             let version = columns.version
             // Parameters in the UPDATE's order: the assigned columns, the version delta, the GlobalID.
-            try RawBindings.execute(try statement(sql), on: connection, sql: sql, arena: arena) { b in
+            try RawBindings.execute(try statement(.updateFeature(layer: f.layer, mask: mask), sql), on: connection, sql: sql, arena: arena) { b in
                 var n: Int32 = 0
                 for i in 1..<f.values.count where i != version {
                     guard let v = f.values[i] else { continue }
@@ -212,17 +214,18 @@ extension Projector {
         WHERE id = ?
         """
 
-    /// Writes one session row with the prepared statements `statement` gives (by SQL) on `connection`.
-    static func write(_ id: String, _ s: PendingSession, connection: OpaquePointer?, arena: BindArena, statement: (String) throws -> OpaquePointer) throws {
+    /// Writes one session row with the prepared statements `statement` gives (by key and SQL) on `connection`.
+    static func write(_ id: String, _ s: PendingSession, connection: OpaquePointer?, arena: BindArena,
+                      statement: (RowStatement, String) throws -> OpaquePointer) throws {
         guard let st = s.state else { preconditionFailure("session \(id): a pending row is written with its state (sessionsToWrite)") }
         if s.inserted {
-            try RawBindings.execute(try statement(insertSessionSQL), on: connection, sql: insertSessionSQL, arena: arena) { b in
+            try RawBindings.execute(try statement(.insertSession, insertSessionSQL), on: connection, sql: insertSessionSQL, arena: arena) { b in
                 b.bind(1, id); b.bind(2, st.layerId); b.bind(3, st.globalId); b.bind(4, st.kind.rawValue); b.bind(5, s.openedBy)
                 b.bind(6, st.actor); b.bind(7, st.device); b.bind(8, st.status.rawValue); b.bind(9, st.startedPosition)
                 b.bind(10, s.endedPosition); b.bind(11, s.startedTime); b.bind(12, s.endedTime); b.bind(13, st.serializedState())
             }
         } else {
-            try RawBindings.execute(try statement(updateSessionSQL), on: connection, sql: updateSessionSQL, arena: arena) { b in
+            try RawBindings.execute(try statement(.updateSession, updateSessionSQL), on: connection, sql: updateSessionSQL, arena: arena) { b in
                 b.bind(1, st.status.rawValue); b.bind(2, st.actor); b.bind(3, st.device); b.bind(4, st.serializedState())
                 b.bind(5, s.endedPosition); b.bind(6, s.endedTime); b.bind(7, id)
             }

@@ -16,6 +16,8 @@ final class RowWriter: @unchecked Sendable {
     private let connection: OpaquePointer
     // The writer thread's own state (read and written only by jobs, then by `close` after the thread ended).
     private var statements: [String: OpaquePointer] = [:]
+    /// The row statements among them, by key (`RowStatement`: hashed in a few words, not the whole SQL text).
+    private var rowStatements: [RowStatement: OpaquePointer] = [:]
     private var layers: [Int: LayerColumns] = [:]
     /// Where the rows' texts and blobs are bound from, on the writer's thread.
     private let arena = BindArena()
@@ -30,17 +32,21 @@ final class RowWriter: @unchecked Sendable {
         if batch.isEmpty && unsorted.isEmpty && unsortedSessions.isEmpty { return }
         try worker.submit { [self] in
             let features = Projector.sorted(unsorted), sessions = Projector.sorted(unsortedSessions)
-            for (id, c) in given where layers[id]?.names != c.names { layers[id] = c }
+            for (id, c) in given where layers[id]?.names != c.names {
+                layers[id] = c
+                // Another layout (a schema that added fields): the layer's statements by key are the old layout's.
+                rowStatements = rowStatements.filter { $0.key.layer != id }
+            }
             for s in batch {
                 try RawBindings.execute(try statement(s.sql), on: connection, sql: s.sql, arena: arena) { b in
                     for (i, v) in s.arguments.enumerated() { b.bind(Int32(i + 1), v) }
                 }
             }
             for f in features {
-                try Projector.write(f, columns: &layers[f.layer]!, connection: connection, arena: arena, statement: statement)
+                try Projector.write(f, columns: &layers[f.layer]!, connection: connection, arena: arena, statement: rowStatement)
             }
             for (id, s) in sessions {
-                try Projector.write(id, s, connection: connection, arena: arena, statement: statement)
+                try Projector.write(id, s, connection: connection, arena: arena, statement: rowStatement)
             }
         }
     }
@@ -63,6 +69,13 @@ final class RowWriter: @unchecked Sendable {
     private func close() {
         for s in statements.values { sqlite3_finalize(s) }
         statements.removeAll()
+    }
+
+    private func rowStatement(_ key: RowStatement, _ sql: String) throws -> OpaquePointer {
+        if let s = rowStatements[key] { return s }
+        let s = try statement(sql)
+        rowStatements[key] = s
+        return s
     }
 
     private func statement(_ sql: String) throws -> OpaquePointer {
