@@ -61,6 +61,14 @@ import Testing
             texts.append(other)
         }
         texts += ["", "{", "{3F2504E0-4F89-41D3-9A0C-0305E82C330G}", "{3F2504E0-4F89-41D3-9A0C-0305E82C3301", "plain"]
+        // Braced, but not canonical: a lower-case digit, a misplaced dash, a non-ASCII character in place of two digits
+        // (38 bytes) and of one (39), bytes just past '9' and 'F' and just before 'A'.
+        let nonCanonical = ["{3F2504E0-4F89-41D3-9A0C-0305e82C3301}", "{3F2504E04-F89-41D3-9A0C-0305E82C3301}", "{3F2504E0-4F89-41D3-9A0C-0305E82C33É}", "{3F2504E0-4F89-41D3-9A0C-0305E82C330É}",
+                            "{3F2504E0-4F89-41D3-9A0C-0305E82C330:}", "{3F2504E0-4F89-41D3-9A0C-0305E82C330G}", "{3F2504E0-4F89-41D3-9A0C-0305E82C330@}"]
+        for t in nonCanonical { #expect(GlobalIDKey(t) == .text(t), "\(t)") }
+        #expect(GlobalID.bits("{00000000-0000-0000-0000-000000000001}")! == (0, 1))
+        #expect(GlobalID.bits("{FFFFFFFF-FFFF-FFFF-0000-000000000000}")! == (UInt64.max, 0))
+        texts += nonCanonical
         #expect(texts.map(GlobalIDKey.init).sorted().map(\.globalId) == texts.sorted())
     }
 }

@@ -23,6 +23,24 @@ public enum EventType: String, Sendable, CaseIterable, Hashable {
     case syncPulled = "SyncPulled"
     /// `editlog sync` pushed this log's changes to a service: what was sent and the service's answer.
     case syncPushed = "SyncPushed"
+
+    /// The type of this name. Written out: the synthesized one looked each name up in a table it hashed per call,
+    /// and an import or a replay parses every event's type more than once. The names are compared in the order of
+    /// how often a log holds them, so a typical name is found in a compare or three.
+    public init?(rawValue: String) {
+        for t in Self.byFrequency where t.rawValue == rawValue {
+            self = t
+            return
+        }
+        return nil
+    }
+
+    /// Every case, the most frequent in a field log first (staged attributes, then session starts and commits).
+    static let byFrequency: [EventType] = [
+        .attributeStaged, .sessionStarted, .sessionCommitted, .featureDerived, .featureBaselined, .relationStaged, .attachmentStaged,
+        .sessionCanceled, .sessionResumed, .sessionAbandoned, .featureDeleted, .attachmentRenameStaged, .attachmentDetachStaged,
+        .mergeDecided, .conflictResolved, .scriptRecorded, .schemaDefined, .syncPulled, .syncPushed,
+    ]
 }
 
 /// Streams: one per feature (`<layerId>:<GlobalID>`), plus system streams that start with `$`.

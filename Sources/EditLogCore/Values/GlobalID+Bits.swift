@@ -5,25 +5,36 @@ extension GlobalID {
     public static func bits(_ globalId: String) -> (high: UInt64, low: UInt64)? {
         var g = globalId
         return g.withUTF8 { b -> (UInt64, UInt64)? in
-            guard b.count == 38, b[0] == UInt8(ascii: "{"), b[37] == UInt8(ascii: "}") else { return nil }
-            var words: (UInt64, UInt64) = (0, 0)
-            var n = 0
-            for i in 1..<37 {
-                let c = b[i]
-                if i == 9 || i == 14 || i == 19 || i == 24 {
-                    guard c == UInt8(ascii: "-") else { return nil }
-                    continue
+            guard b.count == 38, b[0] == UInt8(ascii: "{"), b[37] == UInt8(ascii: "}"), b[9] == UInt8(ascii: "-"), b[14] == UInt8(ascii: "-"),
+                  b[19] == UInt8(ascii: "-"), b[24] == UInt8(ascii: "-") else { return nil }
+            // Each digit through a table (an import parses every event's GlobalID: a branch per character cost
+            // about four times as much); a byte that is no upper-case hex digit sets a bit above the nibble.
+            return hexNibbles.withUnsafeBufferPointer { t -> (UInt64, UInt64)? in
+                var high: UInt64 = 0, low: UInt64 = 0, bad: UInt8 = 0
+                for i in Self.highDigits {
+                    let v = t[Int(b[i])]
+                    bad |= v
+                    high = high << 4 | UInt64(v)
                 }
-                let v: UInt8
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-                default: return nil
+                for i in Self.lowDigits {
+                    let v = t[Int(b[i])]
+                    bad |= v
+                    low = low << 4 | UInt64(v)
                 }
-                if n < 16 { words.0 = words.0 << 4 | UInt64(v) } else { words.1 = words.1 << 4 | UInt64(v) }
-                n += 1
+                return bad & 0xF0 == 0 ? (high, low) : nil
             }
-            return words
+        }
+    }
+
+    /// Where the 16 hex digits of each word are in the canonical text.
+    private static let highDigits: [Int] = Array(1...8) + Array(10...13) + Array(15...18)
+    private static let lowDigits: [Int] = Array(20...23) + Array(25...36)
+    /// Each byte's value as an upper-case hex digit; 0x10 for any other byte.
+    private static let hexNibbles: [UInt8] = (0...255).map { c -> UInt8 in
+        switch UInt8(c) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt8(c) - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt8(c) - UInt8(ascii: "A") + 10
+        default: return 0x10
         }
     }
 
