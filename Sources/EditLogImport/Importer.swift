@@ -242,7 +242,7 @@ public struct Importer {
             guard let layer = schema.layer(id: feature.layer) else {
                 throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
-            let writer = Writer(e)
+            let writer = Writer.Order(e)
             if let t = touched[key], t.origin >= 0, isBefore(t.latest, writer), Self.plainUnread(e, type, layer) {
                 // A feature the import created, every event of its stream from the event's own log and applied as it
                 // came: this log holds it as the event's log did when it wrote the event, so the event's old values are
@@ -365,7 +365,7 @@ public struct Importer {
 
     /// Notes a feature the import changes: its relationship keys before, a deleted parent, a created feature (with
     /// `writer`, its creator, as the first bound of its writers).
-    mutating func note(_ layer: LayerSchema, _ g: String, before: FeatureSnapshot?, type: EventType, writer: Writer) {
+    mutating func note(_ layer: LayerSchema, _ g: String, before: FeatureSnapshot?, type: EventType, writer: Writer.Order) {
         let key = GlobalIDKey(g)
         touched[key, default: Touched(layerIndex: layerIndexes[layer.id]!)].noteKeys(of: layer, before: before)
         if type == .featureDeleted {
@@ -377,7 +377,7 @@ public struct Importer {
         }
     }
 
-    mutating func bound(_ w: Writer) -> WriterBound {
+    mutating func bound(_ w: Writer.Order) -> WriterBound {
         let log: Int32
         if let i = originIndex[w.logId] { log = i } else {
             log = Int32(origins.count)
@@ -424,7 +424,7 @@ public struct Importer {
     }
 
     /// Raises a created feature's bound (`Touched.latest`) to `w` when `w` comes after it.
-    mutating func raiseBound(_ key: GlobalIDKey, to w: Writer) {
+    mutating func raiseBound(_ key: GlobalIDKey, to w: Writer.Order) {
         guard let latest = touched[key]?.latest, latest.log >= 0, isBefore(latest, w) else { return }
         let b = bound(w)
         touched[key]?.latest = b
@@ -432,12 +432,13 @@ public struct Importer {
 
     /// Keeps the stream version of a feature the import created (`Touched.version`) current with an event appended to it.
     mutating func track(_ r: RecordedEvent, key: GlobalIDKey?) {
-        guard let key, touched[key]?.created == true else { return }
-        touched[key]?.version = r.streamVersion < Int64(Int32.max) ? Int32(r.streamVersion) : -1
+        // One lookup of the key (its hash), not one to read and one to write.
+        guard let key, let i = touched.index(forKey: key), touched.values[i].created else { return }
+        touched.values[i].version = r.streamVersion < Int64(Int32.max) ? Int32(r.streamVersion) : -1
     }
 
     /// `Writer.isBefore` for a bound.
-    func isBefore(_ b: WriterBound, _ w: Writer) -> Bool {
+    func isBefore(_ b: WriterBound, _ w: Writer.Order) -> Bool {
         if b.millis != w.millis { return b.millis < w.millis }
         let log = origins[Int(b.log)]
         if log != w.logId { return log < w.logId }

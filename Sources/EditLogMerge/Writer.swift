@@ -47,6 +47,30 @@ public struct Writer: Sendable, Hashable {
     }
 }
 
+extension Writer {
+    /// What `isBefore` compares of an event's writer, without the rest (above all the event id as text, which
+    /// made a writer cost several times the order): an import compares the order of every event it merges.
+    public struct Order: Sendable, Hashable {
+        public var millis: Int64
+        public var logId: String
+        public var position: Int64
+
+        /// The order of `Writer(e)`, field for field.
+        public init(_ e: RecordedEvent) {
+            millis = e.type == EventType.featureBaselined.rawValue ? Int64.min : Timestamp.parse(e.clientTime ?? e.recordedTime) ?? 0
+            logId = e.origin.logId
+            position = e.origin.position
+        }
+    }
+
+    /// The order of this writer.
+    public var order: Order { Order(millis: millis, logId: logId, position: position) }
+}
+
+extension Writer.Order {
+    public init(millis: Int64, logId: String, position: Int64) { self.millis = millis; self.logId = logId; self.position = position }
+}
+
 extension Optional where Wrapped == Writer {
     /// nil (the common base, or nothing) comes before every writer.
     func isBefore(_ other: Writer) -> Bool {

@@ -1,0 +1,40 @@
+import EditLogCore
+import EditLogMerge
+import Foundation
+import Testing
+
+/// `Writer.Order(e)` (what an import compares per event) is the order of `Writer(e)`, and `StreamName.parseFeature`
+/// splits a stream at its first ":" byte (read through the UTF-8 view; found by Character, a combining mark after
+/// the colon hid it).
+@Suite struct WriterOrderTests {
+    @Test func anEventsOrderIsItsWritersOrder() {
+        var rng = SplitMix64(seed: 3)
+        let types: [EventType] = [.featureBaselined, .sessionCommitted, .featureDerived, .conflictResolved, .featureDeleted]
+        let times: [String?] = [nil, "2026-05-01T10:00:00.000Z", "2026-05-01T10:00:00.5Z", "not a time", "2026-05-01T23:59:59.999+02:00"]
+        for n in 0..<200 {
+            let type = types.randomElement(using: &rng)!
+            let client = times.randomElement(using: &rng)!
+            let e = RecordedEvent(position: Int64(n + 1), id: UUID(), stream: "0:{6C4B9A53-0C0E-4C4B-8E3B-0E4C5A1B2C3D}", streamVersion: 1,
+                                  type: type.rawValue, payload: .object([:]), actor: "a", device: "d", session: nil, cause: "test",
+                                  clientTime: client, recordedTime: "2026-05-01T09:00:00.000Z",
+                                  origin: EventOrigin(logId: ["a", "b", "hub"].randomElement(using: &rng)!, position: Int64.random(in: 1...50, using: &rng),
+                                                      hash: Array(repeating: 0, count: 32)),
+                                  hash: Array(repeating: 0, count: 32))
+            let w = Writer(e)
+            #expect(Writer.Order(e) == w.order, "\(type) at \(client ?? "no client time")")
+            if type == .featureBaselined { #expect(Writer.Order(e).millis == Int64.min) }
+        }
+    }
+
+    @Test func featureStreamsSplitAtTheirFirstColon() {
+        #expect(StreamName.parseFeature("0:{6C4B9A53-0C0E-4C4B-8E3B-0E4C5A1B2C3D}")! == (0, "{6C4B9A53-0C0E-4C4B-8E3B-0E4C5A1B2C3D}"))
+        #expect(StreamName.parseFeature("12:é:x")! == (12, "é:x"))
+        #expect(StreamName.parseFeature("-3:g")! == (-3, "g"))
+        #expect(StreamName.parseFeature("7:")! == (7, ""))
+        for bad in ["$schema", "", ":g", "x:g", "é:g", "1é:g", "12"] {
+            #expect(StreamName.parseFeature(bad) == nil, "\(bad)")
+        }
+        // A combining mark after the colon: split on the byte, the rest kept whole.
+        #expect(StreamName.parseFeature("5:\u{301}g")! == (5, "\u{301}g"))
+    }
+}
