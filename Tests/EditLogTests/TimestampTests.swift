@@ -95,6 +95,15 @@ import Testing
         }
     }
 
+    /// Each separator is the one byte the format names (compared as bytes since the parse reads UTF-8 in place).
+    @Test func separatorsAreExact() {
+        #expect(Timestamp.parse("2026-05-01T09:00:00Z") != nil)
+        for bad in ["2026/05/01", "2026-05/01", "2026-05-01T09-00Z", "2026-05-01T09:00;00Z", "2026-05-01T09:00:00z", "2026-05-01T09:00:00.5z",
+                    "2026-05-01T09:00:00+01-00", "2026\u{2010}05-01", "２026-05-01", "2026-05-01T09:00:00Ｚ"] {
+            #expect(Timestamp.parse(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func aTimeWithoutAZoneIsRefused() {
         #expect(Timestamp.parse("2026-05-01T09:00:00") == nil)
         #expect(Timestamp.parse("2026-05-01T09:00") == nil)

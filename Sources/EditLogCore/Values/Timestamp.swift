@@ -7,7 +7,13 @@ public enum Timestamp {
     /// Milliseconds since the epoch from ISO-8601 (`YYYY-MM-DD`, `...THH:MM[:SS[.fff]]` with `Z` or `±HH:MM`);
     /// nil for anything else, and for instants outside `minMilliseconds...maxMilliseconds`.
     public static func parse(_ s: String) -> Int64? {
-        let b = Array(s.utf8)
+        // Read in place (no copy of the bytes), each separator compared as a byte: an import parses the time of
+        // every event it merges.
+        var s = s
+        return s.withUTF8 { parse(utf8: $0) }
+    }
+
+    static func parse(utf8 b: UnsafeBufferPointer<UInt8>) -> Int64? {
         var i = 0
         func num(_ n: Int) -> Int? {
             guard i + n <= b.count else { return nil }
@@ -20,8 +26,8 @@ public enum Timestamp {
             i += n
             return v
         }
-        func expect(_ c: Character) -> Bool {
-            guard i < b.count, b[i] == c.asciiValue! else { return false }
+        func expect(_ c: Unicode.Scalar) -> Bool {
+            guard i < b.count, b[i] == UInt8(ascii: c) else { return false }
             i += 1
             return true
         }
