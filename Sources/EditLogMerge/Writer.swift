@@ -48,8 +48,8 @@ public struct Writer: Sendable, Hashable {
 }
 
 extension Writer {
-    /// What `isBefore` compares of an event's writer, without the rest (above all the event id as text, which
-    /// made a writer cost several times the order): an import compares the order of every event it merges.
+    /// What `isBefore` compares of an event's writer, without the rest (above all the event id formatted as text):
+    /// an import compares the order of every event it merges.
     public struct Order: Sendable, Hashable {
         public var millis: Int64
         public var logId: String

@@ -14,7 +14,7 @@ import Testing
         for n in 0..<200 {
             let type = types.randomElement(using: &rng)!
             let client = times.randomElement(using: &rng)!
-            let e = RecordedEvent(position: Int64(n + 1), id: UUID(), stream: "0:{6C4B9A53-0C0E-4C4B-8E3B-0E4C5A1B2C3D}", streamVersion: 1,
+            let e = RecordedEvent(position: Int64(n + 1), id: UUID(uuidString: String(format: "00000000-0000-4000-8000-%012x", n))!, stream: "0:{6C4B9A53-0C0E-4C4B-8E3B-0E4C5A1B2C3D}", streamVersion: 1,
                                   type: type.rawValue, payload: .object([:]), actor: "a", device: "d", session: nil, cause: "test",
                                   clientTime: client, recordedTime: "2026-05-01T09:00:00.000Z",
                                   origin: EventOrigin(logId: ["a", "b", "hub"].randomElement(using: &rng)!, position: Int64.random(in: 1...50, using: &rng),
