@@ -23,9 +23,11 @@ public struct Writer: Sendable, Hashable {
     /// log was made from) comes before every edit whatever its time: a log made at 10:00 from the service
     /// must not win against an edit made at 9:00 on a device; two baselines still order by log and position.
     public init(_ e: RecordedEvent) {
-        self.init(eventId: e.id.lowercasedString, time: e.clientTime ?? e.recordedTime, logId: e.origin.logId,
-                  position: e.origin.position, actor: e.actor, device: e.device, session: e.session)
-        if e.type == EventType.featureBaselined.rawValue { millis = Int64.min }
+        // The order fields as `Order` takes them (the one place that says what an event's order is).
+        let order = Order(e)
+        eventId = e.id.lowercasedString; time = e.clientTime ?? e.recordedTime
+        millis = order.millis; logId = order.logId; position = order.position
+        actor = e.actor; device = e.device; session = e.session
     }
 
     /// True when `self` was written before `other` in last-in-wins order.
@@ -55,7 +57,8 @@ extension Writer {
         public var logId: String
         public var position: Int64
 
-        /// The order of `Writer(e)`, field for field.
+        /// The order of the event's writer: its client time (else recorded time; a baseline before every edit, see
+        /// `Writer.init(_:)`), its origin log and origin position.
         public init(_ e: RecordedEvent) {
             millis = e.type == EventType.featureBaselined.rawValue ? Int64.min : Timestamp.parse(e.clientTime ?? e.recordedTime) ?? 0
             logId = e.origin.logId

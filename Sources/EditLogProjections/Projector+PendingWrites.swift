@@ -142,7 +142,7 @@ extension Projector {
         let connection = db.sqliteConnection
         var memo = StatementMemo()
         for f in features {
-            try Self.write(f, columns: &layerColumns[f.layer]!, connection: connection, arena: arena) { try memo.statement($0, sql: $1, db) }
+            try Self.write(f, columns: &layerColumns[f.layer]!, connection: connection, arena: arena) { key, sql in try memo.statement(key) { try db.cachedStatement(sql: sql).sqliteStatement } }
         }
     }
 
@@ -166,7 +166,7 @@ extension Projector {
         let connection = db.sqliteConnection
         var memo = StatementMemo()
         for (id, s) in sessions {
-            try Self.write(id, s, connection: connection, arena: arena) { try memo.statement($0, sql: $1, db) }
+            try Self.write(id, s, connection: connection, arena: arena) { key, sql in try memo.statement(key) { try db.cachedStatement(sql: sql).sqliteStatement } }
         }
     }
 

@@ -17,7 +17,7 @@ final class RowWriter: @unchecked Sendable {
     // The writer thread's own state (read and written only by jobs, then by `close` after the thread ended).
     private var statements: [String: OpaquePointer] = [:]
     /// The row statements among them, by key (`RowStatement`: hashed in a few words, not the whole SQL text).
-    private var rowStatements: [RowStatement: OpaquePointer] = [:]
+    private var rowStatements = StatementMemo()
     private var layers: [Int: LayerColumns] = [:]
     /// Where the rows' texts and blobs are bound from, on the writer's thread.
     private let arena = BindArena()
@@ -35,7 +35,7 @@ final class RowWriter: @unchecked Sendable {
             for (id, c) in given where layers[id]?.names != c.names {
                 layers[id] = c
                 // Another layout (a schema that added fields): the layer's statements by key are the old layout's.
-                rowStatements = rowStatements.filter { $0.key.layer != id }
+                rowStatements.forget(layer: id)
             }
             for s in batch {
                 try RawBindings.execute(try statement(s.sql), on: connection, sql: s.sql, arena: arena) { b in
@@ -69,13 +69,11 @@ final class RowWriter: @unchecked Sendable {
     private func close() {
         for s in statements.values { sqlite3_finalize(s) }
         statements.removeAll()
+        rowStatements = StatementMemo()  // the same statements, by key: finalized above
     }
 
     private func rowStatement(_ key: RowStatement, _ sql: String) throws -> OpaquePointer {
-        if let s = rowStatements[key] { return s }
-        let s = try statement(sql)
-        rowStatements[key] = s
-        return s
+        try rowStatements.statement(key) { try statement(sql) }
     }
 
     private func statement(_ sql: String) throws -> OpaquePointer {

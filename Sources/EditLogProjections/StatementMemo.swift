@@ -1,5 +1,3 @@
-import GRDB
-
 /// Which statement a projection row is written with (`Projector.write`): the key its prepared statement is found by.
 /// GRDB's statement cache and the row writer's hashed the SQL text per row, and a feature table's INSERT or UPDATE
 /// names every column: about 5,600 instructions per feature row of an import (callgrind). A key hashes in a few
@@ -20,15 +18,22 @@ enum RowStatement: Hashable {
     }
 }
 
-/// The prepared statements of one run of row writes (a `writePending…` loop), by key. They stay prepared in GRDB's
-/// cache, which nothing empties during the run; the layouts do not change within it.
+/// Prepared statements by `RowStatement`: for one run of row writes (a `writePending…` loop, the statements kept in
+/// GRDB's cache, which nothing empties during the run), or for the row writer's whole replay (its own statements,
+/// a layer's keys forgotten when its layout changes).
 struct StatementMemo {
     private var statements: [RowStatement: OpaquePointer] = [:]
 
-    mutating func statement(_ key: RowStatement, sql: String, _ db: Database) throws -> OpaquePointer {
+    /// The statement of `key`, prepared by `prepare` the first time.
+    mutating func statement(_ key: RowStatement, prepare: () throws -> OpaquePointer) rethrows -> OpaquePointer {
         if let s = statements[key] { return s }
-        let s = try db.cachedStatement(sql: sql).sqliteStatement
+        let s = try prepare()
         statements[key] = s
         return s
+    }
+
+    /// Forgets the statements of `layer`'s table (another column layout).
+    mutating func forget(layer: Int) {
+        statements = statements.filter { $0.key.layer != layer }
     }
 }
