@@ -63,3 +63,34 @@ import Testing
         _ = try BundleFixture.read(d.file("tail.bundle"))
     }
 }
+
+extension BundleEventLineTests {
+    /// The line's buffer is sized from its columns before it is written: a row of empty strings, NULL optional
+    /// columns, empty hashes and the longest integers (the fewest bytes that grow with the columns, the most that
+    /// do not) is written whole and exact.
+    @Test func theLeastRowFitsItsBuffer() throws {
+        let db = try DatabaseQueue()
+        try db.write { db in
+            try db.execute(sql: """
+                CREATE TABLE events (position INTEGER PRIMARY KEY, id BLOB, stream TEXT, stream_version INTEGER, type TEXT, payload TEXT,
+                    actor TEXT, device TEXT, session TEXT, cause TEXT, client_time TEXT, recorded_time TEXT, origin_log TEXT,
+                    origin_position INTEGER, origin_hash BLOB, hash BLOB)
+                """)
+            try db.execute(sql: "INSERT INTO events VALUES (?, ?, '', ?, '', '0', '', '', NULL, '', NULL, '', '', ?, NULL, ?)",
+                           arguments: [Int64.max, Data(count: 16), Int64.min, Int64.min, Data()])
+            var lines: [String] = []
+            try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events", arguments: []) { row in
+                var line: [UInt8] = []
+                try [UInt8]().withUnsafeBytes { try BundleEventLine.write(row, previous: $0, to: &line) }
+                lines.append(String(decoding: line, as: UTF8.self))
+                return true
+            }
+            let m = Int64.min
+            #expect(lines == ["""
+                {"actor":"","cause":"","clientTime":null,"device":"","hash":"","id":"00000000-0000-0000-0000-000000000000",\
+                "origin":{"hash":"","logId":"","position":\(m)},"payload":0,"position":\(Int64.max),"previousHash":"",\
+                "recordedTime":"","session":null,"stream":"","streamVersion":\(m),"type":""}
+                """])
+        }
+    }
+}
