@@ -100,31 +100,54 @@ enum BundleEventLine {
             count += b.count
         }
 
-        /// A JSON string of UTF-8 bytes, escaped as `JSONValue.writeString` escapes. The position is kept in a
-        /// local while the bytes go (a store through `base` could otherwise be taken to change `count`).
+        /// A JSON string of UTF-8 bytes, escaped as `JSONValue.writeString` escapes. Eight bytes at a time while
+        /// none of them needs an escape (a control character, `"` or `\`), then byte by byte through the table.
+        /// The position is kept in a local while the bytes go (a store through `base` could otherwise be taken to
+        /// change `count`).
         mutating func string(_ b: UnsafeRawBufferPointer) {
             let out = base
             var j = count
             out[j] = 0x22
             j += 1
-            BundleEventLine.escapes.withUnsafeBufferPointer { table in
-                for c in b {
-                    let e = table[Int(c)]
-                    if _fastPath(e == 0) {
-                        out[j] = c
-                        j += 1
-                    } else if e != UInt8(ascii: "u") {
-                        out[j] = 0x5C
-                        out[j + 1] = e
-                        j += 2
-                    } else {
-                        out[j] = 0x5C
-                        out[j + 1] = e
-                        out[j + 2] = 0x30
-                        out[j + 3] = 0x30
-                        out[j + 4] = BundleEventLine.digit(c >> 4)
-                        out[j + 5] = BundleEventLine.digit(c & 0xF)
-                        j += 6
+            if let source = b.baseAddress {
+                let n = b.count
+                var i = 0
+                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+                BundleEventLine.escapes.withUnsafeBufferPointer { table in
+                    while i < n {
+                        if i + 8 <= n {
+                            let v = source.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                            let quote = v ^ (ones &* 0x22), backslash = v ^ (ones &* 0x5C)
+                            // Whether any byte is below 0x20, or is zero after the xor (exact for "any").
+                            let below = (v &- ones &* 0x20) & ~v
+                            let isQuote = (quote &- ones) & ~quote
+                            let isBackslash = (backslash &- ones) & ~backslash
+                            if (below | isQuote | isBackslash) & highs == 0 {
+                                UnsafeMutableRawPointer(out + j).storeBytes(of: v, as: UInt64.self)
+                                i += 8
+                                j += 8
+                                continue
+                            }
+                        }
+                        let c = source.load(fromByteOffset: i, as: UInt8.self)
+                        i += 1
+                        let e = table[Int(c)]
+                        if e == 0 {
+                            out[j] = c
+                            j += 1
+                        } else if e != UInt8(ascii: "u") {
+                            out[j] = 0x5C
+                            out[j + 1] = e
+                            j += 2
+                        } else {
+                            out[j] = 0x5C
+                            out[j + 1] = e
+                            out[j + 2] = 0x30
+                            out[j + 3] = 0x30
+                            out[j + 4] = BundleEventLine.digit(c >> 4)
+                            out[j + 5] = BundleEventLine.digit(c & 0xF)
+                            j += 6
+                        }
                     }
                 }
             }
@@ -139,22 +162,36 @@ enum BundleEventLine {
         /// Lowercase hex in quotes.
         mutating func hex(_ b: UnsafeRawBufferPointer) {
             byte(0x22)
-            BundleEventLine.hexPairs.withUnsafeBufferPointer { pairs in
+            if let source = b.baseAddress {
                 let out = UnsafeMutableRawPointer(base + count)
-                for (i, x) in b.enumerated() { out.storeBytes(of: pairs[Int(x)].littleEndian, toByteOffset: 2 * i, as: UInt16.self) }
+                BundleEventLine.hexPairs.withUnsafeBufferPointer { pairs in
+                    for i in 0..<b.count {
+                        out.storeBytes(of: pairs[Int(source.load(fromByteOffset: i, as: UInt8.self))].littleEndian, toByteOffset: 2 * i, as: UInt16.self)
+                    }
+                }
+                count += 2 * b.count
             }
-            count += 2 * b.count
             byte(0x22)
         }
 
         /// A 16-byte id as a quoted UUID (8-4-4-4-12 lowercase hex digits).
         mutating func uuid(_ b: UnsafeRawBufferPointer) {
+            precondition(b.count == 16, "an event id is 16 bytes")
             byte(0x22)
-            for (i, x) in b.enumerated() {
-                if i == 4 || i == 6 || i == 8 || i == 10 { byte(UInt8(ascii: "-")) }
-                byte(BundleEventLine.digit(x >> 4))
-                byte(BundleEventLine.digit(x & 0xF))
+            let source = b.baseAddress!
+            let out = UnsafeMutableRawPointer(base + count)
+            BundleEventLine.hexPairs.withUnsafeBufferPointer { pairs in
+                var j = 0
+                for i in 0..<16 {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out.storeBytes(of: UInt8(ascii: "-"), toByteOffset: j, as: UInt8.self)
+                        j += 1
+                    }
+                    out.storeBytes(of: pairs[Int(source.load(fromByteOffset: i, as: UInt8.self))].littleEndian, toByteOffset: j, as: UInt16.self)
+                    j += 2
+                }
             }
+            count += 36
             byte(0x22)
         }
 
