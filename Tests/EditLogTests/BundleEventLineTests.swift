@@ -8,6 +8,15 @@ import Testing
 /// A bundle's event lines are written from the stored columns (`BundleEventLine`), not through `RecordedEvent.json`:
 /// byte for byte the same line, and an export refuses an event its chain does not vouch for.
 @Suite struct BundleEventLineTests {
+    /// An `events` table with the log's columns and no constraints, for rows no log would hold.
+    static func createEventsTable(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE events (position INTEGER PRIMARY KEY, id BLOB, stream TEXT, stream_version INTEGER, type TEXT, payload TEXT,
+                actor TEXT, device TEXT, session TEXT, cause TEXT, client_time TEXT, recorded_time TEXT, origin_log TEXT,
+                origin_position INTEGER, origin_hash BLOB, hash BLOB)
+            """)
+    }
+
     /// Random rows (strings with quotes, backslashes, newlines, control and non-ASCII characters; NULL optional
     /// columns; imported events with an origin hash; payloads of every JSON kind stored canonically): the line
     /// from the columns equals the canonical JSON of the decoded event plus `previousHash`.
@@ -18,11 +27,7 @@ import Testing
         func bytes(_ n: Int) -> Data { Data((0..<n).map { _ in UInt8(r.below(256)) }) }
         let db = try DatabaseQueue()
         try db.write { db in
-            try db.execute(sql: """
-                CREATE TABLE events (position INTEGER PRIMARY KEY, id BLOB, stream TEXT, stream_version INTEGER, type TEXT, payload TEXT,
-                    actor TEXT, device TEXT, session TEXT, cause TEXT, client_time TEXT, recorded_time TEXT, origin_log TEXT,
-                    origin_position INTEGER, origin_hash BLOB, hash BLOB)
-                """)
+            try Self.createEventsTable(db)
             for p in 1...600 {
                 let payload = gen.document(&r, depth: 0).0.serialized()
                 try db.execute(sql: "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", arguments: [
@@ -71,11 +76,7 @@ extension BundleEventLineTests {
     @Test func theLeastRowFitsItsBuffer() throws {
         let db = try DatabaseQueue()
         try db.write { db in
-            try db.execute(sql: """
-                CREATE TABLE events (position INTEGER PRIMARY KEY, id BLOB, stream TEXT, stream_version INTEGER, type TEXT, payload TEXT,
-                    actor TEXT, device TEXT, session TEXT, cause TEXT, client_time TEXT, recorded_time TEXT, origin_log TEXT,
-                    origin_position INTEGER, origin_hash BLOB, hash BLOB)
-                """)
+            try Self.createEventsTable(db)
             try db.execute(sql: "INSERT INTO events VALUES (?, ?, '', ?, '', '0', '', '', NULL, '', NULL, '', '', ?, NULL, ?)",
                            arguments: [Int64.max, Data(count: 16), Int64.min, Int64.min, Data()])
             var lines: [String] = []
