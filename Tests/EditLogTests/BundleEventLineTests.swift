@@ -95,28 +95,3 @@ extension BundleEventLineTests {
         }
     }
 }
-
-extension BundleEventLineTests {
-    /// Strings are escaped eight bytes at a time where none needs it: every byte value at every place of strings
-    /// of 1 to 24 bytes is escaped as `JSONValue.writeString` escapes it.
-    @Test func everyByteAtEveryPlaceIsEscapedAsTheJSONWriterDoes() {
-        var mismatches: [String] = []
-        for length in 1...24 {
-            for place in 0..<length {
-                for value in 0...255 {
-                    var bytes = [UInt8]((0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) })
-                    bytes[place] = UInt8(value)
-                    var expected: [UInt8] = []
-                    bytes.withUnsafeBufferPointer { JSONValue.writeString(utf8: $0, to: &expected) }
-                    let got = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 6 * length + 2) { buffer -> [UInt8] in
-                        var w = BundleEventLine.Writer(base: buffer.baseAddress!)
-                        bytes.withUnsafeBytes { w.string($0) }
-                        return Array(buffer[0..<w.count])
-                    }
-                    if got != expected { mismatches.append("length \(length), byte \(value) at \(place)") }
-                }
-            }
-        }
-        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
-    }
-}

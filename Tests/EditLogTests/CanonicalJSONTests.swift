@@ -33,3 +33,44 @@ import Testing
         }
     }
 }
+
+extension CanonicalJSONTests {
+    /// Strings are escaped eight bytes at a time where none needs it: every byte value at every place of strings
+    /// of 1 to 24 bytes is escaped as JSON requires (RFC 8259 §7, with the short escapes for `\n`, `\r`, `\t`),
+    /// written at a pointer and appended to an array alike.
+    @Test func everyByteAtEveryPlaceIsEscapedAsJSONRequires() {
+        func reference(_ bytes: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = [0x22]
+            for c in bytes {
+                switch c {
+                case 0x22: out += [0x5C, 0x22]
+                case 0x5C: out += [0x5C, 0x5C]
+                case 0x0A: out += Array("\\n".utf8)
+                case 0x0D: out += Array("\\r".utf8)
+                case 0x09: out += Array("\\t".utf8)
+                case 0..<0x20: out += Array(String(format: "\\u%04x", Int(c)).utf8)
+                default: out.append(c)
+                }
+            }
+            return out + [0x22]
+        }
+        var mismatches: [String] = []
+        for length in 1...24 {
+            for place in 0..<length {
+                for value in 0...255 {
+                    var bytes = [UInt8]((0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) })
+                    bytes[place] = UInt8(value)
+                    let expected = reference(bytes)
+                    let atPointer = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: JSONValue.maxStringBytes(utf8Count: length)) { buffer in
+                        let n = bytes.withUnsafeBytes { JSONValue.writeString(utf8: $0, into: buffer.baseAddress!) }
+                        return Array(buffer[0..<n])
+                    }
+                    var appended: [UInt8] = [0x2C]
+                    bytes.withUnsafeBufferPointer { JSONValue.writeString(utf8: $0, to: &appended) }
+                    if atPointer != expected || appended != [0x2C] + expected { mismatches.append("length \(length), byte \(value) at \(place)") }
+                }
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+    }
+}

@@ -93,28 +93,80 @@ extension JSONValue {
     /// A JSON string of UTF-8 bytes (valid UTF-8, as SQLite's text of a projection column is), escaped as
     /// `writeString(_:to:)` escapes a `String`.
     public static func writeString(utf8: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        // Runs of bytes that need no escaping are copied at once.
-        var start = 0
-        for (i, c) in utf8.enumerated() where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") {
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
-            escape(c, to: &out)
-            start = i + 1
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxStringBytes(utf8Count: utf8.count)) { buffer in
+            let n = writeString(utf8: UnsafeRawBufferPointer(utf8), into: buffer.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<n]))
         }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
-        out.append(UInt8(ascii: "\""))
     }
 
-    static func escape(_ c: UInt8, to out: inout [UInt8]) {
-        switch c {
-        case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-        case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-        case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-        case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-        case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-        default:
-            let hex: [UInt8] = Array("0123456789abcdef".utf8)
-            out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(c >> 4)], hex[Int(c & 0xF)]])
+    /// The most bytes `writeString(utf8:into:)` writes for `n` bytes of text: every byte as `\u00XX`, and the quotes.
+    @inlinable public static func maxStringBytes(utf8Count n: Int) -> Int { 6 * n + 2 }
+
+    /// Writes the JSON string of `utf8` (quotes included) at `out`, which has room for `maxStringBytes(utf8Count:)`;
+    /// returns the bytes written. `"`, `\`, `\n`, `\r` and `\t` get their short escapes, the other control characters
+    /// `\u00XX`; every other byte is copied. Eight bytes at a time while none of them needs an escape, then byte by
+    /// byte through a table (a branch per byte and an append per run cost a bundle export's producing thread 0.12G
+    /// instructions of its 1.91G outside SHA-256, callgrind of the quick export).
+    public static func writeString(utf8: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        var j = 0
+        out[j] = 0x22
+        j += 1
+        if let source = utf8.baseAddress {
+            let n = utf8.count
+            var i = 0
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            escapes.withUnsafeBufferPointer { table in
+                while i < n {
+                    if i + 8 <= n {
+                        let v = source.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                        let quote = v ^ (ones &* 0x22), backslash = v ^ (ones &* 0x5C)
+                        // Whether any byte is below 0x20, or is zero after the xor (exact for "any").
+                        let below = (v &- ones &* 0x20) & ~v
+                        let isQuote = (quote &- ones) & ~quote
+                        let isBackslash = (backslash &- ones) & ~backslash
+                        if (below | isQuote | isBackslash) & highs == 0 {
+                            UnsafeMutableRawPointer(out + j).storeBytes(of: v, as: UInt64.self)
+                            i += 8
+                            j += 8
+                            continue
+                        }
+                    }
+                    let c = source.load(fromByteOffset: i, as: UInt8.self)
+                    i += 1
+                    let e = table[Int(c)]
+                    if e == 0 {
+                        out[j] = c
+                        j += 1
+                    } else if e != UInt8(ascii: "u") {
+                        out[j] = 0x5C
+                        out[j + 1] = e
+                        j += 2
+                    } else {
+                        out[j] = 0x5C
+                        out[j + 1] = e
+                        out[j + 2] = 0x30
+                        out[j + 3] = 0x30
+                        Hex.write(c, to: out + j + 4)
+                        j += 6
+                    }
+                }
+            }
+        }
+        out[j] = 0x22
+        return j + 1
+    }
+
+    /// For each byte, 0 when a JSON string holds it as it is, else the character after the backslash of its escape
+    /// (`"`, `\`, `n`, `r`, `t`), or `u` for `\u00XX` (the other control characters).
+    static let escapes: [UInt8] = (0..<256).map { (b: Int) -> UInt8 in
+        switch b {
+        case 0x22: return 0x22
+        case 0x5C: return 0x5C
+        case 0x0A: return UInt8(ascii: "n")
+        case 0x0D: return UInt8(ascii: "r")
+        case 0x09: return UInt8(ascii: "t")
+        case 0..<0x20: return UInt8(ascii: "u")
+        default: return 0
         }
     }
 

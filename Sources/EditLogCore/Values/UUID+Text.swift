@@ -11,19 +11,25 @@ extension UUID {
     public var uppercasedString: String { text(uppercase: true) }
 
     func text(uppercase: Bool) -> String {
-        let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
-        return withUnsafeBytes(of: uuid) { raw in
+        withUnsafeBytes(of: uuid) { raw in
             String(unsafeUninitializedCapacity: 36) { out in
-                digits.withUTF8Buffer { hex in
-                    var o = 0
-                    for i in 0..<16 {
-                        if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                        let b = raw[i]
-                        out[o] = hex[Int(b >> 4)]; out[o + 1] = hex[Int(b & 0x0F)]
-                        o += 2
-                    }
-                }
+                Self.writeText(raw, uppercase: uppercase, to: out.baseAddress!)
                 return 36
+            }
+        }
+    }
+
+    /// Writes the 36-byte text of a UUID's 16 bytes (8-4-4-4-12 hex digits) at `out`.
+    public static func writeText(_ bytes: UnsafeRawBufferPointer, uppercase: Bool, to out: UnsafeMutablePointer<UInt8>) {
+        precondition(bytes.count == 16, "a UUID is 16 bytes")
+        let digits: StaticString = uppercase ? "0123456789ABCDEF" : "0123456789abcdef"
+        digits.withUTF8Buffer { hex in
+            var o = 0
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
+                let b = bytes[i]
+                out[o] = hex[Int(b >> 4)]; out[o + 1] = hex[Int(b & 0x0F)]
+                o += 2
             }
         }
     }
