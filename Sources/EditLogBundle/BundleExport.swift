@@ -135,6 +135,13 @@ public enum BundleExport {
     /// connection's own (16 MiB on a writing one) made 14 MB of the export's peak RSS; 2 MiB is SQLite's default.
     static let readCacheKiB = 2_048
 
+    /// Whether an event of `stream` goes in a bundle of `layers` (nil: every event); log streams (`$...`) always do.
+    static func keeps(stream: String, layers: Set<Int>?) -> Bool {
+        guard let layers else { return true }
+        if stream.hasPrefix("$") { return true }
+        return StreamName.parseFeature(stream).map { layers.contains($0.layer) } ?? false
+    }
+
     static func write(_ db: Database, store: EventStore, from: Int64, to path: String, options: BundleExportOptions,
                       progress: ((Int64, Int64) -> Void)?) throws -> (BundleManifest, Written, [String]) {
         let cache = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -readCacheKiB
@@ -150,78 +157,39 @@ public enum BundleExport {
         guard let schemaEvent = try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema]) else {
             throw EditLogError(.corrupt, "the log has no schema event", at: store.path)
         }
-        let keep: (String) -> Bool = { stream in
-            guard let layers = options.layers else { return true }
-            if stream.hasPrefix("$") { return true }
-            return StreamName.parseFeature(stream).map { layers.ids.contains($0.layer) } ?? false
-        }
+        let layers = options.layers?.ids
         // The hash of the event before `from + 1` (the genesis hash before position 1).
         var previous = from == 0 ? EventHash.genesis
             : try Data.fetchOne(db, sql: "SELECT hash FROM events WHERE position = ?", arguments: [from]).map { [UInt8]($0) } ?? EventHash.genesis
 
-        // Pass 1: what the manifest says, from the raw columns (only events that can reference a blob are decoded).
-        var count: Int64 = 0
-        var firstHash: [UInt8]?
-        var lastHash: [UInt8]?
-        var blobs: [String] = []
-        var seen = Set<String>()
-        let referencing = [EventType.attachmentStaged.rawValue, EventType.sessionCommitted.rawValue]
-        let range = "FROM events WHERE position > ? AND position <= ?"
-        if options.layers == nil {
-            // Every event of the range: positions are gap-free, so the count is the range's length (pass 2 checks it
-            // against the lines it writes) and only the ends' hashes are read; SQLite itself passes over the events
-            // that cannot reference a blob (only a payload that names a "sha256" can). Quick `bundle-export`: this
-            // pass took 46 ms when it stepped every event here, 32 ms so.
-            count = until - from
-            if count > 0 {
-                func hash(at p: Int64) throws -> [UInt8] {
-                    guard let h = try Data.fetchOne(db, sql: "SELECT hash FROM events WHERE position = ?", arguments: [p]) else {
-                        throw EditLogError(.corrupt, "no event (or a NULL hash) at a position within the log", at: "position \(p)")
-                    }
-                    return [UInt8](h)
-                }
-                firstHash = try hash(at: from + 1)
-                lastHash = try hash(at: until)
-            }
-            try EventReading.step(db, sql: "SELECT \(EventReading.columns) \(range) AND type IN (?, ?) AND instr(payload, '\"sha256\"') > 0 ORDER BY position",
-                                  arguments: [from, until, referencing[0], referencing[1]]) { row in
-                for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { blobs.append(sha) }
-                return true
-            }
-        } else {
-            try EventReading.step(db, sql: "SELECT \(EventReading.columns) \(range) ORDER BY position", arguments: [from, until]) { row in
-                let text: (EventHash.Column) -> String = { c in row.bytes(c).map { String(decoding: $0, as: UTF8.self) } ?? "" }
-                guard keep(text(.stream)) else { return true }
-                guard let hash = row.bytes(.hash).map({ [UInt8]($0) }) else {
-                    throw EditLogError(.corrupt, "hash is NULL", at: "position \(row.integer(.position))")
-                }
-                count += 1
-                if firstHash == nil { firstHash = hash }
-                lastHash = hash
-                if referencing.contains(text(.type)), let payload = row.bytes(.payload), Self.mentionsSHA256(payload) {
-                    for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { blobs.append(sha) }
-                }
-                return true
-            }
-        }
-        var present: [(String, Int64)] = []
-        var missing: [String] = []
-        for sha in blobs {
-            let size = try Hex.decode(sha).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"), arguments: [Data($0)]) }
-            if let size { present.append((sha, size)) } else { missing.append(sha) }
-        }
+        // Pass 1 (what the manifest says) runs beside pass 2 (the events), and the manifest goes in last.
+        let scan = ExportScan(store: store, from: from, until: until, layers: layers)
+        defer { scan.join() }
         let now = store.clock.now()
-        let manifest = BundleManifest(
-            originLogId: store.logId, schemaFingerprint: SchemaFingerprint.of(schemaPayload: schemaEvent.payload), fromPosition: from,
-            toPosition: until, eventCount: count, firstEventHash: firstHash.map(Hex.encode), lastEventHash: lastHash.map(Hex.encode),
-            blobCount: Int64(present.count), blobBytes: present.reduce(0) { $0 + $1.1 },
-            creator: "editlog \(EditLogVersion.current)" + (options.user.map { " (user \($0))" } ?? ""),
-            createdAt: Timestamp.format(milliseconds: now), since: options.since.description, layers: options.layers?.names)
+        var found: (manifest: BundleManifest, count: Int64, present: [(String, Int64)], missing: [String])?
+        let makeHead = { (wait: Bool) throws(EditLogError) -> (manifest: [UInt8], schema: [UInt8])? in
+            guard let pass = try scan.result(wait: wait) else { return nil }
+            var present: [(String, Int64)] = []
+            var missing: [String] = []
+            do {
+                for sha in pass.blobs {
+                    let size = try Hex.decode(sha).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"), arguments: [Data($0)]) }
+                    if let size { present.append((sha, size)) } else { missing.append(sha) }
+                }
+            } catch { throw EditLogError.wrapping(error, at: store.path) }
+            let manifest = BundleManifest(
+                originLogId: store.logId, schemaFingerprint: SchemaFingerprint.of(schemaPayload: schemaEvent.payload), fromPosition: from,
+                toPosition: until, eventCount: pass.count, firstEventHash: pass.firstHash.map(Hex.encode), lastEventHash: pass.lastHash.map(Hex.encode),
+                blobCount: Int64(present.count), blobBytes: present.reduce(0) { $0 + $1.1 },
+                creator: "editlog \(EditLogVersion.current)" + (options.user.map { " (user \($0))" } ?? ""),
+                createdAt: Timestamp.format(milliseconds: now), since: options.since.description, layers: options.layers?.names)
+            found = (manifest, pass.count, present, missing)
+            return (manifest.json.serializedBytes() + [0x0A], schemaEvent.payload.serializedBytes())
+        }
 
         // Pass 2: the bundle.
-        let writer = try BundleWriter(path: path, mtime: now / 1000, blockSize: options.blockSize)
-        try writer.add(BundleLayout.manifest, manifest.json.serializedBytes() + [0x0A])
-        try writer.add(BundleLayout.schema, schemaEvent.payload.serializedBytes())
+        let writer = try BundleWriter(path: path, mtime: now / 1000, blockSize: options.blockSize, head: makeHead)
+        let range = "FROM events WHERE position > ? AND position <= ?"
         var done: Int64 = 0
         var lines: Int64 = 0
         let total = until - from
@@ -241,7 +209,7 @@ public enum BundleExport {
             }
             done += 1
             if done % 1024 == 0 { progress?(done, total) }
-            if options.layers == nil || keep(row.bytes(.stream).map { String(decoding: $0, as: UTF8.self) } ?? "") {
+            if layers == nil || keeps(stream: row.bytes(.stream).map { String(decoding: $0, as: UTF8.self) } ?? "", layers: layers) {
                 line.removeAll(keepingCapacity: true)
                 try previous.withUnsafeBytes { p in try BundleEventLine.write(row, previous: p, to: &line) }
                 try writer.addEventLine(line)
@@ -251,6 +219,9 @@ public enum BundleExport {
             previous.append(contentsOf: hash)
             return true
         }
+        try writer.fillHead()
+        guard let found else { preconditionFailure("the bundle's head is filled") }
+        let (manifest, count, present, missing) = found
         guard lines == count else {
             throw EditLogError(.corrupt, "the manifest counted \(count) events from position \(from + 1) to \(until) but \(lines) were written: positions are missing (run editlog verify)",
                                at: store.path)

@@ -22,17 +22,44 @@ public enum BundleLayout {
 
 /// Writes a bundle: tar entries in gzip members, event lines cut into chunks, and at the end SHA256SUMS
 /// (and its signature). Nothing is held whole but one event chunk and one batch of gzip blocks.
+///
+/// The manifest and the schema (the first two entries) can be given later than the entries after them (`head`):
+/// they then make the first gzip member alone, and the rest is cut into blocks from the third entry on, so nothing
+/// after them depends on their size.
 final class BundleWriter {
+    /// The manifest's bytes (its newline included) and the schema's, when they are ready (always when asked to
+    /// wait), nil while they are not.
+    typealias Head = (_ wait: Bool) throws(EditLogError) -> (manifest: [UInt8], schema: [UInt8])?
+
     let file: OutputFile
     let gzip: ParallelGzipWriter
     let tar: TarWriter
     private var chunk: [UInt8] = []
     private var chunks = 0
+    /// The manifest's and schema's entries for SHA256SUMS, once a `head` gave them.
+    private let headEntries = HeadEntries()
 
-    init(path: String, mtime: Int64, blockSize: Int = ParallelGzipWriter.defaultBlockSize) throws(EditLogError) {
+    init(path: String, mtime: Int64, blockSize: Int = ParallelGzipWriter.defaultBlockSize, head: Head? = nil) throws(EditLogError) {
         file = try OutputFile(path: path)
-        gzip = ParallelGzipWriter(output: file, blockSize: blockSize)
+        let entries = headEntries
+        let gzipHead = head.map { BundleWriter.tarHead($0, mtime: mtime, entries: entries) }
+        gzip = ParallelGzipWriter(output: file, blockSize: blockSize, head: gzipHead)
         tar = TarWriter(sink: gzip, mtime: mtime)
+    }
+
+    /// The head as the gzip writer takes it: the two entries' tar bytes (their SHA-256s kept in `entries`).
+    private static func tarHead(_ head: @escaping Head, mtime: Int64, entries: HeadEntries) -> ParallelGzipWriter.Head {
+        return { (wait: Bool) throws(EditLogError) -> [UInt8]? in
+            guard let parts = try head(wait) else { return nil }
+            entries.entries = [(BundleLayout.manifest, EventHash.sha256(parts.manifest)), (BundleLayout.schema, EventHash.sha256(parts.schema))]
+            return Ustar.entry(name: BundleLayout.manifest, data: parts.manifest, mtime: mtime)
+                + Ustar.entry(name: BundleLayout.schema, data: parts.schema, mtime: mtime)
+        }
+    }
+
+    /// Fills the head given at `init` (waiting for it) and deflates it. Nothing without one.
+    func fillHead() throws(EditLogError) {
+        try gzip.fillHead()
     }
 
     /// One whole entry; `sha256`, when the caller has it, must be the data's (SHA256SUMS lists it).
@@ -58,8 +85,9 @@ final class BundleWriter {
     /// Writes SHA256SUMS (and its signature with `signingKey`), ends the archive, syncs. Returns the file's SHA-256.
     func finish(signingKey: [UInt8]?) throws(EditLogError) -> [UInt8] {
         try flushEvents()
+        try fillHead()
         var sums: [UInt8] = []
-        for e in tar.entries { sums.append(contentsOf: Array("\(Hex.encode(e.sha256))  \(e.name)\n".utf8)) }
+        for e in headEntries.entries + tar.entries { sums.append(contentsOf: Array("\(Hex.encode(e.sha256))  \(e.name)\n".utf8)) }
         let signature = try signingKey.map { (k: [UInt8]) throws(EditLogError) -> [UInt8] in try BundleSignature.sign(sums, privateKey: k) }
         try tar.add(BundleLayout.sums, sums)
         if let signature { try tar.add(BundleLayout.signature, signature) }
@@ -67,4 +95,9 @@ final class BundleWriter {
         try gzip.finish()
         return try file.finish()
     }
+}
+
+/// The head's entries, set by the gzip writer's head source (which the writer owns, so it cannot hold the writer).
+private final class HeadEntries {
+    var entries: [(name: String, sha256: [UInt8])] = []
 }

@@ -1,3 +1,4 @@
+import CZlib
 @testable import EditLogBundle
 import EditLogCore
 import Foundation
@@ -60,5 +61,91 @@ import Testing
         _ = try file.finish()
         #expect(gz.uncompressedBytes == Int64(all.count))
         #expect(try Self.gunzip([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), in: d) == all)
+    }
+
+    /// Each gzip member's uncompressed size, in file order (zlib reading the file member by member).
+    static func memberSizes(_ bytes: [UInt8]) -> [Int] {
+        var sizes: [Int] = []
+        var offset = 0
+        var out = [UInt8](repeating: 0, count: 1 << 16)
+        while offset < bytes.count {
+            var stream = z_stream()
+            precondition(czlib_inflate_init_gzip(&stream) == Z_OK)
+            defer { inflateEnd(&stream) }
+            var size = 0
+            var rc = Z_OK
+            bytes.withUnsafeBufferPointer { input in
+                stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress! + offset)
+                stream.avail_in = uInt(input.count - offset)
+                while rc == Z_OK {
+                    out.withUnsafeMutableBufferPointer { o in
+                        stream.next_out = o.baseAddress
+                        stream.avail_out = uInt(o.count)
+                        rc = inflate(&stream, Z_NO_FLUSH)
+                        size += o.count - Int(stream.avail_out)
+                    }
+                }
+            }
+            guard rc == Z_STREAM_END else { return sizes + [-1] }  // not a whole member: the caller's expectation fails
+            offset += Int(stream.total_in)
+            sizes.append(size)
+        }
+        return sizes
+    }
+
+    /// What a head source was asked, in order.
+    final class Asked: @unchecked Sendable {
+        var waits: [Bool] = []
+    }
+
+    @Test func aFirstMemberLeftForLaterIsWrittenFirstAndTheBacklogWaitsForIt() throws {
+        let d = TempDir()
+        let path = d.file("head.gz")
+        let file = try OutputFile(path: path)
+        let head = Self.text(3_000, seed: 7)
+        let asked = Asked()
+        // Not ready until the writer must wait for it.
+        let gz = ParallelGzipWriter(output: file, blockSize: 512, workers: 2, head: { wait in
+            asked.waits.append(wait)
+            return wait ? head : nil
+        })
+        let blocks = ParallelGzipWriter.headBacklog * 3
+        var body: [UInt8] = []
+        for i in 0..<blocks {
+            let piece = Self.text(512, seed: UInt64(2_000 + i))
+            body += piece
+            try gz.write(piece)
+        }
+        try gz.finish()
+        _ = try file.finish()
+        // Asked at each block until the backlog was full, then waited for once.
+        #expect(asked.waits == Array(repeating: false, count: ParallelGzipWriter.headBacklog) + [true])
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(Self.memberSizes(bytes) == [head.count] + Array(repeating: 512, count: blocks))
+        #expect(try Self.gunzip(bytes, in: d) == head + body)
+        #expect(gz.uncompressedBytes == Int64(head.count + body.count))
+    }
+
+    @Test func aHeadThatIsReadyEarlyIsTakenAtTheNextBlockAndAnUnaskedOneAtTheFinish() throws {
+        let d = TempDir()
+        for readyAfter in [0, 3, Int.max] {
+            let path = d.file("head-\(readyAfter).gz")
+            let file = try OutputFile(path: path)
+            let head = Self.text(700, seed: 8)
+            let asked = Asked()
+            let gz = ParallelGzipWriter(output: file, blockSize: 512, workers: 2, head: { wait in
+                asked.waits.append(wait)
+                return wait || asked.waits.count > readyAfter ? head : nil
+            })
+            let body = Self.text(512 * 10 + 100, seed: 9)
+            try gz.write(body)
+            try gz.finish()
+            _ = try file.finish()
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            // Filled once: never asked again after it gave its bytes.
+            #expect(asked.waits.filter { $0 }.count <= 1 && asked.waits.count == min(readyAfter, 10) + 1, "ready after \(readyAfter): \(asked.waits)")
+            #expect(Self.memberSizes(bytes) == [700] + Array(repeating: 512, count: 10) + [100], "ready after \(readyAfter)")
+            #expect(try Self.gunzip(bytes, in: d) == head + body)
+        }
     }
 }

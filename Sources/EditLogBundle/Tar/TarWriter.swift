@@ -39,6 +39,12 @@ enum Ustar {
     }
 
     static func padding(for size: Int64) -> Int { Int((Int64(block) - size % Int64(block)) % Int64(block)) }
+
+    /// One whole entry's bytes: header, data, padding (for entries written apart from a `TarWriter`).
+    static func entry(name: String, data: [UInt8], mtime: Int64) -> [UInt8] {
+        precondition(name.utf8.count < 100, "tar entry names stay under 100 bytes")
+        return header(name: name, size: Int64(data.count), mtime: mtime) + data + [UInt8](repeating: 0, count: padding(for: Int64(data.count)))
+    }
 }
 
 /// Writes tar entries into a gzip writer, keeping each entry's SHA-256 for `SHA256SUMS`.
