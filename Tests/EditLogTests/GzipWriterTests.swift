@@ -98,52 +98,47 @@ import Testing
         var waits: [Bool] = []
     }
 
-    @Test func aFirstMemberLeftForLaterIsWrittenFirstAndTheBacklogWaitsForIt() throws {
-        let d = TempDir()
-        let path = d.file("head.gz")
+    /// Writes `pieces` through a writer of 512-byte blocks whose first member is left for later: its source gives
+    /// `head` when `ready` says so after a call (the number of calls so far), and always when the writer must wait.
+    /// The file's bytes, what the source was asked (wait or not, in order) and the uncompressed bytes counted.
+    static func writeWithHead(_ head: [UInt8], _ pieces: [[UInt8]], in d: TempDir, ready: @escaping @Sendable (Int) -> Bool) throws
+        -> (bytes: [UInt8], waits: [Bool], uncompressed: Int64) {
+        let path = d.file("head-\(UUID().uuidString).gz")
         let file = try OutputFile(path: path)
-        let head = Self.text(3_000, seed: 7)
         let asked = Asked()
-        // Not ready until the writer must wait for it.
         let gz = ParallelGzipWriter(output: file, blockSize: 512, workers: 2, head: { wait in
             asked.waits.append(wait)
-            return wait ? head : nil
+            return wait || ready(asked.waits.count) ? head : nil
         })
-        let blocks = ParallelGzipWriter.headBacklog * 3
-        var body: [UInt8] = []
-        for i in 0..<blocks {
-            let piece = Self.text(512, seed: UInt64(2_000 + i))
-            body += piece
-            try gz.write(piece)
-        }
+        for piece in pieces { try gz.write(piece) }
         try gz.finish()
         _ = try file.finish()
+        return ([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), asked.waits, gz.uncompressedBytes)
+    }
+
+    @Test func aFirstMemberLeftForLaterIsWrittenFirstAndTheBacklogWaitsForIt() throws {
+        let d = TempDir()
+        let head = Self.text(3_000, seed: 7)
+        let blocks = ParallelGzipWriter.headBacklog * 3
+        let pieces = (0..<blocks).map { Self.text(512, seed: UInt64(2_000 + $0)) }
+        // Not ready until the writer must wait for it.
+        let (bytes, waits, uncompressed) = try Self.writeWithHead(head, pieces, in: d) { _ in false }
         // Asked at each block until the backlog was full, then waited for once.
-        #expect(asked.waits == Array(repeating: false, count: ParallelGzipWriter.headBacklog) + [true])
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(waits == Array(repeating: false, count: ParallelGzipWriter.headBacklog) + [true])
         #expect(Self.memberSizes(bytes) == [head.count] + Array(repeating: 512, count: blocks))
+        let body = pieces.flatMap { $0 }
         #expect(try Self.gunzip(bytes, in: d) == head + body)
-        #expect(gz.uncompressedBytes == Int64(head.count + body.count))
+        #expect(uncompressed == Int64(head.count + body.count))
     }
 
     @Test func aHeadThatIsReadyEarlyIsTakenAtTheNextBlockAndAnUnaskedOneAtTheFinish() throws {
         let d = TempDir()
+        let head = Self.text(700, seed: 8)
+        let body = Self.text(512 * 10 + 100, seed: 9)
         for readyAfter in [0, 3, Int.max] {
-            let path = d.file("head-\(readyAfter).gz")
-            let file = try OutputFile(path: path)
-            let head = Self.text(700, seed: 8)
-            let asked = Asked()
-            let gz = ParallelGzipWriter(output: file, blockSize: 512, workers: 2, head: { wait in
-                asked.waits.append(wait)
-                return wait || asked.waits.count > readyAfter ? head : nil
-            })
-            let body = Self.text(512 * 10 + 100, seed: 9)
-            try gz.write(body)
-            try gz.finish()
-            _ = try file.finish()
-            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            let (bytes, waits, _) = try Self.writeWithHead(head, [body], in: d) { $0 > readyAfter }
             // Filled once: never asked again after it gave its bytes.
-            #expect(asked.waits.filter { $0 }.count <= 1 && asked.waits.count == min(readyAfter, 10) + 1, "ready after \(readyAfter): \(asked.waits)")
+            #expect(waits.filter { $0 }.count <= 1 && waits.count == min(readyAfter, 10) + 1, "ready after \(readyAfter): \(waits)")
             #expect(Self.memberSizes(bytes) == [700] + Array(repeating: 512, count: 10) + [100], "ready after \(readyAfter)")
             #expect(try Self.gunzip(bytes, in: d) == head + body)
         }
