@@ -79,53 +79,115 @@ public struct PopupInfo: Sendable, Hashable {
 
 /// A layer or table. Field lookups are case-insensitive (as ArcGIS's are) and go through an index built
 /// once, so the hot paths (validation, projections) never scan or fold strings per call.
+///
+/// Its values live in one shared, copy-on-write box: a copy (the schema hands out one per lookup, the projector and
+/// the import take one per event) is one reference count, not one per field, array and index (about twenty).
 public struct LayerSchema: Sendable, Hashable {
-    public var id: Int
-    public var name: String
-    public var isTable: Bool
-    public var geometryType: String?
-    public var objectIdField: String? { didSet { reindex() } }
-    public var globalIdField: String? { didSet { reindex() } }
-    public var displayField: String?
-    public var hasAttachments: Bool
-    public var capabilities: Capabilities
-    public var editFieldsInfo: EditFieldsInfo? { didSet { reindex() } }
-    public var fields: [FieldSchema] { didSet { reindex() } }
-    public var relationships: [RelationshipSchema]
+    /// The stored values. Never changed while shared: every setter makes its copy unique first (`unique()`).
+    final class Storage: @unchecked Sendable {
+        var id: Int
+        var name: String
+        var isTable: Bool
+        var geometryType: String?
+        var objectIdField: String?
+        var globalIdField: String?
+        var displayField: String?
+        var hasAttachments: Bool
+        var capabilities: Capabilities
+        var editFieldsInfo: EditFieldsInfo?
+        var fields: [FieldSchema]
+        var relationships: [RelationshipSchema]
+        var popup: PopupInfo?
+        var attributeFields: [FieldSchema] = []
+        var exact: [String: Int] = [:]
+        var folded: [String: Int] = [:]
+        var editorTracking: Set<String> = []
+
+        init(id: Int, name: String, isTable: Bool, geometryType: String?, objectIdField: String?, globalIdField: String?,
+             displayField: String?, hasAttachments: Bool, capabilities: Capabilities, editFieldsInfo: EditFieldsInfo?,
+             fields: [FieldSchema], relationships: [RelationshipSchema], popup: PopupInfo?) {
+            self.id = id; self.name = name; self.isTable = isTable; self.geometryType = geometryType
+            self.objectIdField = objectIdField; self.globalIdField = globalIdField; self.displayField = displayField
+            self.hasAttachments = hasAttachments; self.capabilities = capabilities; self.editFieldsInfo = editFieldsInfo
+            self.fields = fields; self.relationships = relationships; self.popup = popup
+        }
+
+        func copy() -> Storage {
+            let c = Storage(id: id, name: name, isTable: isTable, geometryType: geometryType, objectIdField: objectIdField,
+                            globalIdField: globalIdField, displayField: displayField, hasAttachments: hasAttachments,
+                            capabilities: capabilities, editFieldsInfo: editFieldsInfo, fields: fields, relationships: relationships, popup: popup)
+            (c.attributeFields, c.exact, c.folded, c.editorTracking) = (attributeFields, exact, folded, editorTracking)
+            return c
+        }
+    }
+    private var storage: Storage
+
+    public var id: Int { get { storage.id } set { unique(); storage.id = newValue } }
+    public var name: String { get { storage.name } set { unique(); storage.name = newValue } }
+    public var isTable: Bool { get { storage.isTable } set { unique(); storage.isTable = newValue } }
+    public var geometryType: String? { get { storage.geometryType } set { unique(); storage.geometryType = newValue } }
+    public var objectIdField: String? { get { storage.objectIdField } set { unique(); storage.objectIdField = newValue; reindex() } }
+    public var globalIdField: String? { get { storage.globalIdField } set { unique(); storage.globalIdField = newValue; reindex() } }
+    public var displayField: String? { get { storage.displayField } set { unique(); storage.displayField = newValue } }
+    public var hasAttachments: Bool { get { storage.hasAttachments } set { unique(); storage.hasAttachments = newValue } }
+    public var capabilities: Capabilities { get { storage.capabilities } set { unique(); storage.capabilities = newValue } }
+    public var editFieldsInfo: EditFieldsInfo? { get { storage.editFieldsInfo } set { unique(); storage.editFieldsInfo = newValue; reindex() } }
+    public var fields: [FieldSchema] { get { storage.fields } set { unique(); storage.fields = newValue; reindex() } }
+    public var relationships: [RelationshipSchema] { get { storage.relationships } set { unique(); storage.relationships = newValue } }
     /// The web map's pop-up; nil when the layer has none (then it cannot be edited).
-    public var popup: PopupInfo?
+    public var popup: PopupInfo? { get { storage.popup } set { unique(); storage.popup = newValue } }
 
     /// Fields kept in projection columns: everything but the ObjectID, the GlobalID and geometry.
-    public private(set) var attributeFields: [FieldSchema] = []
-    private var exact: [String: Int] = [:]
-    private var folded: [String: Int] = [:]
-    private var editorTracking: Set<String> = []
+    public var attributeFields: [FieldSchema] { storage.attributeFields }
 
     public init(id: Int, name: String, isTable: Bool, geometryType: String?, objectIdField: String?, globalIdField: String?,
                 displayField: String?, hasAttachments: Bool, capabilities: Capabilities, editFieldsInfo: EditFieldsInfo?,
                 fields: [FieldSchema], relationships: [RelationshipSchema], popup: PopupInfo?) {
-        self.id = id; self.name = name; self.isTable = isTable; self.geometryType = geometryType
-        self.objectIdField = objectIdField; self.globalIdField = globalIdField; self.displayField = displayField
-        self.hasAttachments = hasAttachments; self.capabilities = capabilities; self.editFieldsInfo = editFieldsInfo
-        self.fields = fields; self.relationships = relationships; self.popup = popup
+        storage = Storage(id: id, name: name, isTable: isTable, geometryType: geometryType, objectIdField: objectIdField,
+                          globalIdField: globalIdField, displayField: displayField, hasAttachments: hasAttachments,
+                          capabilities: capabilities, editFieldsInfo: editFieldsInfo, fields: fields, relationships: relationships, popup: popup)
         reindex()
     }
 
-    private mutating func reindex() {
-        exact = [:]; folded = [:]
-        for (i, f) in fields.enumerated() {
+    /// Makes the storage this value's own before a change (copy-on-write).
+    private mutating func unique() {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+    }
+
+    /// Builds the indexes from the fields (the storage is unique: `init` or a setter made it so).
+    private func reindex() {
+        var exact: [String: Int] = [:], folded: [String: Int] = [:]
+        for (i, f) in storage.fields.enumerated() {
             if exact[f.name] == nil { exact[f.name] = i }
             if folded[f.name.lowercased()] == nil { folded[f.name.lowercased()] = i }
         }
-        let oid = objectIdField?.lowercased(), gid = globalIdField?.lowercased()
-        attributeFields = fields.filter { f in
+        let oid = storage.objectIdField?.lowercased(), gid = storage.globalIdField?.lowercased()
+        storage.attributeFields = storage.fields.filter { f in
             f.type != .oid && f.type != .globalID && f.type != .geometry && f.name.lowercased() != oid && f.name.lowercased() != gid
         }
-        editorTracking = Set((editFieldsInfo?.all ?? []).map { $0.lowercased() })
+        (storage.exact, storage.folded) = (exact, folded)
+        storage.editorTracking = Set((storage.editFieldsInfo?.all ?? []).map { $0.lowercased() })
+    }
+
+    /// Equal when every value is (the indexes follow from them).
+    public static func == (a: LayerSchema, b: LayerSchema) -> Bool {
+        if a.storage === b.storage { return true }
+        let x = a.storage, y = b.storage
+        return x.id == y.id && x.name == y.name && x.isTable == y.isTable && x.geometryType == y.geometryType
+            && x.objectIdField == y.objectIdField && x.globalIdField == y.globalIdField && x.displayField == y.displayField
+            && x.hasAttachments == y.hasAttachments && x.capabilities == y.capabilities && x.editFieldsInfo == y.editFieldsInfo
+            && x.fields == y.fields && x.relationships == y.relationships && x.popup == y.popup
+    }
+
+    public func hash(into h: inout Hasher) {
+        let x = storage
+        h.combine(x.id); h.combine(x.name); h.combine(x.isTable); h.combine(x.geometryType); h.combine(x.objectIdField)
+        h.combine(x.globalIdField); h.combine(x.displayField); h.combine(x.hasAttachments); h.combine(x.capabilities)
+        h.combine(x.editFieldsInfo); h.combine(x.fields); h.combine(x.relationships); h.combine(x.popup)
     }
 
     public func field(_ name: String) -> FieldSchema? {
-        if let i = exact[name] ?? folded[name.lowercased()] { return fields[i] }
+        if let i = storage.exact[name] ?? storage.folded[name.lowercased()] { return storage.fields[i] }
         return nil
     }
 
@@ -137,12 +199,13 @@ public struct LayerSchema: Sendable, Hashable {
     }
 
     public func relationship(_ ref: String) -> RelationshipSchema? {
+        let relationships = storage.relationships
         if let id = Int(ref), let r = relationships.first(where: { $0.id == id }) { return r }
         let key = ref.lowercased()
         return relationships.first { !$0.name.isEmpty && $0.name.lowercased() == key }
     }
 
     public func isEditorTrackingField(_ name: String) -> Bool {
-        !editorTracking.isEmpty && editorTracking.contains(name.lowercased())
+        !storage.editorTracking.isEmpty && storage.editorTracking.contains(name.lowercased())
     }
 }
