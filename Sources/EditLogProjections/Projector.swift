@@ -101,11 +101,12 @@ public final class Projector {
                 throw error.at("position \(e.position)")
             }
             _ = try p.layer(in: schema)
-            if pendingSessions[session] != nil || openSessions[session] != nil {
+            // `index(forKey:)`: a subscript compared with nil copies the whole value out first.
+            if pendingSessions.index(forKey: session) != nil || openSessions.index(forKey: session) != nil {
                 throw p.corrupt("opens session \(session) a second time")
             }
             openSessions[session] = st
-            pendingSessions[session] = PendingSession(inserted: true, startedPosition: st.startedPosition, state: nil, openedBy: e.actor,
+            pendingSessions[session] = PendingSession(inserted: true, startedPosition: st.startedPosition, row: nil, openedBy: e.actor,
                                                       startedTime: e.clientTime ?? e.recordedTime)
             sessionRowsStale = true
         case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
@@ -157,8 +158,9 @@ public final class Projector {
         if let cached = openSessions.removeValue(forKey: session) {
             st = cached
             wasOpen = true
-        } else if let pending = pendingSessions[session]?.state {
-            st = pending
+        } else if let i = pendingSessions.index(forKey: session), let pending = pendingSessions.values[i].row {
+            // Ended, not yet written (a resumed session): its state as the row would give it.
+            st = try ProjectedState.decodeSession(state: pending.state, startedPosition: pendingSessions.values[i].startedPosition, id: session)
         } else {
             guard let row = try exclusive({ try Row.fetchOne(db.cachedStatement(sql: "SELECT state, started_position FROM p_sessions WHERE id = ?"), arguments: [session]) }) else {
                 throw e.fields.corrupt("names session \(session), which no SessionStarted event opened")
@@ -171,12 +173,17 @@ public final class Projector {
         }
         let ended = st.status != .open
         if ended || type == .sessionResumed { sessionRowsStale = true }
-        if pendingSessions[session] != nil {
+        if let i = pendingSessions.index(forKey: session) {
             // An open session's pending row takes its state from `openSessions` when it is written.
-            pendingSessions[session]!.state = ended ? st : nil
-            if ended { pendingSessions[session]!.endedPosition = e.position; pendingSessions[session]!.endedTime = e.clientTime ?? e.recordedTime }
+            if ended {
+                pendingSessions.values[i].row = SessionRow(st)
+                pendingSessions.values[i].endedPosition = e.position
+                pendingSessions.values[i].endedTime = e.clientTime ?? e.recordedTime
+            } else if pendingSessions.values[i].row != nil {
+                pendingSessions.values[i].row = nil  // resumed: open again
+            }
         } else {
-            pendingSessions[session] = PendingSession(inserted: false, startedPosition: st.startedPosition, state: ended ? st : nil, openedBy: "",
+            pendingSessions[session] = PendingSession(inserted: false, startedPosition: st.startedPosition, row: ended ? SessionRow(st) : nil, openedBy: "",
                                                       startedTime: "", endedPosition: ended ? e.position : nil,
                                                       endedTime: ended ? e.clientTime ?? e.recordedTime : nil)
         }
@@ -203,7 +210,7 @@ public final class Projector {
 
     func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: Bool = false) throws {
         let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
-        if pendingFeatures[g]?.inserted == true { throw e.fields.corrupt("creates feature \(g) a second time") }
+        if let i = pendingFeatures.index(forKey: g), pendingFeatures.values[i].inserted { throw e.fields.corrupt("creates feature \(g) a second time") }
         let tracked = tracking ? layer.editorTrackingValues(of: e, create: true) : [:]
         try fold(layer, globalId: g, insertAt: e.position) { c, row in
             // Each field's value is the tracked one, else the given one, else NULL: every attribute column NULL, then
