@@ -20,7 +20,7 @@ let package = Package(
         // Pure core: schema, values, events, validation, the edit-session state machine. No I/O.
         .target(name: "EditLogCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The append-only event store on SQLite.
-        .target(name: "EditLogStore", dependencies: ["EditLogCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
+        .target(name: "EditLogStore", dependencies: ["EditLogCore", "CSQLiteConfig", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Feature tables rebuilt from events.
         .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Replay and audit: log, history, sessions, verify.
@@ -31,6 +31,8 @@ let package = Package(
         .target(name: "EditLogMerge", dependencies: ["EditLogCore"]),
         // Importing events of another log: merge decisions, conflicts, derived values again (bundles and sync).
         .target(name: "EditLogImport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The system SQLite's process-wide threading mode (sqlite3_config is variadic: a C wrapper).
+        .systemLibrary(name: "CSQLiteConfig", path: "Sources/CSQLiteConfig", providers: [.apt(["libsqlite3-dev"])]),
         // The system zlib (gzip members for change bundles).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // Change bundles: a tar stream in independent gzip members (export, read, verify, inspect, signatures).

@@ -39,6 +39,7 @@ public struct CheckpointStore: Sendable {
     }
 
     static func openFile(_ path: String, readonly: Bool) throws -> DatabaseQueue {
+        _ = SQLiteSetup.applied
         var config = Configuration()
         config.readonly = readonly
         return try DatabaseQueue(path: path, configuration: config)

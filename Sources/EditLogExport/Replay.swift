@@ -71,6 +71,7 @@ public enum Replay {
     /// A scratch SQLite file for a replay's state (derived data, removed or renamed afterwards): no journal, no
     /// fsync, a 16 MiB page cache. The state lives on disk so a replay's memory does not grow with the dataset.
     public static func openScratch(_ path: String) throws -> DatabaseQueue {
+        _ = SQLiteSetup.applied
         var config = Configuration()
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384")

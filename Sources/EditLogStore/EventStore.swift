@@ -19,6 +19,7 @@ public final class EventStore: Sendable {
     /// WAL is set once when the file is created (it persists in the file). Opening never asks for it again:
     /// GRDB makes WAL stick with a throwaway CREATE/DROP TABLE, which would change the file on every open.
     static func configuration(readonly: Bool, create: Bool = false) -> Configuration {
+        _ = SQLiteSetup.applied
         var config = Configuration()
         config.journalMode = create ? .wal : .default
         config.busyMode = .timeout(60)
