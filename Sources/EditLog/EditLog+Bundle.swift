@@ -122,9 +122,10 @@ extension EditLog {
                     // The item is taken apart (moved, not copied) and put together again to be given back: freed by the
                     // reading thread, which allocated it.
                     switch consume item {
-                    case .event(let e, let payload, let location, let guess):
+                    case .event(var e, let payload, let location, let guess):
                         let held: Bool
-                        do { held = try event(e, payload, guess) } catch { throw EditLogError.wrapping(error, at: "\(path): \(location)") }
+                        // Imported in place: `e` comes back as this log recorded it, and is given back as such.
+                        do { held = try event(&e, payload, guess) } catch { throw EditLogError.wrapping(error, at: "\(path): \(location)") }
                         if !held { readAhead.stopGuessing() }
                         done += 1
                         if done % 1024 == 0 { progress?(done, total) }

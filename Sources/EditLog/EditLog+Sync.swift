@@ -106,7 +106,7 @@ extension EditLog {
         try importEvents(policy: policy, actor: actor, device: device, source: source,
                          withPayloads: { event, blob in
                              try withoutActuallyEscaping(event) { event in
-                                 try withoutActuallyEscaping(blob) { blob in try feed({ e in _ = try event(e, nil, nil) }, blob) }
+                                 try withoutActuallyEscaping(blob) { blob in try feed({ e in var e = e; _ = try event(&e, nil, nil) }, blob) }
                              }
                          }, closing: closing)
     }
@@ -116,7 +116,7 @@ extension EditLog {
     /// its hash in this log computed ahead (`ChainGuess`), when the source guessed it. `event` returns whether the
     /// guess held (true without one).
     func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
-                      withPayloads feed: (_ event: (RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: ([UInt8]) throws -> Void) throws -> Void,
+                      withPayloads feed: (_ event: (inout RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: ([UInt8]) throws -> Void) throws -> Void,
                       closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0) throws(EditLogError) -> ImportReport {
         let schema = self.schema
         let geocoder = self.geocoder
@@ -135,7 +135,7 @@ extension EditLog {
             var importer = try Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
             importer.expectedEvents = expectedEvents
             try feed({ e, payload, guess in
-                try importer.importEvent(e, canonicalPayload: payload, guess: guess, db: db, appender: &appender, projector: projector)
+                try importer.importEvent(&e, canonicalPayload: payload, guess: guess, db: db, appender: &appender, projector: projector)
                 guard let guess else { return true }
                 return appender.headPosition == guess.position && appender.headHash == guess.hash
             },

@@ -219,8 +219,9 @@ public struct Importer {
 
     /// Imports one event of another log. Events must come in their origin order (a bundle's order).
     /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (saves serializing it again); `guess`, its
-    /// hash in this log computed ahead (`ChainGuess`: taken only if it holds).
-    public mutating func importEvent(_ e: RecordedEvent, canonicalPayload: [UInt8]? = nil, guess: ChainGuess? = nil, db: Database, appender: inout Appender,
+    /// hash in this log computed ahead (`ChainGuess`: taken only if it holds). Once appended, `e` is the event as this
+    /// log recorded it (its position, stream version and hash here; `Appender.appendImported(_:canonicalPayload:…)`).
+    public mutating func importEvent(_ e: inout RecordedEvent, canonicalPayload: [UInt8]? = nil, guess: ChainGuess? = nil, db: Database, appender: inout Appender,
                                      projector: Projector) throws {
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         if startedEmpty == nil {
@@ -256,7 +257,7 @@ public struct Importer {
                 }
                 #endif
                 raiseBound(key, to: writer)
-                return try append(e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
+                return try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
             }
             // In a log that held no feature, one the import did not create is not there.
             let before = startedEmpty == true && touched[key] == nil ? nil : try world.feature(layer: layer.id, globalId: feature.globalId)
@@ -276,7 +277,7 @@ public struct Importer {
                 // A rule's value the other log derived, for a feature the import created: kept, as the slow path does.
                 if type != .featureDerived { note(layer, feature.globalId, before: before, type: type, writer: writer) }
                 raiseBound(key, to: writer)
-                return try append(e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
+                return try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
             }
             // A feature new to this log has nothing to merge with: its history is not read. Its attachments are read
             // only for an event that renames or removes some (the only ones the engine looks them up for).
@@ -313,33 +314,29 @@ public struct Importer {
                                + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
         // Another log's MergeDecided events are its record: their conflicts are listed here too; their decisions do not apply.
-        try append(e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
+        try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
     }
 
-    /// Appends an imported event as it came (after its decision, if any) and projects it.
-    /// `key`: the feature of the event's stream, if it is a feature's.
-    mutating func append(_ e: RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, guess: ChainGuess?, key: GlobalIDKey?, db: Database, appender: inout Appender,
-                         projector: Projector) throws {
+    /// Appends an imported event as it came (after its decision, if any), in place (`e` becomes this log's record of
+    /// it), and projects it. `key`: the feature of the event's stream, if it is a feature's.
+    mutating func append(_ e: inout RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, guess: ChainGuess?, key: GlobalIDKey?, db: Database,
+                         appender: inout Appender, projector: Projector) throws {
         if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) }
         for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) } }
-        let version = key.flatMap { touched[$0] }.flatMap { $0.version >= 0 ? Int64($0.version) : nil }
+        // `index(forKey:)`: the subscript would copy the entry out (its keys array with it).
+        let version = key.flatMap { touched.index(forKey: $0) }.flatMap { touched.values[$0].version >= 0 ? Int64(touched.values[$0].version) : nil }
         if version == nil, let knownStreams, !knownStreams.mayContain(e.stream) { try appender.noteNewStream(e.stream) }
-        switch try appender.appendImported(NewEvent(id: e.id, stream: e.stream, type: type, payload: e.payload,
-                                                    context: EventContext(actor: e.actor, device: e.device, clientTime: e.clientTime),
-                                                    session: e.session, cause: e.cause),
-                                           recordedTime: e.recordedTime, origin: e.origin, canonicalPayload: canonicalPayload,
-                                           streamVersion: version, guess: guess) {
-        case .appended(let r):
-            track(r, key: key)
-            try projector.apply(r, db)
-            appended(r)
-            if type == .sessionStarted, let s = r.session { knownSessions?.insert(s) }
-            report.imported += 1
-            if report.firstPosition == nil { report.firstPosition = r.position }
-            report.lastPosition = r.position
-        case .alreadyStored:
+        if try appender.appendImported(&e, canonicalPayload: canonicalPayload ?? e.payload.serializedBytes(), streamVersion: version, guess: guess) != nil {
             report.alreadyPresent += 1
+            return
         }
+        track(e, key: key)
+        try projector.apply(e, db)
+        appended(e)
+        if type == .sessionStarted, let s = e.session { knownSessions?.insert(s) }
+        report.imported += 1
+        if report.firstPosition == nil { report.firstPosition = e.position }
+        report.lastPosition = e.position
     }
 
     /// Stores an attachment's bytes (content-addressed; bytes already here are not stored twice).

@@ -126,18 +126,7 @@ public struct Appender {
 
     mutating func insert(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?,
                          canonicalPayload: [UInt8]? = nil, streamVersion known: Int64? = nil, guess: ChainGuess? = nil) throws -> AppendOutcome {
-        let version: Int64
-        if let known {
-            #if DEBUG
-            // Debug builds (the tests) check a caller's version against the log.
-            let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?"), arguments: [e.stream]) ?? 0
-            guard stored == known else { throw EditLogError(.corrupt, "stream \(e.stream) is at version \(stored), not \(known) as the caller said") }
-            #endif
-            version = known
-            versions[e.stream] = nil
-        } else {
-            version = try currentVersion(of: e.stream)
-        }
+        let version = try version(of: e.stream, known: known)
         switch expected {
         case .any: break
         case .noStream where version != 0:
@@ -153,37 +142,12 @@ public struct Appender {
             position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type.rawValue, payload: payload,
             actor: e.context.actor, device: e.context.device, session: e.session, cause: e.cause, clientTime: e.context.clientTime,
             recordedTime: recorded, originLog: origin?.logId ?? logId, originPosition: origin?.position ?? position, originHash: origin?.hash)
-        let hash: [UInt8]
-        if let guess, guess.position == position, guess.streamVersion == version + 1, guess.previous == headHash {
-            // Computed ahead on the guess that held (`ChainGuess`): the rest of what the hash covers is the event's own.
-            hash = guess.hash
-            #if DEBUG
-            // Debug builds (the tests) check every guess taken.
-            guard EventHash.compute(using: &encoder, previous: headHash, values) == hash else {
-                throw EditLogError(.corrupt, "the hash computed ahead for event \(e.id.lowercasedString) at position \(position) is not its hash")
-            }
-            #endif
-        } else {
-            hash = EventHash.compute(using: &encoder, previous: headHash, values)
-        }
-        let insert: Statement
-        if let s = insertStatement { insert = s } else {
-            insert = try db.cachedStatement(sql: Self.insertSQL)
-            insertStatement = insert
-        }
-        guard try Self.insertRow(insert, values, hash: hash, db: db, arena: arena) else {
-            // A unique index fired. Which one is answered by looking the id up (never by the message's wording):
-            // only then does the common path pay for a lookup.
-            if let stored = try EventReading.position(ofEventId: e.id, db) {
-                return .alreadyStored(position: stored)
-            }
-            throw DatabaseError(resultCode: .SQLITE_CONSTRAINT_UNIQUE, message: "UNIQUE constraint failed (stream \(e.stream), version \(version + 1))",
-                                sql: insert.sql)
+        let hash = try hash(of: values, guess: guess, id: e.id)
+        guard try Self.insertRow(preparedInsert(), values, hash: hash, db: db, arena: arena) else {
+            return try alreadyStored(e.id, stream: e.stream, version: version + 1)
         }
         if let blob { try storeBlob(blob) }
-        headPosition = position
-        headHash = hash
-        if known == nil { versions[e.stream] = version + 1 }
+        moveHead(to: position, hash: hash, stream: e.stream, version: version + 1, known: known)
         let recordedEvent = RecordedEvent(
             position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type.rawValue, payload: e.payload,
             actor: e.context.actor, device: e.context.device, session: e.session, cause: e.cause,
@@ -191,6 +155,96 @@ public struct Appender {
             origin: origin ?? EventOrigin(logId: logId, position: position, hash: hash), hash: hash)
         if keepsAppended { appended.append(recordedEvent) }
         return .appended(recordedEvent)
+    }
+
+    /// Appends `e`, an event first recorded in another log, in place: it keeps its id, stream, type, payload, actor,
+    /// device, session, cause, times and origin, and its position, stream version and hash become this log's. An
+    /// import appends a million of them: nothing of the event is copied (the other `appendImported` makes a new event,
+    /// a hashed copy and a recorded copy of every text). `canonicalPayload` must be `e.payload.serializedBytes()`;
+    /// `streamVersion` and `guess` as for the other. Returns the position of the event already stored under `e`'s id
+    /// (then nothing was written and `e` is unchanged), or nil once it is appended.
+    public mutating func appendImported(_ e: inout RecordedEvent, canonicalPayload: [UInt8], streamVersion known: Int64? = nil,
+                                        guess: ChainGuess? = nil) throws -> Int64? {
+        let version = try version(of: e.stream, known: known)
+        let position = headPosition + 1
+        let hash: [UInt8]
+        if let guess, guess.position == position, guess.streamVersion == version + 1, guess.previous == headHash, !Self.checksGuesses {
+            hash = guess.hash
+        } else {
+            hash = try self.hash(of: EventHash.Values(
+                position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type, payload: canonicalPayload, actor: e.actor,
+                device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime, recordedTime: e.recordedTime,
+                originLog: e.origin.logId, originPosition: e.origin.position, originHash: e.origin.hash), guess: guess, id: e.id)
+        }
+        guard try Self.insertRow(preparedInsert(), position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type,
+                                 payload: canonicalPayload, actor: e.actor, device: e.device, session: e.session, cause: e.cause,
+                                 clientTime: e.clientTime, recordedTime: e.recordedTime, originLog: e.origin.logId,
+                                 originPosition: e.origin.position, originHash: e.origin.hash, hash: hash, db: db, arena: arena) else {
+            guard case .alreadyStored(let stored) = try alreadyStored(e.id, stream: e.stream, version: version + 1) else { preconditionFailure() }
+            return stored
+        }
+        moveHead(to: position, hash: hash, stream: e.stream, version: version + 1, known: known)
+        e.position = position
+        e.streamVersion = version + 1
+        e.hash = hash
+        if keepsAppended { appended.append(e) }
+        return nil
+    }
+
+    /// Debug builds (the tests) compute every guessed hash again (`hash(of:guess:id:)` checks it).
+    #if DEBUG
+    static let checksGuesses = true
+    #else
+    static let checksGuesses = false
+    #endif
+
+    /// The stream's current version: `known` when the caller tracks it (then not remembered), else looked up.
+    mutating func version(of stream: String, known: Int64?) throws -> Int64 {
+        guard let known else { return try currentVersion(of: stream) }
+        #if DEBUG
+        // Debug builds (the tests) check a caller's version against the log.
+        let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?"), arguments: [stream]) ?? 0
+        guard stored == known else { throw EditLogError(.corrupt, "stream \(stream) is at version \(stored), not \(known) as the caller said") }
+        #endif
+        versions[stream] = nil
+        return known
+    }
+
+    /// The event's hash after this log's last: `guess`'s when it was computed for this position, stream version and
+    /// previous hash (`ChainGuess`: the rest of what the hash covers is the event's own), else computed.
+    mutating func hash(of values: EventHash.Values, guess: ChainGuess?, id: UUID) throws -> [UInt8] {
+        guard let guess, guess.position == values.position, guess.streamVersion == values.streamVersion, guess.previous == headHash else {
+            return EventHash.compute(using: &encoder, previous: headHash, values)
+        }
+        #if DEBUG
+        // Debug builds (the tests) check every guess taken.
+        guard EventHash.compute(using: &encoder, previous: headHash, values) == guess.hash else {
+            throw EditLogError(.corrupt, "the hash computed ahead for event \(id.lowercasedString) at position \(values.position) is not its hash")
+        }
+        #endif
+        return guess.hash
+    }
+
+    mutating func preparedInsert() throws -> Statement {
+        if let s = insertStatement { return s }
+        let s = try db.cachedStatement(sql: Self.insertSQL)
+        insertStatement = s
+        return s
+    }
+
+    /// After a UNIQUE index fired: which one is answered by looking the id up (never by the message's wording), so
+    /// the common path pays for no lookup.
+    func alreadyStored(_ id: UUID, stream: String, version: Int64) throws -> AppendOutcome {
+        if let stored = try EventReading.position(ofEventId: id, db) { return .alreadyStored(position: stored) }
+        throw DatabaseError(resultCode: .SQLITE_CONSTRAINT_UNIQUE, message: "UNIQUE constraint failed (stream \(stream), version \(version))",
+                            sql: Self.insertSQL)
+    }
+
+    /// The head moves to the appended event; the stream's version is remembered unless the caller tracks it.
+    mutating func moveHead(to position: Int64, hash: [UInt8], stream: String, version: Int64, known: Int64?) {
+        headPosition = position
+        headHash = hash
+        if known == nil { versions[stream] = version }
     }
 
     /// Stores attachment bytes under their SHA-256 (content-addressed: the same bytes are stored once).

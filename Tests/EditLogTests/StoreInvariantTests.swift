@@ -42,6 +42,58 @@ import Testing
         #expect(try store.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events") } == 1)
     }
 
+    /// An import's append in place (`appendImported(_: inout RecordedEvent, …)`) writes the row the other
+    /// `appendImported` writes, and leaves the event as that one returns it: two logs made alike, the same foreign
+    /// events appended each way (with and without a guess of their hash), hold the same rows. A second append of an
+    /// id names the stored position and leaves the event untouched.
+    @Test func anEventAppendedInPlaceIsTheOneAppendedAsNew() throws {
+        let (tmpA, tmpB) = (TempPath(), TempPath())
+        let a = try EventStore.create(at: tmpA.path, clock: StepClock(), ids: UUIDv7Generator(clock: StepClock(), seed: 21))
+        let b = try EventStore.create(at: tmpB.path, clock: StepClock(), ids: UUIDv7Generator(clock: StepClock(), seed: 21))
+        let ids = UUIDv7Generator(clock: StepClock(), seed: 22)
+        var foreign: [RecordedEvent] = []
+        for i in 0..<6 {
+            let origin = EventOrigin(logId: "other-log", position: Int64(100 + i), hash: Array(repeating: UInt8(i), count: 32))
+            foreign.append(RecordedEvent(position: Int64(100 + i), id: ids.next(), stream: "0:{X\(i % 2)}", streamVersion: Int64(i / 2 + 1),
+                                         type: EventType.featureDerived.rawValue, payload: ["k": .int(Int64(i)), "note": i == 3 ? .null : .string("é\(i)")],
+                                         actor: "field-\(i % 3)", device: "dev", session: i == 4 ? nil : "s\(i)", cause: "rule:x",
+                                         clientTime: i == 2 ? nil : "2026-01-0\(i + 1)T00:00:00.000Z", recordedTime: "2026-02-01T00:00:00.000Z",
+                                         origin: origin, hash: origin.hash))
+        }
+        var asNew: [RecordedEvent] = []
+        try a.write { _, app in
+            for e in foreign {
+                let n = NewEvent(id: e.id, stream: e.stream, type: .featureDerived, payload: e.payload,
+                                 context: EventContext(actor: e.actor, device: e.device, clientTime: e.clientTime), session: e.session, cause: e.cause)
+                guard case .appended(let r) = try app.appendImported(n, recordedTime: e.recordedTime, origin: e.origin) else { Issue.record("not appended"); return }
+                asNew.append(r)
+            }
+        }
+        var inPlace: [RecordedEvent] = []
+        try b.write { _, app in
+            var guesser = ChainGuesser(position: app.headPosition, hash: app.headHash, streamVersions: [:])
+            for (i, var e) in foreign.enumerated() {
+                let payload = e.payload.serializedBytes()
+                // Every other event with its hash computed ahead, as a bundle's reading thread does.
+                let guess = i % 2 == 0 ? guesser.next(e, canonicalPayload: payload) : nil
+                if guess == nil { _ = guesser.next(e, canonicalPayload: payload) }
+                let stored = try app.appendImported(&e, canonicalPayload: payload, guess: guess)
+                #expect(stored == nil)
+                inPlace.append(e)
+            }
+            // Again: already stored, named by position, the event as it was.
+            var again = foreign[2]
+            let stored = try app.appendImported(&again, canonicalPayload: again.payload.serializedBytes())
+            #expect(stored == inPlace[2].position)
+            #expect(again == foreign[2])
+        }
+        #expect(inPlace == asNew)
+        let rows = { (s: EventStore) in try s.read { db in try Row.fetchAll(db, sql: "SELECT * FROM events ORDER BY position") } }
+        let (rowsA, rowsB) = (try rows(a), try rows(b))
+        #expect(rowsA == rowsB)
+        #expect(rowsB.count == foreign.count)
+    }
+
     /// A hash computed ahead (`ChainGuess`) is taken only for the position, stream version and previous hash it was
     /// computed for; otherwise the appender computes its own. What `ChainGuesser` computes for the true position and
     /// version is the appender's hash (the reading thread and the appender chain alike). Debug builds check every guess
