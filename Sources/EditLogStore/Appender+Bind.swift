@@ -14,7 +14,16 @@ extension Appender {
                       originLog: v.originLog, originPosition: v.originPosition, originHash: v.originHash, hash: hash, db: db, arena: arena)
     }
 
-    /// `insertRow(_:_:hash:db:arena:)` with each column given (an imported event binds its own fields, not a copy).
+    /// `insertRow(_:_:hash:db:arena:)` for an event of another log (`event`: its id, texts, times and origin, bound
+    /// where they are: a borrowed parameter's fields need no retain), at this log's `position`, `streamVersion`, `hash`.
+    static func insertRow(_ statement: Statement, event e: RecordedEvent, position: Int64, streamVersion: Int64, payload: [UInt8], hash: [UInt8],
+                          db: Database, arena: BindArena) throws -> Bool {
+        try insertRow(statement, position: position, id: e.id, stream: e.stream, streamVersion: streamVersion, type: e.type, payload: payload,
+                      actor: e.actor, device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime, recordedTime: e.recordedTime,
+                      originLog: e.origin.logId, originPosition: e.origin.position, originHash: e.origin.hash, hash: hash, db: db, arena: arena)
+    }
+
+    /// `insertRow(_:_:hash:db:arena:)` with each column given.
     static func insertRow(_ statement: Statement, position: Int64, id: UUID, stream: String, streamVersion: Int64, type: String, payload: [UInt8],
                           actor: String, device: String, session: String?, cause: String, clientTime: String?, recordedTime: String,
                           originLog: String, originPosition: Int64, originHash: [UInt8]?, hash: [UInt8], db: Database, arena: BindArena) throws -> Bool {

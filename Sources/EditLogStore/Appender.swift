@@ -176,10 +176,8 @@ public struct Appender {
                 device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime, recordedTime: e.recordedTime,
                 originLog: e.origin.logId, originPosition: e.origin.position, originHash: e.origin.hash), guess: guess, id: e.id)
         }
-        guard try Self.insertRow(preparedInsert(), position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type,
-                                 payload: canonicalPayload, actor: e.actor, device: e.device, session: e.session, cause: e.cause,
-                                 clientTime: e.clientTime, recordedTime: e.recordedTime, originLog: e.origin.logId,
-                                 originPosition: e.origin.position, originHash: e.origin.hash, hash: hash, db: db, arena: arena) else {
+        guard try Self.insertRow(preparedInsert(), event: e, position: position, streamVersion: version + 1, payload: canonicalPayload, hash: hash,
+                                 db: db, arena: arena) else {
             guard case .alreadyStored(let stored) = try alreadyStored(e.id, stream: e.stream, version: version + 1) else { preconditionFailure() }
             return stored
         }
