@@ -221,19 +221,34 @@ struct ReadState {
 
     /// Decodes and checks one line: the event and its payload's canonical bytes.
     mutating func event(_ line: ArraySlice<UInt8>) throws(EditLogError) -> (RecordedEvent, [UInt8]) {
-        let json: JSONValue
-        do { json = try JSONParser.parse(line) } catch { throw EditLogError(.corrupt, "not valid JSON: \(error.description)") }
-        guard case .object(var o) = json else { throw EditLogError(.corrupt, "an event line must be a JSON object") }
-        guard let prevHex = o.removeValue(forKey: "previousHash")?.stringValue, prevHex.utf8.count == 64, let previous = Hex.decode(prevHex) else {
-            throw EditLogError(.corrupt, "\"previousHash\" is missing or not 64 hex digits")
+        let e: RecordedEvent, previous: [UInt8]
+        var payload: [UInt8]? = nil
+        if let d = line.withUnsafeBufferPointer({ BundleEventLine.decode($0) }) {
+            (e, previous) = (d.event, d.previous)
+            // The payload's bytes as the line has them: an exporting EditLog writes them as stored, canonical, and the
+            // chain hash covers them. If the hash does not hold over them, it is checked over the payload serialized
+            // (as for a line in another layout) before the event is refused.
+            let bytes = Array(line[(line.startIndex + d.payload.lowerBound)..<(line.startIndex + d.payload.upperBound)])
+            if e.chainHashMatches(previous: previous, payload: bytes, using: &encoder) { payload = bytes }
+        } else {
+            let json: JSONValue
+            do { json = try JSONParser.parse(line) } catch { throw EditLogError(.corrupt, "not valid JSON: \(error.description)") }
+            guard case .object(var o) = json else { throw EditLogError(.corrupt, "an event line must be a JSON object") }
+            guard let prevHex = o.removeValue(forKey: "previousHash")?.stringValue, prevHex.utf8.count == 64, let p = Hex.decode(prevHex) else {
+                throw EditLogError(.corrupt, "\"previousHash\" is missing or not 64 hex digits")
+            }
+            previous = p
+            do { e = try RecordedEvent(json: .object(o)) } catch { throw EditLogError(.corrupt, error.message) }
         }
-        let e: RecordedEvent
-        do { e = try RecordedEvent(json: .object(o)) } catch { throw EditLogError(.corrupt, error.message) }
         var at: String { "position \(e.position)" }  // only built when an error names it
-        let payload = e.payload.serializedBytes()
-        guard e.chainHashMatches(previous: previous, payload: payload, using: &encoder) else {
-            throw EditLogError(.corrupt, "the event's hash does not match its contents and previousHash: the event was changed", at: at)
+        if payload == nil {
+            let serialized = e.payload.serializedBytes()
+            guard e.chainHashMatches(previous: previous, payload: serialized, using: &encoder) else {
+                throw EditLogError(.corrupt, "the event's hash does not match its contents and previousHash: the event was changed", at: at)
+            }
+            payload = serialized
         }
+        let canonical = payload!
         guard e.position > manifest.fromPosition, e.position <= manifest.toPosition else {
             throw EditLogError(.corrupt, "the position is outside the manifest's range \(manifest.fromPosition)...\(manifest.toPosition)", at: at)
         }
@@ -252,7 +267,7 @@ struct ReadState {
         if first == nil { first = e.hash }
         last = e
         for sha in Self.blobReferences(e) { referenced.insert(BlobRef(sha)) }
-        return (e, payload)
+        return (e, canonical)
     }
 
     /// The SHA-256s of the attachment bytes an event references.

@@ -44,6 +44,17 @@ import Testing
                 o["previousHash"] = .string(Hex.encode(previous))
                 let expected = JSONValue.object(o).serializedBytes()
                 #expect(line == expected, "\(String(decoding: line, as: UTF8.self))\n\(String(decoding: expected, as: UTF8.self))")
+                // The reader's direct decoding gives what a parse of the line gives, and finds the payload's bytes.
+                var parsed = try JSONParser.parse(line).objectValue!
+                parsed["previousHash"] = nil
+                let event = try RecordedEvent(json: .object(parsed))
+                let decoded = line.withUnsafeBufferPointer { BundleEventLine.decode($0) }
+                #expect(decoded?.event == event && decoded?.previous == previous)
+                #expect(decoded.map { Array(line[$0.payload]) } == event.payload.serializedBytes())
+                // The same line in another layout (a space after a key) is left to the JSON parser.
+                var spaced = line
+                spaced.insert(UInt8(ascii: " "), at: line.firstIndex(of: UInt8(ascii: ":"))! + 1)
+                #expect(spaced.withUnsafeBufferPointer { BundleEventLine.decode($0) } == nil)
                 lines += 1
                 return true
             }

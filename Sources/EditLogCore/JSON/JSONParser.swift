@@ -281,3 +281,75 @@ private struct Parser {
         return v
     }
 }
+
+/// Reads one JSON object whose layout the caller knows in advance (a bundle's event line: keys in a fixed order, no
+/// whitespace), value by value, without building the object: each method reads one piece where the cursor is and
+/// moves past it, or answers nil (and the cursor is then of no further use). Values are parsed by the same code as
+/// `JSONParser.parse`, so a value read here is the value a parse of the whole document holds; a caller that gets nil
+/// parses the document instead, for its errors. Nested values count the enclosing object in their depth.
+public struct JSONCursor {
+    private var p: Parser
+
+    /// A cursor at the start of `buffer`, which must outlive it.
+    public init(buffer: UnsafeBufferPointer<UInt8>) {
+        p = Parser(bytes: buffer)
+        p.depth = 1
+    }
+
+    /// Where the cursor is (a byte offset into the buffer).
+    public var offset: Int { p.i }
+    /// Whether every byte was read.
+    public var atEnd: Bool { p.i == p.bytes.count }
+
+    /// Moves past `text` if the bytes there are exactly it.
+    public mutating func skip(_ text: StaticString) -> Bool {
+        let n = text.utf8CodeUnitCount
+        guard p.i + n <= p.bytes.count else { return false }
+        let t = text.utf8Start
+        for k in 0..<n where p.bytes[p.i + k] != t[k] { return false }
+        p.i += n
+        return true
+    }
+
+    /// A JSON string.
+    public mutating func string() -> String? {
+        guard p.i < p.bytes.count, p.bytes[p.i] == UInt8(ascii: "\"") else { return nil }
+        return try? p.parseString()
+    }
+
+    /// A JSON string or null (`.some(nil)`).
+    public mutating func optionalString() -> String?? {
+        if skip("null") { return .some(nil) }
+        return string().map { .some($0) }
+    }
+
+    /// The bytes of a JSON string that holds no escape and no control character (hex digits, a UUID), as they are.
+    public mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
+        guard p.i < p.bytes.count, p.bytes[p.i] == UInt8(ascii: "\"") else { return nil }
+        var k = p.i + 1
+        while k < p.bytes.count {
+            let c = p.bytes[k]
+            if c == UInt8(ascii: "\"") {
+                defer { p.i = k + 1 }
+                return UnsafeBufferPointer(rebasing: p.bytes[(p.i + 1)..<k])
+            }
+            if c == UInt8(ascii: "\\") || c < 0x20 { return nil }
+            k += 1
+        }
+        return nil
+    }
+
+    /// A JSON number that is an integer (as `JSONValue.int`).
+    public mutating func int() -> Int64? {
+        guard p.i < p.bytes.count, p.bytes[p.i] == UInt8(ascii: "-") || (p.bytes[p.i] >= UInt8(ascii: "0") && p.bytes[p.i] <= UInt8(ascii: "9")),
+              case .int(let v)? = try? p.parseNumber() else { return nil }
+        return v
+    }
+
+    /// Any JSON value, with the range of bytes it was read from.
+    public mutating func value() -> (JSONValue, Range<Int>)? {
+        let start = p.i
+        guard let v = try? p.parseValue() else { return nil }
+        return (v, start..<p.i)
+    }
+}

@@ -36,9 +36,14 @@ extension UUID {
 
     /// Parses `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (hex digits of either case); nil for anything else.
     public init?(text: some StringProtocol) {
+        self.init(utf8: text.utf8)
+    }
+
+    /// `init?(text:)` from the text's UTF-8 bytes (a bundle line's, read where they are).
+    public init?(utf8 text: some Sequence<UInt8>) {
         var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let ok: Bool = withUnsafeMutableBytes(of: &bytes) { out in
-            var utf8 = text.utf8.makeIterator()
+            var utf8 = text.makeIterator()
             var n = 0, pos = 0
             @inline(__always) func nibble(_ c: UInt8) -> UInt8? {
                 switch c {
