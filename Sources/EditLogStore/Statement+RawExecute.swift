@@ -29,8 +29,17 @@ public struct RawBindings {
     }
 
     public func bind(_ i: Int32, _ text: String?) {
-        guard var t = text else { sqlite3_bind_null(stmt, i); return }
-        t.withUTF8 { bind(i, utf8: $0) }
+        guard let text else { sqlite3_bind_null(stmt, i); return }
+        bind(i, text)
+    }
+
+    /// A text that is never NULL. A native string's bytes are read where they are (`withUTF8`, which may make a
+    /// bridged string native, only otherwise).
+    public func bind(_ i: Int32, _ text: String) {
+        if text.utf8.withContiguousStorageIfAvailable({ bind(i, utf8: $0) }) == nil {
+            var t = text
+            t.withUTF8 { bind(i, utf8: $0) }
+        }
     }
 
     /// Text given as its UTF-8 bytes.
