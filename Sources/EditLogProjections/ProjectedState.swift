@@ -134,7 +134,7 @@ public struct ProjectedState: CurrentState {
     /// yet written are in the projector's memory (an import asks this for every session it brings).
     public func sessionGlobalId(id: String) throws -> String? {
         if let s = projector?.openSessions[id] { return s.globalId }
-        if let p = projector, let i = p.pendingSessions.index(forKey: id), let r = p.pendingSessions.values[i].row { return r.globalId }
+        if let p = projector, let i = p.pendingSessions.index(forKey: id), let s = p.pendingSessions.values[i].state { return s.globalId }
         return try Self.stepOnce(db.cachedStatement(sql: "SELECT global_id FROM p_sessions WHERE id = ?"), db: db, binding: [id]) { Self.text($0, 0) } ?? nil
     }
 

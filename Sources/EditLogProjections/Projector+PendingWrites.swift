@@ -89,32 +89,13 @@ struct PendingSession {
     /// Not yet in the table: INSERT every column.
     var inserted: Bool
     var startedPosition: Int64
-    /// The session's columns as they are written; nil while the session is open: then its state is in
-    /// `Projector.openSessions`, and `sessionsToWrite()` takes the columns from there.
-    var row: SessionRow?
+    /// The session's state; nil while the session is open: then it is in `Projector.openSessions`, and
+    /// `sessionsToWrite()` takes it from there.
+    var state: SessionState?
     var openedBy: String
     var startedTime: String
     var endedPosition: Int64?
     var endedTime: String?
-}
-
-/// The columns of a session's row that its state gives, its state serialized: an ended session waits in
-/// `Projector.pendingSessions` as this, about a third of the memory of its `SessionState` (serialized when it ends
-/// instead of when its row is written: once either way, unless a later event resumes it).
-struct SessionRow {
-    var layerId: Int
-    var globalId: String
-    var kind: SessionState.Kind
-    var status: SessionState.Status
-    var actor: String
-    var device: String
-    /// `SessionState.serializedState()`: the `state` column.
-    var state: String
-
-    init(_ st: SessionState) {
-        (layerId, globalId, kind, status, actor, device) = (st.layerId, st.globalId, st.kind, st.status, st.actor, st.device)
-        state = st.serializedState()
-    }
 }
 
 extension Projector {
@@ -150,7 +131,7 @@ extension Projector {
     /// The pending session rows, each with its state (an open session's from `openSessions`).
     func sessionsToWrite() -> [String: PendingSession] {
         var sessions = pendingSessions
-        for (id, s) in pendingSessions where s.row == nil { sessions[id]!.row = openSessions[id].map(SessionRow.init) }
+        for (id, s) in pendingSessions where s.state == nil { sessions[id]!.state = openSessions[id] }
         return sessions
     }
 
@@ -236,16 +217,16 @@ extension Projector {
     /// Writes one session row with the prepared statements `statement` gives (by key and SQL) on `connection`.
     static func write(_ id: String, _ s: PendingSession, connection: OpaquePointer?, arena: BindArena,
                       statement: (RowStatement, String) throws -> OpaquePointer) throws {
-        guard let st = s.row else { preconditionFailure("session \(id): a pending row is written with its columns (sessionsToWrite)") }
+        guard let st = s.state else { preconditionFailure("session \(id): a pending row is written with its state (sessionsToWrite)") }
         if s.inserted {
             try RawBindings.execute(try statement(.insertSession, insertSessionSQL), on: connection, sql: insertSessionSQL, arena: arena) { b in
                 b.bind(1, id); b.bind(2, st.layerId); b.bind(3, st.globalId); b.bind(4, st.kind.rawValue); b.bind(5, s.openedBy)
-                b.bind(6, st.actor); b.bind(7, st.device); b.bind(8, st.status.rawValue); b.bind(9, s.startedPosition)
-                b.bind(10, s.endedPosition); b.bind(11, s.startedTime); b.bind(12, s.endedTime); b.bind(13, st.state)
+                b.bind(6, st.actor); b.bind(7, st.device); b.bind(8, st.status.rawValue); b.bind(9, st.startedPosition)
+                b.bind(10, s.endedPosition); b.bind(11, s.startedTime); b.bind(12, s.endedTime); b.bind(13, st.serializedState())
             }
         } else {
             try RawBindings.execute(try statement(.updateSession, updateSessionSQL), on: connection, sql: updateSessionSQL, arena: arena) { b in
-                b.bind(1, st.status.rawValue); b.bind(2, st.actor); b.bind(3, st.device); b.bind(4, st.state)
+                b.bind(1, st.status.rawValue); b.bind(2, st.actor); b.bind(3, st.device); b.bind(4, st.serializedState())
                 b.bind(5, s.endedPosition); b.bind(6, s.endedTime); b.bind(7, id)
             }
         }

@@ -106,7 +106,7 @@ public final class Projector {
                 throw p.corrupt("opens session \(session) a second time")
             }
             openSessions[session] = st
-            pendingSessions[session] = PendingSession(inserted: true, startedPosition: st.startedPosition, row: nil, openedBy: e.actor,
+            pendingSessions[session] = PendingSession(inserted: true, startedPosition: st.startedPosition, state: nil, openedBy: e.actor,
                                                       startedTime: e.clientTime ?? e.recordedTime)
             sessionRowsStale = true
         case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
@@ -158,9 +158,8 @@ public final class Projector {
         if let cached = openSessions.removeValue(forKey: session) {
             st = cached
             wasOpen = true
-        } else if let i = pendingSessions.index(forKey: session), let pending = pendingSessions.values[i].row {
-            // Ended, not yet written (a resumed session): its state as the row would give it.
-            st = try ProjectedState.decodeSession(state: pending.state, startedPosition: pendingSessions.values[i].startedPosition, id: session)
+        } else if let i = pendingSessions.index(forKey: session), let pending = pendingSessions.values[i].state {
+            st = pending
         } else {
             guard let row = try exclusive({ try Row.fetchOne(db.cachedStatement(sql: "SELECT state, started_position FROM p_sessions WHERE id = ?"), arguments: [session]) }) else {
                 throw e.fields.corrupt("names session \(session), which no SessionStarted event opened")
@@ -175,15 +174,13 @@ public final class Projector {
         if ended || type == .sessionResumed { sessionRowsStale = true }
         if let i = pendingSessions.index(forKey: session) {
             // An open session's pending row takes its state from `openSessions` when it is written.
+            pendingSessions.values[i].state = ended ? st : nil
             if ended {
-                pendingSessions.values[i].row = SessionRow(st)
                 pendingSessions.values[i].endedPosition = e.position
                 pendingSessions.values[i].endedTime = e.clientTime ?? e.recordedTime
-            } else if pendingSessions.values[i].row != nil {
-                pendingSessions.values[i].row = nil  // resumed: open again
             }
         } else {
-            pendingSessions[session] = PendingSession(inserted: false, startedPosition: st.startedPosition, row: ended ? SessionRow(st) : nil, openedBy: "",
+            pendingSessions[session] = PendingSession(inserted: false, startedPosition: st.startedPosition, state: ended ? st : nil, openedBy: "",
                                                       startedTime: "", endedPosition: ended ? e.position : nil,
                                                       endedTime: ended ? e.clientTime ?? e.recordedTime : nil)
         }

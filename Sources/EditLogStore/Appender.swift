@@ -144,7 +144,7 @@ public struct Appender {
             recordedTime: recorded, originLog: origin?.logId ?? logId, originPosition: origin?.position ?? position, originHash: origin?.hash)
         let hash = try hash(of: values, guess: guess, id: e.id)
         guard try Self.insertRow(preparedInsert(), values, hash: hash, db: db, arena: arena) else {
-            return try alreadyStored(e.id, stream: e.stream, version: version + 1)
+            return .alreadyStored(position: try storedPosition(of: e.id, stream: e.stream, version: version + 1))
         }
         if let blob { try storeBlob(blob) }
         moveHead(to: position, hash: hash, stream: e.stream, version: version + 1, known: known)
@@ -178,8 +178,7 @@ public struct Appender {
         }
         guard try Self.insertRow(preparedInsert(), event: e, position: position, streamVersion: version + 1, payload: canonicalPayload, hash: hash,
                                  db: db, arena: arena) else {
-            guard case .alreadyStored(let stored) = try alreadyStored(e.id, stream: e.stream, version: version + 1) else { preconditionFailure() }
-            return stored
+            return try storedPosition(of: e.id, stream: e.stream, version: version + 1)
         }
         moveHead(to: position, hash: hash, stream: e.stream, version: version + 1, known: known)
         e.position = position
@@ -230,10 +229,11 @@ public struct Appender {
         return s
     }
 
-    /// After a UNIQUE index fired: which one is answered by looking the id up (never by the message's wording), so
-    /// the common path pays for no lookup.
-    func alreadyStored(_ id: UUID, stream: String, version: Int64) throws -> AppendOutcome {
-        if let stored = try EventReading.position(ofEventId: id, db) { return .alreadyStored(position: stored) }
+    /// After a UNIQUE index fired: the position of the event stored under `id`, or the error of the other index.
+    /// Which one fired is answered by looking the id up (never by the message's wording), so the common path pays
+    /// for no lookup.
+    func storedPosition(of id: UUID, stream: String, version: Int64) throws -> Int64 {
+        if let stored = try EventReading.position(ofEventId: id, db) { return stored }
         throw DatabaseError(resultCode: .SQLITE_CONSTRAINT_UNIQUE, message: "UNIQUE constraint failed (stream \(stream), version \(version))",
                             sql: Self.insertSQL)
     }
