@@ -222,14 +222,11 @@ struct ReadState {
     /// Decodes and checks one line: the event and its payload's canonical bytes.
     mutating func event(_ line: ArraySlice<UInt8>) throws(EditLogError) -> (RecordedEvent, [UInt8]) {
         let e: RecordedEvent, previous: [UInt8]
-        var payload: [UInt8]? = nil
+        /// The payload's bytes as the line has them, when it is in the exporter's layout.
+        var lineBytes: [UInt8]?
         if let d = line.withUnsafeBufferPointer({ BundleEventLine.decode($0) }) {
             (e, previous) = (d.event, d.previous)
-            // The payload's bytes as the line has them: an exporting EditLog writes them as stored, canonical, and the
-            // chain hash covers them. If the hash does not hold over them, it is checked over the payload serialized
-            // (as for a line in another layout) before the event is refused.
-            let bytes = Array(line[(line.startIndex + d.payload.lowerBound)..<(line.startIndex + d.payload.upperBound)])
-            if e.chainHashMatches(previous: previous, payload: bytes, using: &encoder) { payload = bytes }
+            lineBytes = Array(line[(line.startIndex + d.payload.lowerBound)..<(line.startIndex + d.payload.upperBound)])
         } else {
             let json: JSONValue
             do { json = try JSONParser.parse(line) } catch { throw EditLogError(.corrupt, "not valid JSON: \(error.description)") }
@@ -241,14 +238,18 @@ struct ReadState {
             do { e = try RecordedEvent(json: .object(o)) } catch { throw EditLogError(.corrupt, error.message) }
         }
         var at: String { "position \(e.position)" }  // only built when an error names it
-        if payload == nil {
-            let serialized = e.payload.serializedBytes()
-            guard e.chainHashMatches(previous: previous, payload: serialized, using: &encoder) else {
+        // The canonical payload: an exporting EditLog writes it as stored, and the chain hash covers those bytes, so
+        // the line's own bytes are taken when the hash holds over them; otherwise (another layout, or bytes that are
+        // not canonical) the payload serialized, over which the hash must hold.
+        let canonical: [UInt8]
+        if let lineBytes, e.chainHashMatches(previous: previous, payload: lineBytes, using: &encoder) {
+            canonical = lineBytes
+        } else {
+            canonical = e.payload.serializedBytes()
+            guard e.chainHashMatches(previous: previous, payload: canonical, using: &encoder) else {
                 throw EditLogError(.corrupt, "the event's hash does not match its contents and previousHash: the event was changed", at: at)
             }
-            payload = serialized
         }
-        let canonical = payload!
         guard e.position > manifest.fromPosition, e.position <= manifest.toPosition else {
             throw EditLogError(.corrupt, "the position is outside the manifest's range \(manifest.fromPosition)...\(manifest.toPosition)", at: at)
         }

@@ -14,8 +14,8 @@ extension Appender {
                       originLog: v.originLog, originPosition: v.originPosition, originHash: v.originHash, hash: hash, db: db, arena: arena)
     }
 
-    /// `insertRow(_:_:hash:db:arena:)` for an event of another log (`event`: its id, texts, times and origin, bound
-    /// where they are: a borrowed parameter's fields need no retain), at this log's `position`, `streamVersion`, `hash`.
+    /// `insertRow(_:_:hash:db:arena:)` for an event of another log (`event`: its id, texts, times and origin), at this
+    /// log's `position`, `streamVersion` and `hash`.
     static func insertRow(_ statement: Statement, event e: RecordedEvent, position: Int64, streamVersion: Int64, payload: [UInt8], hash: [UInt8],
                           db: Database, arena: BindArena) throws -> Bool {
         try insertRow(statement, position: position, id: e.id, stream: e.stream, streamVersion: streamVersion, type: e.type, payload: payload,

@@ -47,74 +47,60 @@ public struct RecordedEvent: Sendable, Hashable {
     public var id: UUID
     public var streamVersion: Int64
     public var hash: [UInt8]
-    /// What the event says; never changed once made (`let`s: a field read from it needs no retain).
-    @usableFromInline final class Facts: Sendable {
-        @usableFromInline let stream: String
-        @usableFromInline let type: String
-        @usableFromInline let payload: JSONValue
-        @usableFromInline let actor: String
-        @usableFromInline let device: String
-        @usableFromInline let session: String?
-        @usableFromInline let cause: String
-        @usableFromInline let clientTime: String?
-        @usableFromInline let recordedTime: String
-        @usableFromInline let origin: EventOrigin
-
-        @usableFromInline init(stream: String, type: String, payload: JSONValue, actor: String, device: String, session: String?, cause: String,
-                               clientTime: String?, recordedTime: String, origin: EventOrigin) {
-            self.stream = stream; self.type = type; self.payload = payload; self.actor = actor; self.device = device; self.session = session
-            self.cause = cause; self.clientTime = clientTime; self.recordedTime = recordedTime; self.origin = origin
-        }
-
-        /// A copy with one value changed by `change` (setters only: rare).
-        func with(_ change: (inout Values) -> Void) -> Facts {
-            var v = Values(stream: stream, type: type, payload: payload, actor: actor, device: device, session: session, cause: cause,
-                           clientTime: clientTime, recordedTime: recordedTime, origin: origin)
-            change(&v)
-            return Facts(stream: v.stream, type: v.type, payload: v.payload, actor: v.actor, device: v.device, session: v.session, cause: v.cause,
-                         clientTime: v.clientTime, recordedTime: v.recordedTime, origin: v.origin)
-        }
-
-        struct Values {
-            var stream: String, type: String, payload: JSONValue, actor: String, device: String, session: String?, cause: String
-            var clientTime: String?, recordedTime: String, origin: EventOrigin
-        }
+    /// What the event says.
+    @usableFromInline struct Facts: Sendable, Hashable {
+        @usableFromInline var stream: String
+        @usableFromInline var type: String
+        @usableFromInline var payload: JSONValue
+        @usableFromInline var actor: String
+        @usableFromInline var device: String
+        @usableFromInline var session: String?
+        @usableFromInline var cause: String
+        @usableFromInline var clientTime: String?
+        @usableFromInline var recordedTime: String
+        @usableFromInline var origin: EventOrigin
     }
-    @usableFromInline var facts: Facts
+    /// The facts, never changed once boxed (a `let`: a field read from it needs no retain).
+    @usableFromInline final class Box: Sendable {
+        @usableFromInline let facts: Facts
+        init(_ facts: Facts) { self.facts = facts }
+    }
+    @usableFromInline var box: Box
 
-    public var stream: String { @inlinable get { facts.stream } set { facts = facts.with { $0.stream = newValue } } }
-    public var type: String { @inlinable get { facts.type } set { facts = facts.with { $0.type = newValue } } }
-    public var payload: JSONValue { @inlinable get { facts.payload } set { facts = facts.with { $0.payload = newValue } } }
-    public var actor: String { @inlinable get { facts.actor } set { facts = facts.with { $0.actor = newValue } } }
-    public var device: String { @inlinable get { facts.device } set { facts = facts.with { $0.device = newValue } } }
-    public var session: String? { @inlinable get { facts.session } set { facts = facts.with { $0.session = newValue } } }
-    public var cause: String { @inlinable get { facts.cause } set { facts = facts.with { $0.cause = newValue } } }
-    public var clientTime: String? { @inlinable get { facts.clientTime } set { facts = facts.with { $0.clientTime = newValue } } }
-    public var recordedTime: String { @inlinable get { facts.recordedTime } set { facts = facts.with { $0.recordedTime = newValue } } }
-    public var origin: EventOrigin { @inlinable get { facts.origin } set { facts = facts.with { $0.origin = newValue } } }
+    /// A new box with `change` applied to the facts (setters only: rare).
+    private mutating func change(_ body: (inout Facts) -> Void) {
+        var f = box.facts
+        body(&f)
+        box = Box(f)
+    }
+
+    public var stream: String { @inlinable get { box.facts.stream } set { change { $0.stream = newValue } } }
+    public var type: String { @inlinable get { box.facts.type } set { change { $0.type = newValue } } }
+    public var payload: JSONValue { @inlinable get { box.facts.payload } set { change { $0.payload = newValue } } }
+    public var actor: String { @inlinable get { box.facts.actor } set { change { $0.actor = newValue } } }
+    public var device: String { @inlinable get { box.facts.device } set { change { $0.device = newValue } } }
+    public var session: String? { @inlinable get { box.facts.session } set { change { $0.session = newValue } } }
+    public var cause: String { @inlinable get { box.facts.cause } set { change { $0.cause = newValue } } }
+    public var clientTime: String? { @inlinable get { box.facts.clientTime } set { change { $0.clientTime = newValue } } }
+    public var recordedTime: String { @inlinable get { box.facts.recordedTime } set { change { $0.recordedTime = newValue } } }
+    public var origin: EventOrigin { @inlinable get { box.facts.origin } set { change { $0.origin = newValue } } }
 
     public init(position: Int64, id: UUID, stream: String, streamVersion: Int64, type: String, payload: JSONValue,
                 actor: String, device: String, session: String?, cause: String, clientTime: String?, recordedTime: String,
                 origin: EventOrigin, hash: [UInt8]) {
         self.position = position; self.id = id; self.streamVersion = streamVersion; self.hash = hash
-        facts = Facts(stream: stream, type: type, payload: payload, actor: actor, device: device, session: session, cause: cause,
-                      clientTime: clientTime, recordedTime: recordedTime, origin: origin)
+        box = Box(Facts(stream: stream, type: type, payload: payload, actor: actor, device: device, session: session, cause: cause,
+                        clientTime: clientTime, recordedTime: recordedTime, origin: origin))
     }
 
     /// Equal when every value is.
     public static func == (a: RecordedEvent, b: RecordedEvent) -> Bool {
-        guard a.position == b.position, a.id == b.id, a.streamVersion == b.streamVersion, a.hash == b.hash else { return false }
-        if a.facts === b.facts { return true }
-        let x = a.facts, y = b.facts
-        return x.stream == y.stream && x.type == y.type && x.payload == y.payload && x.actor == y.actor && x.device == y.device
-            && x.session == y.session && x.cause == y.cause && x.clientTime == y.clientTime && x.recordedTime == y.recordedTime && x.origin == y.origin
+        a.position == b.position && a.id == b.id && a.streamVersion == b.streamVersion && a.hash == b.hash
+            && (a.box === b.box || a.box.facts == b.box.facts)
     }
 
     public func hash(into h: inout Hasher) {
-        h.combine(position); h.combine(id); h.combine(streamVersion); h.combine(hash)
-        let x = facts
-        h.combine(x.stream); h.combine(x.type); h.combine(x.payload); h.combine(x.actor); h.combine(x.device); h.combine(x.session)
-        h.combine(x.cause); h.combine(x.clientTime); h.combine(x.recordedTime); h.combine(x.origin)
+        h.combine(position); h.combine(id); h.combine(streamVersion); h.combine(hash); h.combine(box.facts)
     }
 
     public var eventType: EventType? { EventType(rawValue: type) }

@@ -296,8 +296,6 @@ public struct JSONCursor {
         p.depth = 1
     }
 
-    /// Where the cursor is (a byte offset into the buffer).
-    public var offset: Int { p.i }
     /// Whether every byte was read.
     public var atEnd: Bool { p.i == p.bytes.count }
 

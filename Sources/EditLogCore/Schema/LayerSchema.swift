@@ -80,11 +80,12 @@ public struct PopupInfo: Sendable, Hashable {
 /// A layer or table. Field lookups are case-insensitive (as ArcGIS's are) and go through an index built
 /// once, so the hot paths (validation, projections) never scan or fold strings per call.
 ///
-/// Its values live in one shared, copy-on-write box: a copy (the schema hands out one per lookup, the projector and
-/// the import take one per event) is one reference count, not one per field, array and index (about twenty).
+/// Its values live in one shared, immutable box: a copy (the schema hands out one per lookup, the projector and the
+/// import take one per event) is one reference count, not one per field, array and index (about twenty). A setter
+/// makes a new box, with its indexes built again.
 public struct LayerSchema: Sendable, Hashable {
-    /// The stored values. Never changed while shared: every setter makes its copy unique first (`unique()`).
-    final class Storage: @unchecked Sendable {
+    /// What the layer's definition says.
+    struct Declared: Sendable, Hashable {
         var id: Int
         var name: String
         var isTable: Bool
@@ -98,44 +99,56 @@ public struct LayerSchema: Sendable, Hashable {
         var fields: [FieldSchema]
         var relationships: [RelationshipSchema]
         var popup: PopupInfo?
-        var attributeFields: [FieldSchema] = []
-        var exact: [String: Int] = [:]
-        var folded: [String: Int] = [:]
-        var editorTracking: Set<String> = []
+    }
 
-        init(id: Int, name: String, isTable: Bool, geometryType: String?, objectIdField: String?, globalIdField: String?,
-             displayField: String?, hasAttachments: Bool, capabilities: Capabilities, editFieldsInfo: EditFieldsInfo?,
-             fields: [FieldSchema], relationships: [RelationshipSchema], popup: PopupInfo?) {
-            self.id = id; self.name = name; self.isTable = isTable; self.geometryType = geometryType
-            self.objectIdField = objectIdField; self.globalIdField = globalIdField; self.displayField = displayField
-            self.hasAttachments = hasAttachments; self.capabilities = capabilities; self.editFieldsInfo = editFieldsInfo
-            self.fields = fields; self.relationships = relationships; self.popup = popup
-        }
+    /// The declared values and the indexes built from them, never changed once made.
+    final class Storage: Sendable {
+        let declared: Declared
+        /// Fields kept in projection columns (`attributeFields`).
+        let attributeFields: [FieldSchema]
+        /// Field index by exact name, and by lowercased name.
+        let exact: [String: Int], folded: [String: Int]
+        /// Editor-tracking field names, lowercased.
+        let editorTracking: Set<String>
 
-        func copy() -> Storage {
-            let c = Storage(id: id, name: name, isTable: isTable, geometryType: geometryType, objectIdField: objectIdField,
-                            globalIdField: globalIdField, displayField: displayField, hasAttachments: hasAttachments,
-                            capabilities: capabilities, editFieldsInfo: editFieldsInfo, fields: fields, relationships: relationships, popup: popup)
-            (c.attributeFields, c.exact, c.folded, c.editorTracking) = (attributeFields, exact, folded, editorTracking)
-            return c
+        init(_ d: Declared) {
+            declared = d
+            var exact: [String: Int] = [:], folded: [String: Int] = [:]
+            for (i, f) in d.fields.enumerated() {
+                if exact[f.name] == nil { exact[f.name] = i }
+                if folded[f.name.lowercased()] == nil { folded[f.name.lowercased()] = i }
+            }
+            (self.exact, self.folded) = (exact, folded)
+            let oid = d.objectIdField?.lowercased(), gid = d.globalIdField?.lowercased()
+            attributeFields = d.fields.filter { f in
+                f.type != .oid && f.type != .globalID && f.type != .geometry && f.name.lowercased() != oid && f.name.lowercased() != gid
+            }
+            editorTracking = Set((d.editFieldsInfo?.all ?? []).map { $0.lowercased() })
         }
     }
     private var storage: Storage
 
-    public var id: Int { get { storage.id } set { unique(); storage.id = newValue } }
-    public var name: String { get { storage.name } set { unique(); storage.name = newValue } }
-    public var isTable: Bool { get { storage.isTable } set { unique(); storage.isTable = newValue } }
-    public var geometryType: String? { get { storage.geometryType } set { unique(); storage.geometryType = newValue } }
-    public var objectIdField: String? { get { storage.objectIdField } set { unique(); storage.objectIdField = newValue; reindex() } }
-    public var globalIdField: String? { get { storage.globalIdField } set { unique(); storage.globalIdField = newValue; reindex() } }
-    public var displayField: String? { get { storage.displayField } set { unique(); storage.displayField = newValue } }
-    public var hasAttachments: Bool { get { storage.hasAttachments } set { unique(); storage.hasAttachments = newValue } }
-    public var capabilities: Capabilities { get { storage.capabilities } set { unique(); storage.capabilities = newValue } }
-    public var editFieldsInfo: EditFieldsInfo? { get { storage.editFieldsInfo } set { unique(); storage.editFieldsInfo = newValue; reindex() } }
-    public var fields: [FieldSchema] { get { storage.fields } set { unique(); storage.fields = newValue; reindex() } }
-    public var relationships: [RelationshipSchema] { get { storage.relationships } set { unique(); storage.relationships = newValue } }
+    /// A new box with `change` applied to the declared values.
+    private mutating func change(_ body: (inout Declared) -> Void) {
+        var d = storage.declared
+        body(&d)
+        storage = Storage(d)
+    }
+
+    public var id: Int { get { storage.declared.id } set { change { $0.id = newValue } } }
+    public var name: String { get { storage.declared.name } set { change { $0.name = newValue } } }
+    public var isTable: Bool { get { storage.declared.isTable } set { change { $0.isTable = newValue } } }
+    public var geometryType: String? { get { storage.declared.geometryType } set { change { $0.geometryType = newValue } } }
+    public var objectIdField: String? { get { storage.declared.objectIdField } set { change { $0.objectIdField = newValue } } }
+    public var globalIdField: String? { get { storage.declared.globalIdField } set { change { $0.globalIdField = newValue } } }
+    public var displayField: String? { get { storage.declared.displayField } set { change { $0.displayField = newValue } } }
+    public var hasAttachments: Bool { get { storage.declared.hasAttachments } set { change { $0.hasAttachments = newValue } } }
+    public var capabilities: Capabilities { get { storage.declared.capabilities } set { change { $0.capabilities = newValue } } }
+    public var editFieldsInfo: EditFieldsInfo? { get { storage.declared.editFieldsInfo } set { change { $0.editFieldsInfo = newValue } } }
+    public var fields: [FieldSchema] { get { storage.declared.fields } set { change { $0.fields = newValue } } }
+    public var relationships: [RelationshipSchema] { get { storage.declared.relationships } set { change { $0.relationships = newValue } } }
     /// The web map's pop-up; nil when the layer has none (then it cannot be edited).
-    public var popup: PopupInfo? { get { storage.popup } set { unique(); storage.popup = newValue } }
+    public var popup: PopupInfo? { get { storage.declared.popup } set { change { $0.popup = newValue } } }
 
     /// Fields kept in projection columns: everything but the ObjectID, the GlobalID and geometry.
     public var attributeFields: [FieldSchema] { storage.attributeFields }
@@ -143,51 +156,21 @@ public struct LayerSchema: Sendable, Hashable {
     public init(id: Int, name: String, isTable: Bool, geometryType: String?, objectIdField: String?, globalIdField: String?,
                 displayField: String?, hasAttachments: Bool, capabilities: Capabilities, editFieldsInfo: EditFieldsInfo?,
                 fields: [FieldSchema], relationships: [RelationshipSchema], popup: PopupInfo?) {
-        storage = Storage(id: id, name: name, isTable: isTable, geometryType: geometryType, objectIdField: objectIdField,
-                          globalIdField: globalIdField, displayField: displayField, hasAttachments: hasAttachments,
-                          capabilities: capabilities, editFieldsInfo: editFieldsInfo, fields: fields, relationships: relationships, popup: popup)
-        reindex()
+        storage = Storage(Declared(id: id, name: name, isTable: isTable, geometryType: geometryType, objectIdField: objectIdField,
+                                   globalIdField: globalIdField, displayField: displayField, hasAttachments: hasAttachments,
+                                   capabilities: capabilities, editFieldsInfo: editFieldsInfo, fields: fields, relationships: relationships,
+                                   popup: popup))
     }
 
-    /// Makes the storage this value's own before a change (copy-on-write).
-    private mutating func unique() {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
-    }
-
-    /// Builds the indexes from the fields (the storage is unique: `init` or a setter made it so).
-    private func reindex() {
-        var exact: [String: Int] = [:], folded: [String: Int] = [:]
-        for (i, f) in storage.fields.enumerated() {
-            if exact[f.name] == nil { exact[f.name] = i }
-            if folded[f.name.lowercased()] == nil { folded[f.name.lowercased()] = i }
-        }
-        let oid = storage.objectIdField?.lowercased(), gid = storage.globalIdField?.lowercased()
-        storage.attributeFields = storage.fields.filter { f in
-            f.type != .oid && f.type != .globalID && f.type != .geometry && f.name.lowercased() != oid && f.name.lowercased() != gid
-        }
-        (storage.exact, storage.folded) = (exact, folded)
-        storage.editorTracking = Set((storage.editFieldsInfo?.all ?? []).map { $0.lowercased() })
-    }
-
-    /// Equal when every value is (the indexes follow from them).
+    /// Equal when the declared values are (the indexes follow from them).
     public static func == (a: LayerSchema, b: LayerSchema) -> Bool {
-        if a.storage === b.storage { return true }
-        let x = a.storage, y = b.storage
-        return x.id == y.id && x.name == y.name && x.isTable == y.isTable && x.geometryType == y.geometryType
-            && x.objectIdField == y.objectIdField && x.globalIdField == y.globalIdField && x.displayField == y.displayField
-            && x.hasAttachments == y.hasAttachments && x.capabilities == y.capabilities && x.editFieldsInfo == y.editFieldsInfo
-            && x.fields == y.fields && x.relationships == y.relationships && x.popup == y.popup
+        a.storage === b.storage || a.storage.declared == b.storage.declared
     }
 
-    public func hash(into h: inout Hasher) {
-        let x = storage
-        h.combine(x.id); h.combine(x.name); h.combine(x.isTable); h.combine(x.geometryType); h.combine(x.objectIdField)
-        h.combine(x.globalIdField); h.combine(x.displayField); h.combine(x.hasAttachments); h.combine(x.capabilities)
-        h.combine(x.editFieldsInfo); h.combine(x.fields); h.combine(x.relationships); h.combine(x.popup)
-    }
+    public func hash(into h: inout Hasher) { h.combine(storage.declared) }
 
     public func field(_ name: String) -> FieldSchema? {
-        if let i = storage.exact[name] ?? storage.folded[name.lowercased()] { return storage.fields[i] }
+        if let i = storage.exact[name] ?? storage.folded[name.lowercased()] { return storage.declared.fields[i] }
         return nil
     }
 
@@ -199,7 +182,7 @@ public struct LayerSchema: Sendable, Hashable {
     }
 
     public func relationship(_ ref: String) -> RelationshipSchema? {
-        let relationships = storage.relationships
+        let relationships = storage.declared.relationships
         if let id = Int(ref), let r = relationships.first(where: { $0.id == id }) { return r }
         let key = ref.lowercased()
         return relationships.first { !$0.name.isEmpty && $0.name.lowercased() == key }
