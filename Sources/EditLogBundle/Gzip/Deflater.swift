@@ -15,8 +15,14 @@ struct DeflateTuning: Sendable, Equatable {
     /// - 55.5k events, 43.0 MB: 7,263,830 bytes in 305 ms, against 7,291,405 bytes in 387–402 ms;
     /// - 1.05M events, 805.9 MB: 135,855,986 bytes in 5.77 s, against 136,573,009 bytes in 7.30 s.
     /// So about a fifth less CPU, and a bundle still smaller than `gzip -6`'s one member (7,314,323 and 137,052,953
-    /// bytes). A chain of 12 was faster still, but larger than `gzip -6` at full size (1.0016x).
-    static let bundle = DeflateTuning(goodLength: 32, maxLazy: 258, niceLength: 24, maxChain: 16)
+    /// bytes).
+    ///
+    /// The chain is 10 on 2 MiB blocks (`ParallelGzipWriter.defaultBlockSize`), which trades part of the size goal's
+    /// slack (≤ 1.01x `gzip -6`) for the export's speed, whose goal (≥ 1.0x `pigz -p 2 -6`) is not met: the same
+    /// harness, 805.9 MB tar: 1 MiB / chain 16 135,855,986 bytes, 5.95 s of CPU; 2 MiB / chain 10 137,543,512 bytes
+    /// (1.0036x `gzip -6`), 5.55 s; 2 MiB / chain 8 138,075,554 bytes (1.0075x, and 1.0094x as the export cuts its
+    /// tar), 5.43 s, too near the bound. The quick tar (43.0 MB): 7,349,866 bytes, 1.0049x.
+    static let bundle = DeflateTuning(goodLength: 32, maxLazy: 258, niceLength: 24, maxChain: 10)
 }
 
 /// One complete gzip member (RFC 1952) from one block of input, through the system zlib.
@@ -105,7 +111,8 @@ final class ParallelGzipWriter {
     /// The first member's bytes when they are ready (always when asked to wait), nil while they are not.
     typealias Head = (_ wait: Bool) throws(EditLogError) -> [UInt8]?
 
-    static let defaultBlockSize = 1 << 20
+    /// 2 MiB: see `DeflateTuning.bundle`. With 1 MiB blocks and the same chain the bundle was 1.3% larger.
+    static let defaultBlockSize = 2 << 20
 
     let output: OutputFile
     let blockSize: Int
@@ -140,14 +147,15 @@ final class ParallelGzipWriter {
     /// next block while the producing thread shared its core with both: measured on the 1.05M-event bundle,
     /// 1 → 2 took the export from 6.05 to 5.50 s (nice 5 both); 4 gave 5.30 s at 96 MB peak RSS, too close to 100
     /// then. With the export's read cache at 2 MiB and the blocks reused, 4 costs 76 MB; 8 (84 MB) was no faster.
-    static let window = 4
+    /// Since the blocks are 2 MiB, 2 (as many bytes in flight as 4 of 1 MiB): 70–71 MB, and 4 was no faster.
+    static let window = 2
     /// The deflate threads' nice value. The producing thread (reading the log, checking the chain, writing lines)
     /// feeds both deflate threads and was the one slowed when the three shared two cores; at equal priority it got
     /// about half a core. Nice 0 → 5 (window 2): 5.73 → 5.50 / 5.59 / 5.38 s. Nice 10 was no better than 5.
     static let deflateNice: Int32 = 5
     /// Members done and kept while the first is left for later; past them, the writer waits for the first. At the
-    /// default block size a member is about 170 KB, so this bounds the backlog near 11 MB.
-    static let headBacklog = 64
+    /// default block size a member is about 350 KB, so this bounds the backlog near 11 MB.
+    static let headBacklog = 32
     /// The first member's source, until it is filled.
     private var pendingHead: Head?
     /// The deflate threads, taking blocks from one queue in order.
