@@ -13,7 +13,7 @@ enum BundleEventLine {
     /// and appended at once, not with an `Array.append` per key, string and hex run (about 18 per line). Callgrind
     /// of the quick export (55.5k events): writing the lines took 0.48G instructions so, 0.20G now, of the
     /// producing thread's 1.91G outside SHA-256.
-    static func write(_ row: StatementEventColumns, previous: UnsafeRawBufferPointer, to out: inout [UInt8]) throws(EditLogError) {
+    static func write(_ row: LoadedEventColumns, previous: UnsafeRawBufferPointer, to out: inout [UInt8]) throws(EditLogError) {
         let position = row.integer(.position)
         func required(_ c: EventHash.Column) throws(EditLogError) -> UnsafeRawBufferPointer {
             guard let b = row.bytes(c) else { throw EditLogError(.corrupt, "\(c.name) is NULL", at: "position \(position)") }

@@ -198,26 +198,29 @@ public enum BundleExport {
         var line: [UInt8] = []
         line.reserveCapacity(4_096)
         var encoder = EventHash.Encoder()
-        try EventReading.step(db, sql: "SELECT \(EventReading.columns) \(range) ORDER BY position", arguments: [from, until]) { row in
-            let position = row.integer(.position)
-            guard let hash = row.bytes(.hash) else { throw EditLogError(.corrupt, "hash is NULL", at: "position \(position)") }
-            do { try previous.withUnsafeBytes { p in try EventHash.encode(row, previous: p, into: &encoder) } } catch let missing as EventHash.MissingColumn {
-                throw EditLogError(.corrupt, "\(missing.column.name) is NULL", at: "position \(position)")
+        let loader = EventColumnLoader()
+        try EventReading.step(db, sql: "SELECT \(EventReading.columns) \(range) ORDER BY position", arguments: [from, until]) { statementRow in
+            try loader.withColumns(of: statementRow) { row in
+                let position = row.integer(.position)
+                guard let hash = row.bytes(.hash) else { throw EditLogError(.corrupt, "hash is NULL", at: "position \(position)") }
+                do { try previous.withUnsafeBytes { p in try EventHash.encode(row, previous: p, into: &encoder) } } catch let missing as EventHash.MissingColumn {
+                    throw EditLogError(.corrupt, "\(missing.column.name) is NULL", at: "position \(position)")
+                }
+                guard encoder.digestEquals(hash) else {
+                    throw EditLogError(.corrupt, "the event's hash does not match its columns: the log was altered (run editlog verify)", at: "position \(position)")
+                }
+                done += 1
+                if done % 1024 == 0 { progress?(done, total) }
+                if layers == nil || keeps(stream: row.bytes(.stream).map { String(decoding: $0, as: UTF8.self) } ?? "", layers: layers) {
+                    line.removeAll(keepingCapacity: true)
+                    try previous.withUnsafeBytes { p in try BundleEventLine.write(row, previous: p, to: &line) }
+                    try writer.addEventLine(line)
+                    lines += 1
+                }
+                previous.removeAll(keepingCapacity: true)
+                previous.append(contentsOf: hash)
+                return true
             }
-            guard encoder.digestEquals(hash) else {
-                throw EditLogError(.corrupt, "the event's hash does not match its columns: the log was altered (run editlog verify)", at: "position \(position)")
-            }
-            done += 1
-            if done % 1024 == 0 { progress?(done, total) }
-            if layers == nil || keeps(stream: row.bytes(.stream).map { String(decoding: $0, as: UTF8.self) } ?? "", layers: layers) {
-                line.removeAll(keepingCapacity: true)
-                try previous.withUnsafeBytes { p in try BundleEventLine.write(row, previous: p, to: &line) }
-                try writer.addEventLine(line)
-                lines += 1
-            }
-            previous.removeAll(keepingCapacity: true)
-            previous.append(contentsOf: hash)
-            return true
         }
         try writer.fillHead()
         guard let found else { preconditionFailure("the bundle's head is filled") }

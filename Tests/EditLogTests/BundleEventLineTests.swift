@@ -39,7 +39,7 @@ import Testing
             try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events ORDER BY position", arguments: []) { row in
                 let previous = [UInt8](bytes(32))
                 var line: [UInt8] = []
-                try previous.withUnsafeBytes { try BundleEventLine.write(row, previous: $0, to: &line) }
+                try EventColumnLoader().withColumns(of: row) { row in try previous.withUnsafeBytes { try BundleEventLine.write(row, previous: $0, to: &line) } }
                 var o = try EventReading.decode(row).json.objectValue!
                 o["previousHash"] = .string(Hex.encode(previous))
                 let expected = JSONValue.object(o).serializedBytes()
@@ -93,7 +93,7 @@ extension BundleEventLineTests {
             var lines: [String] = []
             try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events", arguments: []) { row in
                 var line: [UInt8] = []
-                try [UInt8]().withUnsafeBytes { try BundleEventLine.write(row, previous: $0, to: &line) }
+                try EventColumnLoader().withColumns(of: row) { row in try [UInt8]().withUnsafeBytes { try BundleEventLine.write(row, previous: $0, to: &line) } }
                 lines.append(String(decoding: line, as: UTF8.self))
                 return true
             }
