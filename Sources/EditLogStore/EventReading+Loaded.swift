@@ -37,7 +37,8 @@ public final class EventColumnLoader {
 }
 
 /// A row's columns as an `EventColumnLoader` read them: the same answers as the `StatementEventColumns` they were
-/// read from, without calling SQLite.
+/// read from, without calling SQLite. The integer columns (position, stream version, origin position) are read as
+/// integers only: `bytes` is nil for them (`EventHash.encode` and the bundle line read them with `integer`).
 public struct LoadedEventColumns: EventHash.Source {
     @usableFromInline let slots: UnsafeMutablePointer<UnsafeRawBufferPointer?>
     @usableFromInline let integers: UnsafeMutablePointer<Int64>

@@ -39,7 +39,18 @@ import Testing
             try EventReading.step(db, sql: "SELECT \(EventReading.columns) FROM events ORDER BY position", arguments: []) { row in
                 let previous = [UInt8](bytes(32))
                 var line: [UInt8] = []
-                try EventColumnLoader().withColumns(of: row) { row in try previous.withUnsafeBytes { try BundleEventLine.write(row, previous: $0, to: &line) } }
+                try EventColumnLoader().withColumns(of: row) { loaded in
+                    // The loaded columns answer what the statement answers, NULLs included: integers by value, the
+                    // others as bytes.
+                    for c in EventHash.Column.allCases {
+                        if [.position, .streamVersion, .originPosition].contains(c) {
+                            #expect(loaded.integer(c) == row.integer(c), "\(c.name)")
+                        } else {
+                            #expect(loaded.bytes(c).map { Array($0) } == row.bytes(c).map { Array($0) }, "\(c.name)")
+                        }
+                    }
+                    try previous.withUnsafeBytes { try BundleEventLine.write(loaded, previous: $0, to: &line) }
+                }
                 var o = try EventReading.decode(row).json.objectValue!
                 o["previousHash"] = .string(Hex.encode(previous))
                 let expected = JSONValue.object(o).serializedBytes()
