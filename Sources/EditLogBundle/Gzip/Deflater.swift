@@ -149,7 +149,7 @@ final class ParallelGzipWriter {
     /// 1 → 2 took the export from 6.05 to 5.50 s (nice 5 both); 4 gave 5.30 s at 96 MB peak RSS, too close to 100
     /// then. With the export's read cache at 2 MiB and the blocks reused, 4 costs 76 MB; 8 (84 MB) was no faster.
     /// Since the blocks are 2 MiB, 2 (as many bytes in flight as 4 of 1 MiB): the export's peak RSS is 80–85 MB,
-    /// and 4 was no faster (4.77 / 4.56 s against 4.71 / 4.62 s).
+    /// and 4 was no faster (at a chain of 8: 4.77 / 4.56 s against 4.71 / 4.62 s).
     static let window = 2
     /// The deflate threads' nice value. The producing thread (reading the log, checking the chain, writing lines)
     /// feeds both deflate threads and was the one slowed when the three shared two cores; at equal priority it got
