@@ -27,18 +27,15 @@ public final class EventColumnLoader {
     public func withColumns<R>(of row: StatementEventColumns, _ body: (LoadedEventColumns) throws -> R) rethrows -> R {
         for column in EventHash.Column.allCases {
             let i = Int(column.rawValue)
-            switch column {
-            case .position, .streamVersion, .originPosition: integers[i] = row.integer(column)
-            default: slots[i] = row.bytes(column)
-            }
+            if column.isInteger { integers[i] = row.integer(column) } else { slots[i] = row.bytes(column) }
         }
         return try withExtendedLifetime(self) { try body(LoadedEventColumns(slots: slots, integers: integers)) }
     }
 }
 
 /// A row's columns as an `EventColumnLoader` read them: the same answers as the `StatementEventColumns` they were
-/// read from, without calling SQLite. The integer columns (position, stream version, origin position) are read as
-/// integers only: `bytes` is nil for them (`EventHash.encode` and the bundle line read them with `integer`).
+/// read from, without calling SQLite. The integer columns (`EventHash.Column.isInteger`) are read as integers only:
+/// `bytes` is nil for them (`EventHash.encode` and the bundle line read them with `integer`).
 public struct LoadedEventColumns: EventHash.Source {
     @usableFromInline let slots: UnsafeMutablePointer<UnsafeRawBufferPointer?>
     @usableFromInline let integers: UnsafeMutablePointer<Int64>

@@ -43,7 +43,7 @@ import Testing
                     // The loaded columns answer what the statement answers, NULLs included: integers by value, the
                     // others as bytes.
                     for c in EventHash.Column.allCases {
-                        if [.position, .streamVersion, .originPosition].contains(c) {
+                        if c.isInteger {
                             #expect(loaded.integer(c) == row.integer(c), "\(c.name)")
                         } else {
                             #expect(loaded.bytes(c).map { Array($0) } == row.bytes(c).map { Array($0) }, "\(c.name)")

@@ -38,6 +38,8 @@ public enum EventHash {
         }
         /// Columns that may be NULL.
         @inlinable public var isOptional: Bool { self == .session || self == .clientTime || self == .originHash }
+        /// Columns a `Source` gives as integers (`integer(_:)`), not as bytes.
+        @inlinable public var isInteger: Bool { self == .position || self == .streamVersion || self == .originPosition }
     }
 
     /// Where the encoding reads an event's columns from. Integers by value, everything else as bytes
@@ -60,10 +62,9 @@ public enum EventHash {
         e.reset()
         e.raw(previous)
         for column in Column.allCases where column != .hash {
-            switch column {
-            case .position, .streamVersion, .originPosition:
+            if column.isInteger {
                 e.int(source.integer(column))
-            default:
+            } else {
                 let present = source.withBytes(column) { bytes -> Bool in
                     guard let bytes else { return false }
                     if column.isOptional { e.present() }
