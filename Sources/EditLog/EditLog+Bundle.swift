@@ -23,7 +23,7 @@ extension EditLog {
     /// With `peer`, the export is recorded so the next `since: .lastExport(peer:)` starts after it.
     public func exportBundle(to out: String, since: BundleSince = .position(0), until: LogMoment? = nil, by clock: EventClock = .default,
                              layers: [String] = [], peer: String? = nil, signingKey: [UInt8]? = nil, overwrite: Bool = false,
-                             blockSize: Int = 2 << 20, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleExportSummary {
+                             blockSize: Int = BundleLayout.gzipBlockBytes, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleExportSummary {
         var options = BundleExportOptions(since: since, peer: peer, signingKey: signingKey, overwrite: overwrite, blockSize: blockSize)
         if let until {
             switch until {

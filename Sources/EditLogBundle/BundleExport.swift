@@ -43,7 +43,7 @@ public struct BundleExportOptions: Sendable {
 
     public init(since: BundleSince = .position(0), until: Int64? = nil, layers: (ids: Set<Int>, names: [String])? = nil, peer: String? = nil,
                 signingKey: [UInt8]? = nil, overwrite: Bool = false, user: String? = BundleExport.currentUser(),
-                blockSize: Int = 2 << 20) {
+                blockSize: Int = BundleLayout.gzipBlockBytes) {
         self.since = since; self.until = until; self.layers = layers; self.peer = peer; self.signingKey = signingKey
         self.overwrite = overwrite; self.user = user; self.blockSize = blockSize
     }

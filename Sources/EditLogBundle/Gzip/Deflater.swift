@@ -17,7 +17,7 @@ struct DeflateTuning: Sendable, Equatable {
     /// So about a fifth less CPU, and a bundle still smaller than `gzip -6`'s one member (7,314,323 and 137,052,953
     /// bytes).
     ///
-    /// The chain is 10 on 2 MiB blocks (`ParallelGzipWriter.defaultBlockSize`), which trades part of the size goal's
+    /// The chain is 10 on 2 MiB blocks (`BundleLayout.gzipBlockBytes`), which trades part of the size goal's
     /// slack (≤ 1.01x `gzip -6`) for the export's speed, whose goal (≥ 1.0x `pigz -p 2 -6`) is not met: the same
     /// harness, 805.9 MB tar: 1 MiB / chain 16 135,855,986 bytes, 5.95 s of CPU; 2 MiB / chain 10 137,543,512 bytes
     /// (1.0036x `gzip -6`), 5.55 s; 2 MiB / chain 8 138,075,554 bytes (1.0075x, and 1.0094x as the export cuts its
@@ -111,10 +111,6 @@ final class ParallelGzipWriter {
     /// The first member's bytes when they are ready (always when asked to wait), nil while they are not.
     typealias Head = (_ wait: Bool) throws(EditLogError) -> [UInt8]?
 
-    /// 2 MiB: see `DeflateTuning.bundle`. Each member starts with no history, so longer ones compress a little
-    /// better: with a chain of 8, 1 MiB blocks gave 138,332,030 bytes of the 805.9 MB tar, 2 MiB 138,075,554.
-    static let defaultBlockSize = 2 << 20
-
     let output: OutputFile
     let blockSize: Int
     let workers: Int
@@ -127,7 +123,7 @@ final class ParallelGzipWriter {
     /// Uncompressed bytes accepted so far.
     private(set) var uncompressedBytes: Int64 = 0
 
-    init(output: OutputFile, blockSize: Int = ParallelGzipWriter.defaultBlockSize, workers: Int = ProcessInfo.processInfo.activeProcessorCount, level: Int32 = 6,
+    init(output: OutputFile, blockSize: Int = BundleLayout.gzipBlockBytes, workers: Int = ProcessInfo.processInfo.activeProcessorCount, level: Int32 = 6,
          tuning: DeflateTuning? = .bundle, head: Head? = nil) {
         self.output = output
         self.blockSize = max(512, blockSize)
