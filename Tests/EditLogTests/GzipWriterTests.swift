@@ -45,11 +45,46 @@ import Testing
         }
     }
 
-    @Test func manySmallBlocksThroughReusedBuffersComeBackInOrder() throws {
+    /// The engines this machine has: zlib always, libdeflate where the system has `libdeflate.so.0`.
+    static let engines: [GzipEngine] = [.zlib(level: 6, tuning: .bundle)] + (Libdeflate.system != nil ? [.libdeflate(level: GzipEngine.libdeflateLevel)] : [])
+
+    @Test(.enabled(if: Libdeflate.system != nil, "the system has no libdeflate.so.0"))
+    func aLibdeflateMemberIsACompleteGzipMemberOfItsInput() throws {
+        let d = TempDir()
+        // One deflater for all, as a deflate thread keeps it: growing, shrinking, empty and growing again.
+        let deflater = MemberDeflater(.libdeflate(level: GzipEngine.libdeflateLevel))
+        for (i, size) in [10_000, 200_000, 3_000, 0, 1 << 20, 17].enumerated() {
+            let input = Self.text(size, seed: UInt64(50 + i))
+            let member = deflater.compress(input)
+            #expect(Array(member.prefix(3)) == [0x1F, 0x8B, 0x08], "size \(size): gzip magic and deflate")
+            #expect(Self.memberSizes(member) == [size], "size \(size): one whole member")
+            #expect(try Self.gunzip(member, in: d) == input, "size \(size)")
+            // The same input gives the same member (a kept compressor carries nothing from one member to the next).
+            #expect(member == MemberDeflater(.libdeflate(level: GzipEngine.libdeflateLevel)).compress(input), "size \(size)")
+        }
+        // Compressible text shrinks (level 5 is not a stored copy).
+        let text = Self.text(1 << 20, seed: 99)
+        #expect(deflater.compress(text).count < text.count / 2)
+    }
+
+    @Test func bundlesUseLibdeflateExactlyWhereTheSystemHasIt() {
+        #expect(Libdeflate.load("libeditlog-no-such-library.so.0") == nil)
+        if Libdeflate.system != nil {
+            #expect(GzipEngine.bundle == .libdeflate(level: GzipEngine.libdeflateLevel))
+        } else {
+            #expect(GzipEngine.bundle == .zlib(level: 6, tuning: .bundle))
+        }
+        // The zlib deflater is the zlib member writer, buffer kept.
+        let input = Self.text(70_000, seed: 5)
+        #expect(MemberDeflater(.zlib(level: 6, tuning: .bundle)).compress(input) == GzipMember.compress(input, level: 6, tuning: .bundle))
+    }
+
+    @Test(arguments: engines)
+    func manySmallBlocksThroughReusedBuffersComeBackInOrder(engine: GzipEngine) throws {
         let d = TempDir()
         let path = d.file("many.gz")
         let file = try OutputFile(path: path)
-        let gz = ParallelGzipWriter(output: file, blockSize: 512, workers: 2)
+        let gz = ParallelGzipWriter(output: file, blockSize: 512, workers: 2, engine: engine)
         var all: [UInt8] = []
         // Writes of every size around the block size, so blocks are cut mid-write and refilled from spares.
         for i in 0..<400 {
@@ -60,7 +95,11 @@ import Testing
         try gz.finish()
         _ = try file.finish()
         #expect(gz.uncompressedBytes == Int64(all.count))
-        #expect(try Self.gunzip([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), in: d) == all)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(try Self.gunzip(bytes, in: d) == all)
+        // Independent members of one block each (the last one shorter).
+        let sizes = Self.memberSizes(bytes)
+        #expect(sizes.dropLast().allSatisfy { $0 == 512 } && sizes.reduce(0, +) == all.count, "\(sizes.prefix(5))")
     }
 
     /// Each gzip member's uncompressed size, in file order (zlib reading the file member by member).

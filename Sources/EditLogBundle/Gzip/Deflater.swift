@@ -9,7 +9,8 @@ struct DeflateTuning: Sendable, Equatable {
     var niceLength: Int32
     var maxChain: Int32
 
-    /// What bundles are deflated with, on top of level 6: a chain of 16 instead of 128, lazy matching always, a nice
+    /// What bundles are deflated with where zlib deflates them (no system libdeflate: `GzipEngine.bundle`), on top
+    /// of level 6: a chain of 16 instead of 128, lazy matching always, a nice
     /// length of 24. On bundles' tar bytes (canonical JSON lines, mostly; `editlog-bench bundle-export`), measured
     /// with zlib 1.2.13 on 1 MiB blocks against level 6's own parameters (8, 16, 128, 128):
     /// - 55.5k events, 43.0 MB: 7,263,830 bytes in 305 ms, against 7,291,405 bytes in 387–402 ms;
@@ -54,6 +55,71 @@ enum GzipMember {
                 let rc = deflate(&stream, Z_FINISH)
                 precondition(rc == Z_STREAM_END, "zlib deflate did not finish within deflateBound (rc \(rc))")
                 return Array(outp[0..<(bound - Int(stream.avail_out))])
+            }
+        }
+    }
+}
+
+/// Which library deflates a writer's members, and how hard. Both write standard, independent gzip members that any
+/// gunzip reads; only their compressed bytes differ.
+enum GzipEngine: Sendable, Equatable {
+    /// The system zlib at `level`, with `tuning` on top when given.
+    case zlib(level: Int32, tuning: DeflateTuning?)
+    /// The system's libdeflate (`Libdeflate.system`) at `level` (1-12).
+    case libdeflate(level: Int32)
+
+    /// What bundles are written with: libdeflate at `libdeflateLevel` where the system has it (Debian's `libdeflate0`
+    /// is on every machine of this project's kind), else zlib level 6 with `DeflateTuning.bundle`. The export must
+    /// match `pigz -p 2 -6` (zlib at level 6 on both cores) while it also reads the log, checks the chain, writes the
+    /// lines and hashes every entry on the same cores: zlib's deflate alone, at the cheapest tuning that keeps the size
+    /// goal (<= 1.01x `gzip -6`), costs about 68% of pigz's CPU on the bench's bundle, and the export stayed at
+    /// 0.90-0.93x pigz through every zlib tuning tried (`tools/BENCH-RESULTS.md`).
+    static var bundle: GzipEngine { Libdeflate.system != nil ? .libdeflate(level: libdeflateLevel) : .zlib(level: 6, tuning: .bundle) }
+
+    /// libdeflate's level for bundles: 5 is the last level of its fast lazy matcher (6 and up search longer chains):
+    /// on the bench's tar 0.945x `gzip -6`'s size in 54% of the zlib tuning's CPU; 6 gives 0.929x in 73%.
+    static let libdeflateLevel: Int32 = 5
+}
+
+/// Deflates whole gzip members for one thread, with one engine: a libdeflate compressor is not shared between
+/// threads, and its tables (and the output buffer, grown to the largest bound met) are kept from member to member.
+final class MemberDeflater {
+    let engine: GzipEngine
+    private let library: Libdeflate?
+    private let compressor: OpaquePointer?
+    private var scratch: [UInt8] = []
+
+    /// A deflater for `engine`; `.libdeflate` needs `Libdeflate.system` (a precondition: ask `GzipEngine.bundle`).
+    init(_ engine: GzipEngine) {
+        self.engine = engine
+        if case .libdeflate(let level) = engine {
+            guard let lib = Libdeflate.system else { preconditionFailure("libdeflate was asked for, but \(Libdeflate.soname) is not loaded") }
+            guard let c = lib.alloc(level) else { preconditionFailure("libdeflate refused level \(level) (or is out of memory)") }
+            library = lib
+            compressor = c
+        } else {
+            library = nil
+            compressor = nil
+        }
+    }
+
+    deinit { if let library, let compressor { library.free(compressor) } }
+
+    /// `input` as one complete gzip member.
+    func compress(_ input: [UInt8]) -> [UInt8] {
+        switch engine {
+        case .zlib(let level, let tuning):
+            return GzipMember.compress(input, level: level, tuning: tuning, scratch: &scratch)
+        case .libdeflate:
+            guard let library, let compressor else { preconditionFailure("a libdeflate deflater without its compressor") }
+            let bound = library.gzipBound(compressor, input.count)
+            if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
+            return input.withUnsafeBytes { inp in
+                scratch.withUnsafeMutableBytes { outp in
+                    let n = library.gzipCompress(compressor, inp.baseAddress, inp.count, outp.baseAddress, bound)
+                    precondition(n > 0, "libdeflate did not finish within its bound")
+                    return Array(UnsafeRawBufferPointer(rebasing: outp[0..<n]))
+                }
             }
         }
     }
@@ -114,8 +180,7 @@ final class ParallelGzipWriter {
     let output: OutputFile
     let blockSize: Int
     let workers: Int
-    let level: Int32
-    let tuning: DeflateTuning?
+    let engine: GzipEngine
     private var current: [UInt8] = []
     /// Blocks handed to the workers, and members written so far (in order).
     private var submitted = 0
@@ -123,15 +188,14 @@ final class ParallelGzipWriter {
     /// Uncompressed bytes accepted so far.
     private(set) var uncompressedBytes: Int64 = 0
 
-    init(output: OutputFile, blockSize: Int = BundleLayout.gzipBlockBytes, workers: Int = ProcessInfo.processInfo.activeProcessorCount, level: Int32 = 6,
-         tuning: DeflateTuning? = .bundle, head: Head? = nil) {
+    init(output: OutputFile, blockSize: Int = BundleLayout.gzipBlockBytes, workers: Int = ProcessInfo.processInfo.activeProcessorCount,
+         engine: GzipEngine = .bundle, head: Head? = nil) {
         self.output = output
         self.blockSize = max(512, blockSize)
         self.workers = max(1, workers)
-        self.level = level
-        self.tuning = tuning
+        self.engine = engine
         current.reserveCapacity(self.blockSize)
-        pool = DeflatePool(threads: self.workers, nice: Self.deflateNice, level: level, tuning: tuning, members: members, spare: spare)
+        pool = DeflatePool(threads: self.workers, nice: Self.deflateNice, engine: engine, members: members, spare: spare)
         if let head {
             pendingHead = head
             submitted = 1
@@ -209,7 +273,7 @@ final class ParallelGzipWriter {
         guard let source = pendingHead, let bytes = try source(wait) else { return }
         pendingHead = nil
         uncompressedBytes += Int64(bytes.count)
-        members.put(0, GzipMember.compress(bytes, level: level, tuning: tuning))
+        members.put(0, MemberDeflater(engine).compress(bytes))
     }
 
     /// Compresses what is left (a last, shorter member) and writes every member.
@@ -239,17 +303,17 @@ private final class DeflatePool: @unchecked Sendable {
     /// Blocks submitted and not yet deflated.
     private var inFlight = 0
 
-    init(threads: Int, nice: Int32, level: Int32, tuning: DeflateTuning?, members: Members, spare: SpareBlocks) {
+    init(threads: Int, nice: Int32, engine: GzipEngine, members: Members, spare: SpareBlocks) {
         running = threads
         for _ in 0..<threads {
             let thread = Thread { [self] in
                 _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
-                var scratch: [UInt8] = []
+                let deflater = MemberDeflater(engine)
                 var finished = false
                 while let (seq, block) = next(finished: finished) {
                     // Taken out of its box, the block has no other owner, so it is emptied in place for reuse.
                     var bytes = block.take()
-                    members.put(seq, GzipMember.compress(bytes, level: level, tuning: tuning, scratch: &scratch))
+                    members.put(seq, deflater.compress(bytes))
                     bytes.removeAll(keepingCapacity: true)
                     spare.put(bytes)
                     finished = true
