@@ -10,9 +10,9 @@ struct DeflateTuning: Sendable, Equatable {
     var maxChain: Int32
 
     /// What bundles are deflated with where zlib deflates them (no system libdeflate: `GzipEngine.bundle`), on top
-    /// of level 6: a chain of 16 instead of 128, lazy matching always, a nice
-    /// length of 24. On bundles' tar bytes (canonical JSON lines, mostly; `editlog-bench bundle-export`), measured
-    /// with zlib 1.2.13 on 1 MiB blocks against level 6's own parameters (8, 16, 128, 128):
+    /// of level 6: a chain of 16 instead of 128, lazy matching always, a nice length of 24. On bundles' tar bytes
+    /// (canonical JSON lines, mostly; `editlog-bench bundle-export`), measured with zlib 1.2.13 on 1 MiB blocks
+    /// against level 6's own parameters (8, 16, 128, 128):
     /// - 55.5k events, 43.0 MB: 7,263,830 bytes in 305 ms, against 7,291,405 bytes in 387–402 ms;
     /// - 1.05M events, 805.9 MB: 135,855,986 bytes in 5.77 s, against 136,573,009 bytes in 7.30 s.
     /// So about a fifth less CPU, and a bundle still smaller than `gzip -6`'s one member (7,314,323 and 137,052,953
@@ -76,8 +76,9 @@ enum GzipEngine: Sendable, Equatable {
     /// 0.90-0.93x pigz through every zlib tuning tried (`tools/BENCH-RESULTS.md`).
     static var bundle: GzipEngine { Libdeflate.system != nil ? .libdeflate(level: libdeflateLevel) : .zlib(level: 6, tuning: .bundle) }
 
-    /// libdeflate's level for bundles: 5 is the last level of its fast lazy matcher (6 and up search longer chains):
-    /// on the bench's tar 0.945x `gzip -6`'s size in 54% of the zlib tuning's CPU; 6 gives 0.929x in 73%.
+    /// libdeflate's level for bundles. On the bench's tar (2 MiB members, one thread, against the zlib tuning's 7.04 s
+    /// of CPU at 1.0036x `gzip -6`'s size): level 4 0.990x in 49% of that CPU, 5 0.945x in 54%, 6 0.929x in 73%.
+    /// 5 gives most of 6's size for little more than 4's time, and leaves the export's speed goal a wide margin.
     static let libdeflateLevel: Int32 = 5
 }
 
