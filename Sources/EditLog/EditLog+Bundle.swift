@@ -42,6 +42,9 @@ extension EditLog {
         return try BundleExport.run(store: store, to: out, options: options, progress: progress)
     }
 
+    /// What deflates the bundles this process exports: the system libdeflate's level where it loads, else zlib's.
+    public static var bundleDeflater: String { BundleExport.deflater }
+
     /// Reads a whole bundle, checking the container, checksums, the chain of its events, blob hashes and the
     /// signature (with `trust`, one of these keys must have signed it). Imports nothing.
     public static func verifyBundle(at path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default,

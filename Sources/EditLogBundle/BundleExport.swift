@@ -52,6 +52,9 @@ public struct BundleExportOptions: Sendable {
 /// Reads a store and writes a bundle: two passes over the range in one read transaction (the first counts and
 /// finds the blobs for the manifest, which comes first; the second writes), so nothing is held whole.
 public enum BundleExport {
+    /// What deflates the bundles this process writes (`GzipEngine.bundle`), for reports: libdeflate's level or zlib's.
+    public static var deflater: String { GzipEngine.bundle.description }
+
     public static func currentUser() -> String? {
         let env = ProcessInfo.processInfo.environment
         return env["USER"] ?? env["LOGNAME"]

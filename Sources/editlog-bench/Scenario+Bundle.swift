@@ -128,7 +128,7 @@ enum BundleExportScenario: Scenario {
         var m = Measurement(scenario: name + " vs pigz -p 2 -6", kind: .throughput, size: size, units: Int(tarBytes), unitName: "B",
                             seconds: watch.seconds, cpuSeconds: watch.cpuSeconds, goal: .peerRatioAtLeast(1.0))
         m.notes.append("bundle \(Fmt.mb(summary.bytes)) (\(summary.bytes) bytes) from \(tarBytes) uncompressed tar bytes; "
-                       + "\(summary.manifest.eventCount) events, \(summary.manifest.blobCount) blobs; throughput over the uncompressed tar bytes")
+                       + "\(summary.manifest.eventCount) events, \(summary.manifest.blobCount) blobs; throughput over the uncompressed tar bytes; deflated by \(EditLog.bundleDeflater)")
         var s = Measurement(scenario: name + " size vs gzip -6", kind: .size, size: size, units: Int(tarBytes), goal: .sizeRatioAtMost(1.01))
         s.sizeBytes = summary.bytes
         var r = Measurement(scenario: name, kind: .rss, size: size, units: events, goal: .megabytesAtMost(100))

@@ -82,6 +82,17 @@ enum GzipEngine: Sendable, Equatable {
     static let libdeflateLevel: Int32 = 5
 }
 
+extension GzipEngine: CustomStringConvertible {
+    var description: String {
+        switch self {
+        case .zlib(let level, let tuning):
+            return "zlib level \(level)" + (tuning.map { ", deflateTune(\($0.goodLength), \($0.maxLazy), \($0.niceLength), \($0.maxChain))" } ?? "")
+        case .libdeflate(let level):
+            return "libdeflate level \(level) (\(Libdeflate.soname))"
+        }
+    }
+}
+
 /// Deflates whole gzip members for one thread, with one engine: a libdeflate compressor is not shared between
 /// threads, and its tables (and the output buffer, grown to the largest bound met) are kept from member to member.
 final class MemberDeflater {
