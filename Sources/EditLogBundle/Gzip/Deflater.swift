@@ -96,39 +96,39 @@ extension GzipEngine: CustomStringConvertible {
 /// Deflates whole gzip members for one thread, with one engine: a libdeflate compressor is not shared between
 /// threads, and its tables (and the output buffer, grown to the largest bound met) are kept from member to member.
 final class MemberDeflater {
-    let engine: GzipEngine
-    private let library: Libdeflate?
-    private let compressor: OpaquePointer?
+    /// zlib's parameters, or a libdeflate compressor of the level asked for (owned: freed with the deflater).
+    private enum Backend {
+        case zlib(level: Int32, tuning: DeflateTuning?)
+        case libdeflate(Libdeflate, compressor: OpaquePointer)
+    }
+    private let backend: Backend
     private var scratch: [UInt8] = []
 
     /// A deflater for `engine`; `.libdeflate` needs `Libdeflate.system` (a precondition: ask `GzipEngine.bundle`).
     init(_ engine: GzipEngine) {
-        self.engine = engine
-        if case .libdeflate(let level) = engine {
+        switch engine {
+        case .zlib(let level, let tuning):
+            backend = .zlib(level: level, tuning: tuning)
+        case .libdeflate(let level):
             guard let lib = Libdeflate.system else { preconditionFailure("libdeflate was asked for, but \(Libdeflate.soname) is not loaded") }
             guard let c = lib.alloc(level) else { preconditionFailure("libdeflate refused level \(level) (or is out of memory)") }
-            library = lib
-            compressor = c
-        } else {
-            library = nil
-            compressor = nil
+            backend = .libdeflate(lib, compressor: c)
         }
     }
 
-    deinit { if let library, let compressor { library.free(compressor) } }
+    deinit { if case .libdeflate(let lib, let c) = backend { lib.free(c) } }
 
     /// `input` as one complete gzip member.
     func compress(_ input: [UInt8]) -> [UInt8] {
-        switch engine {
+        switch backend {
         case .zlib(let level, let tuning):
             return GzipMember.compress(input, level: level, tuning: tuning, scratch: &scratch)
-        case .libdeflate:
-            guard let library, let compressor else { preconditionFailure("a libdeflate deflater without its compressor") }
-            let bound = library.gzipBound(compressor, input.count)
+        case .libdeflate(let lib, let c):
+            let bound = lib.gzipBound(c, input.count)
             if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
             return input.withUnsafeBytes { inp in
                 scratch.withUnsafeMutableBytes { outp in
-                    let n = library.gzipCompress(compressor, inp.baseAddress, inp.count, outp.baseAddress, bound)
+                    let n = lib.gzipCompress(c, inp.baseAddress, inp.count, outp.baseAddress, bound)
                     precondition(n > 0, "libdeflate did not finish within its bound")
                     return Array(UnsafeRawBufferPointer(rebasing: outp[0..<n]))
                 }
