@@ -255,7 +255,13 @@ public struct Importer {
                                                                history: try history(of: e.stream, db))).isPlain else {
                     throw EditLogError(.corrupt, "the import merged event \(e.id.lowercasedString) as plain without reading its feature, which decides otherwise")
                 }
+                for (field, old) in Touched.keyChanges(of: layer, e) where !old.isNull && before.attributes[field] != old {
+                    throw EditLogError(.corrupt, "the import took \(field) = \(old.serialized()) for the key feature \(feature.globalId) had before event "
+                                       + "\(e.id.lowercasedString), which was \(before.attributes[field]?.serialized() ?? "absent")")
+                }
                 #endif
+                // A relationship key the event changes: the value it had (the event's old value, this log's too) is noted.
+                if type == .sessionCommitted { touched[key]?.noteKeys(of: layer, changedBy: e) }
                 raiseBound(key, to: writer)
                 return try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
             }
@@ -400,8 +406,9 @@ public struct Importer {
     }
 
     /// Whether `e`, about a feature that kept its origin (`Touched.origin`) and is of that log, can be merged without
-    /// reading the feature: a rule's derived values, or a commit that neither creates, renames or removes attachments
-    /// (decided against this log's attachments), nor changes a key to a parent (whose earlier value `note` keeps).
+    /// reading the feature: a rule's derived values, or a commit that neither creates nor renames or removes
+    /// attachments (decided against this log's attachments). A commit that changes a key to a parent is one: the key's
+    /// earlier value, which `note` keeps, is the event's old value (`Touched.noteKeys(of:changedBy:)`).
     static func plainUnread(_ e: RecordedEvent, _ type: EventType, _ layer: LayerSchema) -> Bool {
         switch type {
         case .featureDerived:
@@ -409,12 +416,7 @@ public struct Importer {
         case .sessionCommitted:
             if e.payload["kind"]?.stringValue == "create" { return false }
             if let atts = e.payload["attachments"], atts["renamed"]?.arrayValue?.isEmpty == false || atts["removed"]?.arrayValue?.isEmpty == false { return false }
-            guard let changes = e.payload["changes"]?.objectValue else { return false }
-            for r in layer.relationships where r.role == .destination {
-                guard let fk = layer.field(named: r.keyField)?.name.lowercased() else { continue }
-                if changes.keys.contains(where: { $0.lowercased() == fk }) { return false }
-            }
-            return true
+            return e.payload["changes"]?.objectValue != nil
         default:
             return false
         }
@@ -489,6 +491,27 @@ public struct Importer {
 }
 
 extension Importer.Touched {
+    /// The relationship keys (a destination's foreign keys) a commit changes, with their old values, by field name.
+    static func keyChanges(of layer: LayerSchema, _ e: RecordedEvent) -> [(field: String, old: JSONValue)] {
+        guard let changes = e.payload["changes"]?.objectValue, !changes.isEmpty else { return [] }
+        var out: [(field: String, old: JSONValue)] = []
+        for r in layer.relationships where r.role == .destination {
+            guard let fk = layer.field(named: r.keyField)?.name,
+                  let change = changes.first(where: { $0.key.lowercased() == fk.lowercased() })?.value else { continue }
+            out.append((fk, change["old"] ?? .null))
+        }
+        return out
+    }
+
+    /// Adds the old values of the relationship keys `e` (a commit) changes, each once: what `noteKeys(of:before:)` notes
+    /// when the feature is held as the event's log held it.
+    mutating func noteKeys(of layer: LayerSchema, changedBy e: RecordedEvent) {
+        for (fk, old) in Self.keyChanges(of: layer, e) where !old.isNull {
+            let noted = Importer.NotedValue(old)
+            if !keys.contains(where: { $0.field == fk && $0.value == noted }) { keys.append((fk, noted)) }
+        }
+    }
+
     /// Adds the values `before` gives the layer's relationship keys (a destination's foreign keys), each once.
     mutating func noteKeys(of layer: LayerSchema, before: FeatureSnapshot?) {
         guard let before else { return }
