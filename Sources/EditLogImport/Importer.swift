@@ -255,9 +255,9 @@ public struct Importer {
                                                                history: try history(of: e.stream, db))).isPlain else {
                     throw EditLogError(.corrupt, "the import merged event \(e.id.lowercasedString) as plain without reading its feature, which decides otherwise")
                 }
-                for (field, old) in Touched.keyChanges(of: layer, e) where !old.isNull && before.attributes[field] != old {
+                for (field, old) in Touched.keyChanges(of: layer, e) where (before.attributes[field] ?? .null) != old {
                     throw EditLogError(.corrupt, "the import took \(field) = \(old.serialized()) for the key feature \(feature.globalId) had before event "
-                                       + "\(e.id.lowercasedString), which was \(before.attributes[field]?.serialized() ?? "absent")")
+                                       + "\(e.id.lowercasedString), which was \((before.attributes[field] ?? .null).serialized())")
                 }
                 #endif
                 // A relationship key the event changes: the value it had (the event's old value, this log's too) is noted.
