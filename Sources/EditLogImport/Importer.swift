@@ -244,7 +244,7 @@ public struct Importer {
                 throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
             let writer = Writer.Order(e)
-            if let t = touched[key], t.origin >= 0, isBefore(t.latest, writer), Self.plainUnread(e, type, layer) {
+            if let t = touched[key], t.origin >= 0, isBefore(t.latest, writer), Self.plainUnread(e, type) {
                 // A feature the import created, every event of its stream from the event's own log and applied as it
                 // came: this log holds it as the event's log did when it wrote the event, so the event's old values are
                 // this log's and the decision is plain. Neither the feature nor its history is read.
@@ -409,7 +409,7 @@ public struct Importer {
     /// reading the feature: a rule's derived values, or a commit that neither creates nor renames or removes
     /// attachments (decided against this log's attachments). A commit that changes a key to a parent is one: the key's
     /// earlier value, which `note` keeps, is the event's old value (`Touched.noteKeys(of:changedBy:)`).
-    static func plainUnread(_ e: RecordedEvent, _ type: EventType, _ layer: LayerSchema) -> Bool {
+    static func plainUnread(_ e: RecordedEvent, _ type: EventType) -> Bool {
         switch type {
         case .featureDerived:
             return true
