@@ -496,8 +496,9 @@ extension Importer.Touched {
         guard let changes = e.payload["changes"]?.objectValue, !changes.isEmpty else { return [] }
         var out: [(field: String, old: JSONValue)] = []
         for r in layer.relationships where r.role == .destination {
-            guard let fk = layer.field(named: r.keyField)?.name,
-                  let change = changes.first(where: { $0.key.lowercased() == fk.lowercased() })?.value else { continue }
+            guard let fk = layer.field(named: r.keyField)?.name else { continue }
+            let key = fk.lowercased()
+            guard let change = changes.first(where: { $0.key.lowercased() == key })?.value else { continue }
             out.append((fk, change["old"] ?? .null))
         }
         return out
