@@ -5,7 +5,7 @@ Runs the real `editlog` binary on realistic work and kills it with SIGKILL at ra
 then checks that nothing committed was lost, nothing was half-applied, and that re-running the
 interrupted command finishes the work without duplicates.
 
-    python3 tools/crash-harness.py --short            # >= 50 kills (CI), a few minutes with a debug build
+    python3 tools/crash-harness.py --short            # >= 66 kills (CI), a few minutes with a debug build
     python3 tools/crash-harness.py --long             # >= 1,000 kills
     python3 tools/crash-harness.py --kills 200 --seed 9 --editlog .build/release/editlog
 
@@ -25,11 +25,23 @@ Scenarios (each is one class in SCENARIO_CLASSES; a new command or input is one 
   init     `editlog init LOG ... --data` with a generated baseline of --trees trees plus the
            fixture Species/Neighborhoods/Trees/Inspections (compared with one uninterrupted
            reference init).
+  export   `editlog bundle export LOG --out F --since last-export:hub --peer hub` of the record
+           log: the peer's mark never moves past a bundle that is not in place (F absent and
+           nothing recorded, or F complete, `bundle verify` passing, and what was recorded
+           naming its range and SHA-256); re-running finishes it; the peer's exports follow
+           each other without a gap or an overlap.
+  import   `editlog bundle import LOG BUNDLE --policy last-in-wins|manual` of device A's bundle
+           into device B's log (both from the fixtures, each with a generated script of its
+           own, so the import merges: conflicts, decisions, derived values, blobs): none or all
+           of it, exactly as an uninterrupted import (compared with one per policy); re-running
+           finishes it and a third run imports nothing.
 
 Kill timing (seeded): 70 % uniform over the command's measured typical duration; 30 % aimed
 at its end (the commit, the checkpoint on close, init's link into place): a uniform offset
-after the moment the command starts writing its WAL (record, rebuild) or the partial log
-file starts growing (init's checkpoint), over the measured time from there to exit.  Only
+after the moment the command starts writing its WAL (record, rebuild, import), the partial
+log file starts growing (init's checkpoint) or the bundle is renamed into place (export, half
+of its kills: the peer's row follows within milliseconds), over the measured time from there
+to exit.  Only
 attempts where the process was still running when SIGKILL arrived count as kills; the
 others are checked the same way and retried later.  Wall-clock timing makes the exact
 moments vary from run to run; the seed fixes the scripts, the order and the offsets.
@@ -87,6 +99,8 @@ def load_gen():
 gen = load_gen()
 
 EXIT_CONFLICT = 67
+# Kills of --short (CI); --long makes 1,000.
+SHORT_KILLS = 66
 
 
 class CheckFailed(Exception):
@@ -623,7 +637,295 @@ class InitScenario(Scenario):
         return info
 
 
-SCENARIO_CLASSES = {"record": RecordScenario, "rebuild": RebuildScenario, "init": InitScenario}
+def bundle_export_rows(db: str, peer: str) -> list[tuple]:
+    """The `bundle_exports` rows recorded for `peer` (what `--since last-export:<peer>` continues after)."""
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return c.execute("SELECT from_position, to_position, bundle_sha256 FROM bundle_exports WHERE peer = ? ORDER BY id",
+                         (peer,)).fetchall()
+    finally:
+        c.close()
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class ExportScenario(Scenario):
+    """`editlog bundle export LOG --out F --since last-export:hub --peer hub` (`--since 0` the first time) of the record log (which grows
+    script by script and is reset with it). A peer's mark must never move past a bundle that is not
+    in place: after a kill, either F is absent (a `.partial` may stay) and no export was recorded, or F
+    is complete (`bundle verify` passes, the range follows the peer's last export) and the export
+    recorded for it, if any, names F's range and SHA-256. Re-running finishes it; the peer's exports
+    then cover the log without a gap or an overlap."""
+    name = "export"
+    weight_short = 8
+    weight_long = 100
+    # The window worth aiming at (the rename into place, then the peer's row) is a few milliseconds.
+    phase_share = 0.5
+    peer = "hub"
+
+    def __init__(self, ctx, chain: ChainLog):
+        super().__init__(ctx)
+        self.chain = chain
+        self.dir = os.path.join(ctx.work, "exports")
+        os.makedirs(self.dir, exist_ok=True)
+        self.outcomes = {"absent": 0, "complete": 0, "recorded": 0}
+        self.partials_left = 0
+
+    def trigger(self, db: str):
+        # Aimed at the end: once the bundle is renamed into place (the peer's row follows it).
+        out = self.out
+        return lambda: os.path.exists(out)
+
+    def typical(self) -> float:
+        return median(self.durations, 0.3)
+
+    def args(self, db: str, force: bool = False) -> list[str]:
+        # The first export to the peer names its start (`last-export:` needs one recorded).
+        since = f"last-export:{self.peer}" if bundle_export_rows(db, self.peer) else "0"
+        a = ["bundle", "export", db, "--out", self.out, "--since", since, "--peer", self.peer, "--json"]
+        return a + (["--force"] if force else [])
+
+    def check_bundle(self, expect_from: int, expect_to: int) -> dict:
+        p = self.ctx.runner.run(["bundle", "verify", self.out, "--json"])
+        try:
+            r = json.loads(p.stdout) if p.stdout.strip() else {}
+        except json.JSONDecodeError:
+            r = {}
+        if p.returncode != 0:
+            fail(f"bundle verify of the exported file exited {p.returncode}: {p.stderr.strip()[:300]}")
+        m = r.get("manifest") or {}
+        if (m.get("fromPosition"), m.get("toPosition")) != (expect_from, expect_to):
+            fail(f"the bundle holds positions {m.get('fromPosition')}...{m.get('toPosition')}, want {expect_from}...{expect_to}")
+        return m
+
+    def check_rows(self, db: str, rows: list[tuple]):
+        """The peer's exports follow each other from position 0, each naming a bundle that was in place."""
+        at = 0
+        for f, t, _ in rows:
+            if f != at:
+                fail(f"the peer's recorded exports leave a gap or overlap: one starts after {f}, the previous ended at {at}: {rows}")
+            at = t
+
+    def iterate(self, it: int) -> dict:
+        run, chain = self.ctx.runner, self.chain
+        db = chain.db
+        self.out = os.path.join(self.dir, f"export-{it}.bundle")
+        pre = snapshot(db)
+        chain.check_known_prefix(pre)
+        rows_before = bundle_export_rows(db, self.peer)
+        self.check_rows(db, rows_before)
+        expect_from = rows_before[-1][1] if rows_before else 0
+        expect_to = len(pre)
+        if expect_to <= expect_from:   # nothing new since the last export: the record lane adds more first
+            chain.reset()
+            pre = snapshot(db)
+            rows_before, expect_from, expect_to = [], 0, len(pre)
+        if not self.durations:   # calibrate on a copy
+            copy_db(db, chain.ref)
+            rc, _, err, _ = self.full_run(self.args(chain.ref), chain.ref)
+            if rc != 0:
+                fail(f"reference export exited {rc}: {err.strip()[:300]}")
+            os.remove(self.out)
+        info = self.kill(self.args(db), db)
+        # The log's events are untouched, and it verifies.
+        run.verify(db)
+        if snapshot(db) != pre:
+            fail("events changed across a killed export")
+        rows = bundle_export_rows(db, self.peer)
+        if rows[:len(rows_before)] != rows_before or len(rows) > len(rows_before) + 1:
+            fail(f"the peer's recorded exports changed: before {rows_before}, after {rows}")
+        new = rows[len(rows_before):]
+        exists = os.path.exists(self.out)
+        if new and not exists:
+            fail(f"the export was recorded for the peer ({new[0]}) but its bundle is not in place")
+        if exists:
+            self.check_bundle(expect_from, expect_to)
+            if new and (new[0][0], new[0][1], new[0][2]) != (expect_from, expect_to, file_sha256(self.out)):
+                fail(f"the recorded export {new[0]} does not name the bundle in place ({expect_from}...{expect_to})")
+        outcome = "recorded" if new else ("complete" if exists else "absent")
+        info["outcome"] = outcome
+        if info["killed"]:
+            self.outcomes[outcome] += 1
+        if not info["killed"] and outcome != "recorded":
+            fail("export exited 0 but did not record the export for the peer")
+        partials = glob.glob(self.out + ".partial*")
+        self.partials_left += len(partials)
+        for f in partials:
+            os.remove(f)
+        # Re-running finishes the work: the same range again (the peer's mark did not move), recorded.
+        if outcome != "recorded":
+            rc, _, err, _ = self.full_run(self.args(db, force=exists), db)
+            if rc != 0:
+                fail(f"re-running the export exited {rc}: {err.strip()[:300]}")
+            self.check_bundle(expect_from, expect_to)
+            rows = bundle_export_rows(db, self.peer)
+            if rows[:len(rows_before)] != rows_before or len(rows) != len(rows_before) + 1 \
+                    or rows[-1] != (expect_from, expect_to, file_sha256(self.out)):
+                fail(f"after the re-run the peer's exports are {rows[len(rows_before):]}, want one of {expect_from}...{expect_to}")
+        self.check_rows(db, rows)
+        if snapshot(db) != pre:
+            fail("events changed across the re-run export")
+        os.remove(self.out)
+        return info
+
+
+class ImportScenario(Scenario):
+    """`editlog bundle import LOG BUNDLE --policy P` of device A's bundle into device B's log, both made from the
+    fixtures and each holding a script of its own (so the import merges: conflicts, decisions, values derived
+    again, attachment blobs). One transaction: after a kill the log holds either none of the import or all of
+    it, exactly as an uninterrupted import (the same events at the same positions: the imported ones with their
+    ids and payloads, and the decisions and derived values between them); it verifies; re-running finishes it,
+    and a further run imports nothing."""
+    name = "import"
+    weight_short = 8
+    weight_long = 100
+    policies = ("last-in-wins", "manual")
+
+    def __init__(self, ctx, chain=None):
+        super().__init__(ctx)
+        run = ctx.runner
+        self.dir = os.path.join(ctx.work, "import")
+        os.makedirs(self.dir)
+        logs = {}
+        for name, index in (("a", 1001), ("b", 2001)):
+            db = os.path.join(self.dir, f"{name}.db")
+            p = run.run(gen.init_args(ctx.fx, db))
+            if p.returncode != 0:
+                raise SystemExit(f"crash-harness: cannot create device {name}'s log: {p.stderr.strip()[:300]}")
+            text, _ = gen.generate_script(ctx.fx, ctx.args.seed, index, ctx.args.sessions)
+            script = os.path.join(self.dir, f"{name}.ndjson")
+            with open(script, "w") as f:
+                f.write(text)
+            p = run.run(["record", db, script, "--json"])
+            if p.returncode != 0:
+                raise SystemExit(f"crash-harness: cannot record device {name}'s script: {p.stderr.strip()[:300]}")
+            logs[name] = db
+        self.template = logs["b"]
+        self.bundle = os.path.join(self.dir, "a.bundle")
+        p = run.run(["bundle", "export", logs["a"], "--out", self.bundle, "--json"])
+        if p.returncode != 0:
+            raise SystemExit(f"crash-harness: cannot export device a's bundle: {p.stderr.strip()[:300]}")
+        self.bundle_events = json.loads(p.stdout)["manifest"]["eventCount"]
+        self.db = os.path.join(self.dir, "log.db")
+        self.ref = os.path.join(self.dir, "ref.db")
+        self.pre = snapshot(self.template)
+        self.log_id = self.read_log_id(self.template)
+        self.references: dict[str, tuple[dict, list[tuple], int]] = {}
+        self.outcomes = {"none": 0, "all": 0}
+
+    @staticmethod
+    def read_log_id(db: str) -> str:
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return c.execute("SELECT origin_log FROM events WHERE position = 1").fetchone()[0]
+        finally:
+            c.close()
+
+    def content(self, db: str) -> tuple[list[tuple], int]:
+        """The import's events after the pre-import log: imported ones by position, id, type, stream, version and
+        payload; the log's own (decisions, derived values) by position, type and stream (their payloads hold
+        fresh ids and times). And the number of blobs."""
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = c.execute("SELECT position, id, type, stream, stream_version, payload, origin_log FROM events WHERE position > ? "
+                             "ORDER BY position", (len(self.pre),)).fetchall()
+            blobs = c.execute("SELECT count(*) FROM blobs").fetchone()[0]
+        finally:
+            c.close()
+        out = [(r[0], bytes(r[1]).hex(), r[2], r[3], r[4], r[5]) if r[6] != self.log_id else (r[0], r[2], r[3]) for r in rows]
+        return out, blobs
+
+    def args(self, db: str, policy: str) -> list[str]:
+        return ["bundle", "import", db, self.bundle, "--policy", policy, "--actor", "crash-harness", "--device", "harness", "--json"]
+
+    def reference(self, policy: str) -> tuple[dict, list[tuple], int]:
+        if policy not in self.references:
+            copy_db(self.template, self.ref)
+            rc, out, err, _ = self.full_run(self.args(self.ref, policy), self.ref)
+            if rc != 0:
+                fail(f"reference import ({policy}) exited {rc}: {err.strip()[:400]}")
+            r = json.loads(out)
+            events, blobs = self.content(self.ref)
+            if r["imported"] != self.bundle_events or len(events) != r["imported"] + r["decisions"] + r["derived"]:
+                fail(f"reference import ({policy}) reported {r['imported']} imported, {r['decisions']} decisions, {r['derived']} derived; "
+                     f"the log holds {len(events)} new events")
+            self.references[policy] = (r, events, blobs)
+            remove_db(self.ref)
+        return self.references[policy]
+
+    def typical(self) -> float:
+        return median(self.durations, 1.0)
+
+    def check_all(self, what: str, policy: str):
+        _, want, want_blobs = self.reference(policy)
+        got, blobs = self.content(self.db)
+        if got != want:
+            fail(f"{what}: the imported events differ from an uninterrupted import: {describe_diff(got, want)}")
+        if blobs != want_blobs:
+            fail(f"{what}: the log holds {blobs} blobs, an uninterrupted import {want_blobs}")
+
+    def iterate(self, it: int) -> dict:
+        run = self.ctx.runner
+        policy = self.policies[it % len(self.policies)]
+        ref_report, _, _ = self.reference(policy)
+        full = ref_report["imported"] + ref_report["decisions"] + ref_report["derived"]
+        copy_db(self.template, self.db)
+        info = self.kill(self.args(self.db, policy), self.db)
+        info["policy"] = policy
+        # 1. verify (chain and projections); 2. the log's own events intact
+        run.verify(self.db)
+        now = snapshot(self.db)
+        if now[:len(self.pre)] != self.pre:
+            fail("events the log held before the import changed or vanished")
+        # 3. all or nothing
+        added = len(now) - len(self.pre)
+        if added == 0:
+            outcome = "none"
+        elif added == full:
+            outcome = "all"
+            self.check_all("after the kill", policy)
+        else:
+            fail(f"import half-applied: {added} of {full} events present after the kill")
+        if not info["killed"] and outcome != "all":
+            fail("import exited 0 but its events are not in the log")
+        info["outcome"] = outcome
+        if info["killed"]:
+            self.outcomes[outcome] += 1
+        # 4. re-running finishes the work: everything (after an uncommitted kill) or nothing (after a committed one)
+        p = run.run(self.args(self.db, policy))
+        if p.returncode != 0:
+            fail(f"re-running the import exited {p.returncode}: {p.stderr.strip()[:400]}")
+        r = json.loads(p.stdout)
+        want_imported = ref_report["imported"] if outcome == "none" else 0
+        if r["imported"] != want_imported or r["alreadyPresent"] != self.bundle_events - want_imported:
+            fail(f"re-run after a kill ({outcome}) imported {r['imported']} ({r['alreadyPresent']} already present), want {want_imported}")
+        self.check_all("after the re-run", policy)
+        after = snapshot(self.db)
+        # 5. a further run adds nothing; the log verifies and has no session left open
+        p = run.run(self.args(self.db, policy))
+        if p.returncode != 0 or json.loads(p.stdout)["imported"] != 0 or snapshot(self.db) != after:
+            fail(f"a third import was not a no-op (exit {p.returncode}): {p.stdout.strip()[:200]} {p.stderr.strip()[:200]}")
+        run.verify(self.db)
+        p = run.run(["sessions", self.db, "--json"])
+        if p.returncode != 0:
+            fail(f"sessions --json exited {p.returncode}: {p.stderr.strip()[:300]}")
+        open_ = [s["id"] for s in json.loads(p.stdout) if s.get("status") == "open"]
+        if open_:
+            fail(f"sessions left open after the import: {open_[:5]}")
+        remove_db(self.db)
+        return info
+
+
+SCENARIO_CLASSES = {"record": RecordScenario, "rebuild": RebuildScenario, "init": InitScenario,
+                    "export": ExportScenario, "import": ImportScenario}
+# The scenarios that work on the record log (`ChainLog`), in one lane.
+CHAIN_LANE = ("record", "rebuild", "export")
 
 
 # ------------------------------------------------------------------------------------------
@@ -636,7 +938,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Kill editlog with SIGKILL at random moments and check the log.",
                                  epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--short", action="store_true", help=">= 50 kills (the CI mode; default)")
+    mode.add_argument("--short", action="store_true", help=f">= {SHORT_KILLS} kills (the CI mode; default)")
     mode.add_argument("--long", action="store_true", help=">= 1,000 kills")
     mode.add_argument("--kills", type=int, help="at least this many kills, split like --short")
     ap.add_argument("--seed", type=int, default=1)
@@ -645,7 +947,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sessions", type=int, help="sessions per generated script (short 200, long 300)")
     ap.add_argument("--chain", type=int, help="scripts per log before it is reset to the baseline (short 4, long 8)")
     ap.add_argument("--trees", type=int, help="trees in the generated init baseline (short 20000, long 50000)")
-    ap.add_argument("--only", help="comma-separated scenarios to run (record,rebuild,init)")
+    ap.add_argument("--only", help="comma-separated scenarios to run (record,rebuild,export,init,import)")
     ap.add_argument("--jobs", type=int, default=2, help="lanes run in parallel: 2 (default) or 1")
     ap.add_argument("--keep-going", action="store_true", help="continue after a failed check")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -671,20 +973,20 @@ def main(argv=None) -> int:
     print(f"crash-harness: seed {a.seed}, binary {a.editlog} (sha256 {bin_sha}…), work dir {work}", flush=True)
 
     only = set(a.only.split(",")) if a.only else None
-    names = [n for n in ("record", "rebuild", "init") if only is None or n in only]
+    names = [n for n in ("record", "rebuild", "export", "init", "import") if only is None or n in only]
     if not names:
         print("crash-harness: no scenario selected", file=sys.stderr)
         return 2
     # Kill quotas per scenario.
     weights = {n: (SCENARIO_CLASSES[n].weight_long if long_mode else SCENARIO_CLASSES[n].weight_short) for n in names}
-    target = 1000 if long_mode else (a.kills or 50)
+    target = 1000 if long_mode else (a.kills or SHORT_KILLS)
     total_w = sum(weights.values())
     quota = {n: max(1, round(target * w / total_w)) for n, w in weights.items()}
     while sum(quota.values()) < target:
         quota[max(quota, key=lambda n: weights[n])] += 1
-    # Lanes: the record/rebuild log and the init runs are independent; with --jobs 2 they run in
-    # parallel (each lane is sequential and seeded on its own).
-    lanes = [[n for n in ("record", "rebuild") if n in names], [n for n in ("init",) if n in names]]
+    # Lanes: the record/rebuild/export log and the init and import runs are independent; with --jobs 2
+    # they run in parallel (each lane is sequential and seeded on its own).
+    lanes = [[n for n in CHAIN_LANE if n in names], [n for n in ("init", "import") if n in names]]
     lanes = [l for l in lanes if l]
 
     lock = threading.Lock()
@@ -697,7 +999,7 @@ def main(argv=None) -> int:
 
     def lane(members: list[str]):
         lrng = random.Random(f"crash-harness:{a.seed}:lane:{','.join(members)}")
-        chain = ChainLog(ctx) if ("record" in members or "rebuild" in members) else None
+        chain = ChainLog(ctx) if any(n in CHAIN_LANE for n in members) else None
         local = {}
         for n in members:
             t0 = time.monotonic()
@@ -779,6 +1081,11 @@ def main(argv=None) -> int:
         elif isinstance(s, InitScenario):
             extra = (f"; log complete {s.outcomes['complete']}, absent {s.outcomes['absent']}; "
                      f"stale .partial files left by killed inits: {s.partials_left}")
+        elif isinstance(s, ImportScenario):
+            extra = f"; committed before the kill {s.outcomes['all']}, rolled back {s.outcomes['none']}"
+        elif isinstance(s, ExportScenario):
+            extra = (f"; bundle in place and recorded for the peer {s.outcomes['recorded']}, in place but not recorded "
+                     f"{s.outcomes['complete']}, absent {s.outcomes['absent']}; stale .partial files: {s.partials_left}")
         parts.append(f"  {n}: {kills[n]} kills ({s.timed_on['start']} timed from the start, {s.timed_on['phase']} aimed at the commit), "
                      f"{not_killed[n]} finished before the signal (retried){extra}")
     print("\n".join(parts))
