@@ -96,6 +96,9 @@ public enum BundleExport {
             if rename(partial, out) != 0 {
                 throw EditLogError(.io, "cannot move the bundle into place: \(String(cString: strerror(errno)))", at: out)
             }
+            // The rename made durable before the peer's mark moves past the bundle: after a power cut, a recorded
+            // export always has its file (the file's bytes were synced before the rename).
+            try syncDirectory(of: out)
             let sha = Hex.encode(written.sha256)
             if let peer = options.peer {
                 do throws(EditLogError) {
@@ -117,6 +120,15 @@ public enum BundleExport {
     }
 
     struct Written { let sha256: [UInt8]; let bytes: Int64; let uncompressed: Int64 }
+
+    /// Syncs the directory holding `path`, so a rename into it survives a power cut.
+    static func syncDirectory(of path: String) throws(EditLogError) {
+        let dir = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0 { throw EditLogError(.io, "cannot open the bundle's directory to sync it: \(String(cString: strerror(errno)))", at: dir) }
+        defer { close(fd) }
+        if fsync(fd) != 0 { throw EditLogError(.io, "cannot sync the bundle's directory: \(String(cString: strerror(errno)))", at: dir) }
+    }
 
     static let sha256Key: [UInt8] = Array("\"sha256\"".utf8)
 

@@ -186,6 +186,16 @@ struct SharedBundle: Sendable {
         #expect(try cache() == -EventStore.writerCacheKiB)
     }
 
+    @Test func theRenameIsSyncedThroughTheBundlesDirectory() throws {
+        let d = TempDir()
+        try BundleExport.syncDirectory(of: d.file("any.bundle"))
+        // A directory that cannot be opened is an I/O error naming it, not a silent success.
+        let missing = d.file("gone") + "/x.bundle"
+        let e = try #require(throws: EditLogError.self) { try BundleExport.syncDirectory(of: missing) }
+        #expect(e.kind == .io && e.message.contains("directory"))
+        #expect(e.description.contains(d.file("gone")))
+    }
+
     @Test func sinceLastExportContinuesWhereThePreviousStopped() throws {
         let d = TempDir()
         try shared.copyLog(to: d.file("log.sqlite"))
