@@ -199,7 +199,13 @@ public struct Importer {
     /// 12 → 20 MiB once the bundle reader stopped holding a whole event chunk and SHA256SUMS (`BundleReader.pieceBytes`,
     /// `SumsCheck`): the importing thread's CPU (`perf record -F 250` of `editlog bundle import`, two runs each)
     /// 18.57 / 18.43 s → 16.92 / 16.92 s; 28 MiB gave no more (17.28 / 17.05 s), 64 MiB 15.42 / 16.24 s at 140 MB.
-    public static let pageCacheKiB = 20_480
+    /// 20 → 24 MiB with the bundle reader's 3 MB less in flight (`BundleReadAhead.items`: 8 batches, not 16), after
+    /// the misses were counted by table (the WAL frames the import reads back, by page, `tools/BENCH-RESULTS.md`):
+    /// 661k misses, 63% of them the projection's indexes and feature rows (the GlobalID indexes of the feature
+    /// tables and of the sessions, the trees' rows its updates rewrite), which the events' stream index pushes
+    /// out. `editlog-bench bundle-import`, in rounds: 20 MiB and 16 batches 17.88 / 18.25 s at 93.3–93.5 MB,
+    /// 24 MiB and 8 batches 17.92 / 16.17 s at 94.4 MB, 26 MiB and 8 batches 17.32 / 16.62 s at 96.6–96.7 MB.
+    public static let pageCacheKiB = 24_576
 
     public init(schema: ServiceSchema, policy: MergePolicy, ownLog: String, context: EventContext, source: String) throws(EditLogError) {
         guard schema.layers.count <= Int(UInt16.max) else {
