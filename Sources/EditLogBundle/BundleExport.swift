@@ -96,20 +96,21 @@ public enum BundleExport {
             if rename(partial, out) != 0 {
                 throw EditLogError(.io, "cannot move the bundle into place: \(String(cString: strerror(errno)))", at: out)
             }
-            // The rename made durable before the peer's mark moves past the bundle: after a power cut, a recorded
-            // export always has its file (the file's bytes were synced before the rename).
-            try syncDirectory(of: out)
             let sha = Hex.encode(written.sha256)
-            if let peer = options.peer {
-                do throws(EditLogError) {
+            // A failure from here leaves no bundle behind: the command fails as a whole.
+            do throws(EditLogError) {
+                // The rename made durable before the peer's mark moves past the bundle: after a power cut, a recorded
+                // export always has its file (the file's bytes were synced before the rename).
+                try syncDirectory(of: out)
+                if let peer = options.peer {
                     try store.write { db, _ in
                         try db.execute(sql: "INSERT INTO bundle_exports (peer, from_position, to_position, bundle_sha256, created_at) VALUES (?, ?, ?, ?, ?)",
                                        arguments: [peer, manifest.fromPosition, manifest.toPosition, sha, manifest.createdAt])
                     }
-                } catch {
-                    try? FileManager.default.removeItem(atPath: out)
-                    throw error
                 }
+            } catch {
+                try? FileManager.default.removeItem(atPath: out)
+                throw error
             }
             return BundleExportSummary(path: out, manifest: manifest, bytes: written.bytes, sha256: sha, uncompressedBytes: written.uncompressed,
                                        missingBlobs: missing, peer: options.peer)
