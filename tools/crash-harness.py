@@ -41,9 +41,8 @@ at its end (the commit, the checkpoint on close, init's link into place): a unif
 after the moment the command starts writing its WAL (record, rebuild, import), the partial
 log file starts growing (init's checkpoint) or the bundle is renamed into place (export, half
 of its kills: the peer's row follows within milliseconds), over the measured time from there
-to exit.  Only
-attempts where the process was still running when SIGKILL arrived count as kills; the
-others are checked the same way and retried later.  Wall-clock timing makes the exact
+to exit.  Only attempts where the process was still running when SIGKILL arrived count as
+kills; the others are checked the same way and retried later.  Wall-clock timing makes the exact
 moments vary from run to run; the seed fixes the scripts, the order and the offsets.
 
 After every kill (and after every attempt whose command finished before the signal):
@@ -656,12 +655,12 @@ def file_sha256(path: str) -> str:
 
 
 class ExportScenario(Scenario):
-    """`editlog bundle export LOG --out F --since last-export:hub --peer hub` (`--since 0` the first time) of the record log (which grows
-    script by script and is reset with it). A peer's mark must never move past a bundle that is not
-    in place: after a kill, either F is absent (a `.partial` may stay) and no export was recorded, or F
-    is complete (`bundle verify` passes, the range follows the peer's last export) and the export
-    recorded for it, if any, names F's range and SHA-256. Re-running finishes it; the peer's exports
-    then cover the log without a gap or an overlap."""
+    """`editlog bundle export LOG --out F --since last-export:hub --peer hub` (`--since 0` the first
+    time) of the record log (which grows script by script and is reset with it). A peer's mark must
+    never move past a bundle that is not in place: after a kill, either F is absent (a `.partial` may
+    stay) and no export was recorded, or F is complete (`bundle verify` passes, the range follows the
+    peer's last export) and the export recorded for it, if any, names F's range and SHA-256.
+    Re-running finishes it; the peer's exports then cover the log without a gap or an overlap."""
     name = "export"
     weight_short = 8
     weight_long = 100
