@@ -513,10 +513,7 @@ extension Importer.Touched {
     /// Adds the old values of the relationship keys `e` (a commit) changes, each once: what `noteKeys(of:before:)` notes
     /// when the feature is held as the event's log held it.
     mutating func noteKeys(of layer: LayerSchema, changedBy e: RecordedEvent) {
-        for (fk, old) in Self.keyChanges(of: layer, e) where !old.isNull {
-            let noted = Importer.NotedValue(old)
-            if !keys.contains(where: { $0.field == fk && $0.value == noted }) { keys.append((fk, noted)) }
-        }
+        for (fk, old) in Self.keyChanges(of: layer, e) where !old.isNull { note(fk, old) }
     }
 
     /// Adds the values `before` gives the layer's relationship keys (a destination's foreign keys), each once.
@@ -524,8 +521,13 @@ extension Importer.Touched {
         guard let before else { return }
         for r in layer.relationships where r.role == .destination {
             guard let fk = layer.field(named: r.keyField)?.name, let v = before.attributes[fk], !v.isNull else { continue }
-            let noted = Importer.NotedValue(v)
-            if !keys.contains(where: { $0.field == fk && $0.value == noted }) { keys.append((fk, noted)) }
+            note(fk, v)
         }
+    }
+
+    /// Adds one key's value, unless it is noted already.
+    private mutating func note(_ field: String, _ value: JSONValue) {
+        let noted = Importer.NotedValue(value)
+        if !keys.contains(where: { $0.field == field && $0.value == noted }) { keys.append((field, noted)) }
     }
 }

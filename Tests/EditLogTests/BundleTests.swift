@@ -186,7 +186,7 @@ struct SharedBundle: Sendable {
         #expect(try cache() == -EventStore.writerCacheKiB)
     }
 
-    @Test func theRenameIsSyncedThroughTheBundlesDirectory() throws {
+    @Test func syncingABundlesDirectoryFailsNamingADirectoryItCannotOpen() throws {
         let d = TempDir()
         try BundleExport.syncDirectory(of: d.file("any.bundle"))
         // A directory that cannot be opened is an I/O error naming it, not a silent success.
