@@ -690,7 +690,7 @@ class ExportScenario(Scenario):
         a = ["bundle", "export", db, "--out", self.out, "--since", since, "--peer", self.peer, "--json"]
         return a + (["--force"] if force else [])
 
-    def check_bundle(self, expect_from: int, expect_to: int) -> dict:
+    def check_bundle(self, expect_from: int, expect_to: int):
         p = self.ctx.runner.run(["bundle", "verify", self.out, "--json"])
         try:
             r = json.loads(p.stdout) if p.stdout.strip() else {}
@@ -701,10 +701,9 @@ class ExportScenario(Scenario):
         m = r.get("manifest") or {}
         if (m.get("fromPosition"), m.get("toPosition")) != (expect_from, expect_to):
             fail(f"the bundle holds positions {m.get('fromPosition')}...{m.get('toPosition')}, want {expect_from}...{expect_to}")
-        return m
 
-    def check_rows(self, db: str, rows: list[tuple]):
-        """The peer's exports follow each other from position 0, each naming a bundle that was in place."""
+    def check_rows(self, rows: list[tuple]):
+        """The peer's recorded exports follow each other from position 0, without a gap or an overlap."""
         at = 0
         for f, t, _ in rows:
             if f != at:
@@ -718,7 +717,7 @@ class ExportScenario(Scenario):
         pre = snapshot(db)
         chain.check_known_prefix(pre)
         rows_before = bundle_export_rows(db, self.peer)
-        self.check_rows(db, rows_before)
+        self.check_rows(rows_before)
         expect_from = rows_before[-1][1] if rows_before else 0
         expect_to = len(pre)
         if expect_to <= expect_from:   # nothing new since the last export: the record lane adds more first
@@ -767,7 +766,7 @@ class ExportScenario(Scenario):
             if rows[:len(rows_before)] != rows_before or len(rows) != len(rows_before) + 1 \
                     or rows[-1] != (expect_from, expect_to, file_sha256(self.out)):
                 fail(f"after the re-run the peer's exports are {rows[len(rows_before):]}, want one of {expect_from}...{expect_to}")
-        self.check_rows(db, rows)
+        self.check_rows(rows)
         if snapshot(db) != pre:
             fail("events changed across the re-run export")
         os.remove(self.out)
