@@ -120,6 +120,7 @@ extension EditLog {
                       closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0) throws(EditLogError) -> ImportReport {
         let schema = self.schema
         let geocoder = self.geocoder
+        let deferredIndexMinimum = self.deferredIndexMinimum
         let now = Timestamp.format(milliseconds: store.clock.now())
         // An import meets a whole bundle's features, each in a burst of events: the caches a recording transaction
         // keeps (SQLite's pages, stream versions, features read) are bounded lower, until after the commit.
@@ -134,6 +135,8 @@ extension EditLog {
             let context = EventContext(actor: actor, device: device, clientTime: now)
             var importer = try Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
             importer.expectedEvents = expectedEvents
+            let deferredIndexes = Importer.defersSessionIndexes(expectedEvents: expectedEvents, held: appender.headPosition, minimum: deferredIndexMinimum)
+                ? try ProjectionTables.dropIndexes(db, ProjectionTables.sessionIndexes) : []
             try feed({ e, payload, guess in
                 try importer.importEvent(&e, canonicalPayload: payload, guess: guess, db: db, appender: &appender, projector: projector)
                 guard let guess else { return true }
@@ -141,6 +144,12 @@ extension EditLog {
             },
                      { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
             try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
+            if !deferredIndexes.isEmpty {
+                try projector.flush(db)
+                // SQLite's sorter takes as much memory as the page cache may: the cache gives it up first.
+                try EventStore.shrinkPageCache(db, toKiB: Importer.indexSortKiB)
+                try ProjectionTables.createIndexes(db, deferredIndexes)
+            }
             for s in try closing(importer.report) {
                 let e = NewEvent(id: appender.ids.next(), stream: s.stream, type: s.type, payload: s.payload, context: context, session: nil, cause: s.cause)
                 try projector.apply(try appender.append(e), db)

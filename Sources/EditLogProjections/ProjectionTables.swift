@@ -80,6 +80,29 @@ public enum ProjectionTables {
         }
     }
 
+    /// The sessions' secondary indexes, by feature and by actor. Only a pop-up edit's checks read them (an open
+    /// session on a feature, an actor's open sessions); an import reads sessions by id alone, so a large one drops
+    /// them and creates them again at its end (`dropIndexes`, `createIndexes`).
+    public static let sessionIndexes = ["p_sessions_feature", "p_sessions_actor"]
+
+    /// Drops the named indexes that exist, and returns their definitions as `sqlite_master` holds them, for
+    /// `createIndexes` to create them again, the same, before the transaction ends.
+    public static func dropIndexes(_ db: Database, _ names: [String]) throws -> [String] {
+        var definitions: [String] = []
+        for name in names {
+            guard let sql = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", arguments: [name]) else { continue }
+            try db.execute(sql: "DROP INDEX \(quoted(name))")
+            definitions.append(sql)
+        }
+        return definitions
+    }
+
+    /// Creates indexes from their definitions (`dropIndexes`' result): SQLite sorts the table's keys once and writes
+    /// each index page in turn.
+    public static func createIndexes(_ db: Database, _ definitions: [String]) throws {
+        for sql in definitions { try db.execute(sql: sql) }
+    }
+
     /// Every projection table, in name order.
     public static func all(_ db: Database) throws -> [String] {
         try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'p\\_%' ESCAPE '\\' ORDER BY name")

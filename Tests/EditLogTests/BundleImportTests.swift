@@ -1,6 +1,9 @@
 @testable import EditLogBundle
 import EditLog
+import EditLogImport
+import EditLogProjections
 import Foundation
+import GRDB
 import Testing
 
 /// Bundles carried between devices: imports are all or nothing, idempotent, merged, and refuse every bad bundle
@@ -85,6 +88,40 @@ import Testing
         let originals = try source.events()
         #expect(imported.count == originals.count)
         for (i, o) in zip(imported, originals) { #expect(i.id == o.id && i.origin.position == o.position && i.origin.hash == o.hash && i.payload == o.payload) }
+    }
+
+    /// An import that brings at least as many events as the log holds creates the sessions' secondary indexes at its
+    /// end instead of row by row (`EditLog.deferredIndexMinimum`, lowered here so the shared bundle reaches it). The
+    /// log ends as a row-by-row import leaves it, definitions included, and the indexes are new: created after every
+    /// other object of the schema.
+    @Test func aLargeImportCreatesTheSessionIndexesAtItsEndAndEndsAsARowByRowImportDoes() throws {
+        let d = TempDir()
+        let rowByRow = try Fixture.treesLog(at: d.file("row.sqlite"), baseline: false, seed: 77, logId: "log-row")
+        let deferred = try Fixture.treesLog(at: d.file("deferred.sqlite"), baseline: false, seed: 77, logId: "log-deferred")
+        rowByRow.deferredIndexMinimum = .max
+        deferred.deferredIndexMinimum = 1
+        let a = try rowByRow.importBundle(at: shared.bundle, actor: "op", device: "hub")
+        let b = try deferred.importBundle(at: shared.bundle, actor: "op", device: "hub")
+        #expect(a.report.imported == Int(shared.head) && b.report == a.report)
+        #expect(try deferred.digestOfContent() == (try rowByRow.digestOfContent()))
+        #expect(try deferred.verify().ok, "definitions and projections as a rebuild leaves them")
+        rowByRow.close(); deferred.close()
+        func schemaOrder(_ path: String) throws -> [String] {
+            try DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master ORDER BY rowid") }
+        }
+        let row = try schemaOrder(d.file("row.sqlite")), moved = try schemaOrder(d.file("deferred.sqlite"))
+        #expect(Set(row) == Set(moved))
+        #expect(Array(moved.suffix(2)) == ProjectionTables.sessionIndexes, "\(moved)")
+        #expect(!ProjectionTables.sessionIndexes.contains(row.last ?? ""), "\(row)")
+    }
+
+    /// The rule: at least the minimum, and at least as many events as the log holds.
+    @Test func sessionIndexesAreDeferredOnlyForAnImportAsLargeAsTheLog() {
+        #expect(Importer.defersSessionIndexes(expectedEvents: 20_000, held: 1))
+        #expect(Importer.defersSessionIndexes(expectedEvents: 50_000, held: 50_000))
+        #expect(!Importer.defersSessionIndexes(expectedEvents: 19_999, held: 1))
+        #expect(!Importer.defersSessionIndexes(expectedEvents: 50_000, held: 50_001))
+        #expect(!Importer.defersSessionIndexes(expectedEvents: 0, held: 0, minimum: 1))
     }
 
     @Test func importingYourOwnBundleIsANoOp() throws {

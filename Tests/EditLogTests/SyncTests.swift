@@ -336,8 +336,8 @@ import Testing
         try SyncRig.set(hub.value, SyncRig.tree1, [("SiteWidth", "20")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
         let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
         device.value.close()
-        func bytes() throws -> [Data] { try ["", "-wal"].map { FileManager.default.contents(atPath: td.path + $0) ?? Data() } }
-        let before = try bytes()
+        func bytes() -> [Data] { ["", "-wal"].map { FileManager.default.contents(atPath: td.path + $0) ?? Data() } }
+        let before = bytes()
         let path = td.path
         try await SyncRig.serve(hub.value) { url in
             let hubHead = try hub.value.lastPosition()
@@ -354,7 +354,7 @@ import Testing
             let j = try JSONParser.parse(r.stdout)
             #expect(j["dryRun"] == true && (j["pushed"]?.arrayValue?.count ?? 0) == plan.pushed.count)
         }
-        #expect(try bytes() == before, "the log's file and WAL are byte for byte as before")
+        #expect(bytes() == before, "the log's file and WAL are byte for byte as before")
     }
 
     // MARK: Bad input
