@@ -135,21 +135,23 @@ extension EditLog {
             let context = EventContext(actor: actor, device: device, clientTime: now)
             var importer = try Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
             importer.expectedEvents = expectedEvents
-            let deferredIndexes = Importer.defersSessionIndexes(expectedEvents: expectedEvents, held: appender.headPosition, minimum: deferredIndexMinimum)
-                ? try ProjectionTables.dropIndexes(db, ProjectionTables.sessionIndexes) : []
+            let deferredIndexes = Importer.defersIndexes(expectedEvents: expectedEvents, held: appender.headPosition, minimum: deferredIndexMinimum)
+                ? try ProjectionTables.dropIndexes(db, ProjectionTables.importDeferredIndexes(db)) : []
             try feed({ e, payload, guess in
                 try importer.importEvent(&e, canonicalPayload: payload, guess: guess, db: db, appender: &appender, projector: projector)
                 guard let guess else { return true }
                 return appender.headPosition == guess.position && appender.headHash == guess.hash
             },
                      { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
-            try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
             if !deferredIndexes.isEmpty {
                 try projector.flush(db)
                 // SQLite's sorter takes as much memory as the page cache may: the cache gives it up first.
                 try EventStore.shrinkPageCache(db, toKiB: Importer.indexSortKiB)
                 try ProjectionTables.createIndexes(db, deferredIndexes)
+                // The import's end reads children by their keys: the indexes are back before it.
+                try db.execute(sql: "PRAGMA cache_size = -\(Importer.pageCacheKiB)")
             }
+            try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
             for s in try closing(importer.report) {
                 let e = NewEvent(id: appender.ids.next(), stream: s.stream, type: s.type, payload: s.payload, context: context, session: nil, cause: s.cause)
                 try projector.apply(try appender.append(e), db)

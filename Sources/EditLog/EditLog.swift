@@ -23,8 +23,8 @@ public final class EditLog {
     public private(set) var schema: ServiceSchema
     /// Replaces the rules' offline geocoder (the reverse-geocode rule is pluggable).
     public var geocoder: (any ReverseGeocoder)?
-    /// An import of at least this many events, and of at least as many as the log holds, creates the sessions'
-    /// secondary indexes once at its end instead of writing them row by row (`Importer.defersSessionIndexes`).
+    /// An import of at least this many events, and of at least as many as the log holds, creates some projection
+    /// indexes once after its events instead of writing them row by row (`Importer.defersIndexes`).
     public var deferredIndexMinimum = Importer.deferredIndexMinimum
 
     init(store: EventStore, schema: ServiceSchema) {

@@ -121,13 +121,13 @@ public struct Importer {
     /// for them (one cache line per lookup instead of one per level grown).
     public var expectedEvents = 0
 
-    /// Whether an import of `expectedEvents` into a log of `held` events writes the sessions' secondary indexes
-    /// (`ProjectionTables.sessionIndexes`) once at its end rather than row by row: when it brings at least `minimum`
-    /// events and at least as many as the log holds, so that sorting every session row once costs no more than the
-    /// rows it inserts. Their random pages otherwise compete with the events' stream index for the page cache through
-    /// the whole transaction: on the bench's 1.05M-event bundle, 121k fewer WAL writes and 57k fewer reads, and the
-    /// import 8% faster (`tools/BENCH-RESULTS.md`).
-    public static func defersSessionIndexes(expectedEvents: Int, held: Int64, minimum: Int = deferredIndexMinimum) -> Bool {
+    /// Whether an import of `expectedEvents` into a log of `held` events creates some projection indexes
+    /// (`ProjectionTables.importDeferredIndexes`) once, after its events, rather than row by row: when it brings at
+    /// least `minimum` events and at least as many as the log holds, so that one pass over each table costs no more
+    /// than the rows it inserts. Their random pages otherwise compete with the events' stream index for the page cache
+    /// through the whole transaction: on the bench's 1.05M-event bundle, 157k fewer WAL writes and 105k fewer reads
+    /// (`tools/BENCH-RESULTS.md`).
+    public static func defersIndexes(expectedEvents: Int, held: Int64, minimum: Int = deferredIndexMinimum) -> Bool {
         expectedEvents >= minimum && Int64(expectedEvents) >= held
     }
     /// Below this many events, an import's session rows fit the page cache beside the rest.
