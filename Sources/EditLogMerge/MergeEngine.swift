@@ -72,7 +72,14 @@ public struct MergeEngine: Sendable {
             } else if remote.payload["geometry"] != nil {
                 d.skipFields.append(Self.geometryField)
             }
-            if snap.deleted { decideRevive(&d, local: local, remote: w) }
+            // Deleted here since: a conflict only if the other side made something else. The same creation (the
+            // common baseline of two logs made from one service) brings nothing the delete did not see, so the
+            // delete stands under every policy.
+            if snap.deleted {
+                let sameCreation = local.history.created != nil && attrs.allSatisfy { (born[$0.key] ?? .null) == $0.value }
+                    && (remote.payload["geometry"].map { $0.isNull || $0 == (local.history.createdGeometry ?? .null) } ?? true)
+                if !sameCreation { decideRevive(&d, local: local, remote: w) }
+            }
 
         case .sessionCommitted, .conflictResolved:
             guard let snap = local.snapshot else { throw missing() }

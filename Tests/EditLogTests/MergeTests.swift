@@ -151,6 +151,25 @@ import Testing
         for log in [a, b] { #expect(try log.digestOfProjections() == (try log.digestOfRebuild())) }
     }
 
+    /// Logs made separately from the same fixtures baselined the same features (their own events, the same content).
+    /// A tree deleted on one side, with its inspections (the delete cascades), and left alone on the other is no
+    /// conflict either way, and stays deleted under every policy: the other side's baseline is the common base.
+    @Test(arguments: MergePolicy.allCases)
+    func aCommonBaselineFeatureDeletedOnOneSideIsNoConflictAndStaysDeleted(policy: MergePolicy) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        let (t, inspections) = try Fixture.treeWithInspections()
+        for cmd in try script([#"{"op":"delete","layer":"Trees","globalId":"\#(t)","at":"2026-06-20T10:01:00Z"}"#], actor: "ann") { try a.apply(cmd) }
+        #expect(try inspections.allSatisfy { try a.show(globalId: $0)["deleted"] == true }, "the delete cascades")
+        let intoA = try Self.exchange(b, into: a, policy: policy)
+        let intoB = try Self.exchange(a, into: b, policy: policy)
+        for (r, log) in [(intoA, a), (intoB, b)] {
+            #expect(r.conflicts.isEmpty, "\(policy): \(r.conflicts.map { "\($0.kind) \($0.globalId)" })")
+            for g in [t] + inspections { #expect(try log.show(globalId: g)["deleted"] == true, "\(policy): \(g)") }
+        }
+        #expect(try a.digestOfContent() == (try b.digestOfContent()))
+    }
+
     // MARK: Relationships never break (geodiff issue 39)
 
     @Test(arguments: [false, true])
