@@ -70,6 +70,13 @@ import Testing
         #expect(bBlame.first { $0.field == "PlantedBy" }?.importedFrom == "log-a")
         #expect(try b.history(globalId: Self.tree).entries.contains { $0.cause.contains("conflict \(c.id)") && $0.field == "SiteWidth" })
         #expect(try !b.history(globalId: Self.tree).entries.contains { $0.field == "SiteWidth" && $0.new.doubleValue == 10 && !$0.cause.contains("conflict") }, "a value the merge did not take is not history")
+        // The conflict's line is the value before the decision and the one kept: no change where local won, local →
+        // remote where remote won.
+        let keptLine = try #require(try b.history(globalId: Self.tree).entries.first { $0.cause.contains("conflict \(c.id)") })
+        #expect(keptLine.old.doubleValue == 20 && keptLine.new.doubleValue == 20 && keptLine.cause.contains("local won"), "\(keptLine)")
+        let taken = try #require(intoA.conflicts.first)
+        let takenLine = try #require(try a.history(globalId: Self.tree).entries.first { $0.cause.contains("conflict \(taken.id)") })
+        #expect(taken.winner == .remote && takenLine.old.doubleValue == 10 && takenLine.new.doubleValue == 20, "\(takenLine)")
         #expect(try b.show(globalId: Self.tree)["conflicts"]?.arrayValue?.first?["id"]?.stringValue == c.id)
         // Both logs list the same conflict.
         #expect(Set(try a.conflicts().map(\.conflict.key)) == Set(try b.conflicts().map(\.conflict.key)))
