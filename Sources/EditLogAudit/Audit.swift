@@ -151,17 +151,18 @@ public enum Audit {
             case .featureBaselined?:
                 for (k, v) in try p.object("attributes").sorted(by: { $0.key < $1.key }) where !v.isNull { add(k, .null, v) }
             case .mergeDecided?:
-                // Every conflict an import met on this feature, by whichever log decided it, and who won. Its line is
-                // the value the deciding log held before the decision and the one it kept: a change only where the
-                // remote side won (local won or open: the same value twice, the conflict named). The base and both
-                // sides are `conflicts show`'s.
+                // Every conflict an import met on this feature, by whichever log decided it, and who won. For this
+                // log's own decision the line is the value before it and the one kept: a change only where the remote
+                // side won (local won or open: the same value twice, the conflict named). Another log's decision,
+                // carried here in a bundle, changed nothing here: its line is the value that log kept, twice. The base
+                // and both sides are `conflicts show`'s.
                 let d: MergeDecision
                 do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
                 if d.log == ownLog, let target = d.event { decisions[target] = d }
                 if d.log == ownLog, d.event == nil, d.revive { add("@deleted", true, false) }
                 for c in d.conflicts {
                     let kept = c.winner == .remote ? c.remote.value : c.local.value
-                    var h = entry(e, c.field ?? c.attachmentId.map { "@attachment:\($0)" } ?? "@\(c.kind.rawValue)", c.local.value, kept)
+                    var h = entry(e, c.field ?? c.attachmentId.map { "@attachment:\($0)" } ?? "@\(c.kind.rawValue)", d.log == ownLog ? c.local.value : kept, kept)
                     h.cause = "\(e.cause) conflict \(c.id) (\(c.kind.rawValue), \(c.policy.rawValue): \(c.winner == .open ? "open" : "\(c.winner.rawValue) won")"
                         + (d.log == ownLog ? ")" : ", decided in log \(d.log))")
                     out.append(h)

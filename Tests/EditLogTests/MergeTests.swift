@@ -91,6 +91,10 @@ import Testing
         #expect(after.conflicts.first?.resolutions.map(\.take) == ["remote"] && after.conflicts.first?.resolutions.first?.actor == "carol")
         #expect(after.html.contains("remote = 10") && after.html.contains("by carol"), "\(after.html.suffix(1500))")
         #expect(try b.report(from: .position(head)).conflicts.isEmpty, "a window after the decision holds no conflict")
+        // A's decision, carried to B, changed nothing here: its history line is the value A kept, twice.
+        try Self.exchange(a, into: b)
+        let carried = try #require(try b.history(globalId: Self.tree).entries.first { $0.cause.contains("conflict \(taken.id)") })
+        #expect(carried.old.doubleValue == 20 && carried.new.doubleValue == 20 && carried.cause.contains("decided in log log-a"), "\(carried)")
         // Rebuild equals incremental with imported events and decisions.
         for log in [a, b] {
             #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
