@@ -47,7 +47,8 @@ extension EditLog {
             if !conflicts.isEmpty {
                 doc["conflicts"] = .array(conflicts.map { r in
                     .object(["id": .string(r.conflict.id), "kind": .string(r.conflict.kind.rawValue), "field": JSONValue(r.conflict.field),
-                             "winner": .string(r.conflict.winner.rawValue), "status": .string(r.status), "position": .int(r.position)])
+                             "winner": .string(r.conflict.winner.rawValue), "status": .string(r.status), "position": .int(r.position),
+                             "decidedIn": .string(r.decidedIn)])
                 })
             }
             return .object(doc)

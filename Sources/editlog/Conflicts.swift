@@ -6,13 +6,25 @@ struct ConflictsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "conflicts",
         abstract: "See and re-resolve the conflicts imports met (bundles, sync).",
+        discussion: "The log may come first too: `editlog conflicts DB list`, `conflicts DB show ID`, `conflicts DB resolve ID --take …`.",
         subcommands: [ConflictsList.self, ConflictsShow.self, ConflictsResolve.self], defaultSubcommand: ConflictsList.self)
+
+    /// The command line with `conflicts DB ACTION …` (the log first, as the README writes it) turned into `conflicts
+    /// ACTION DB …`, the order the parser reads subcommands in. Anything else is returned as it is.
+    static func logFirst(_ arguments: [String]) -> [String] {
+        let actions = Set(configuration.subcommands.map { $0._commandName })
+        guard arguments.count >= 3, arguments[0] == configuration.commandName, !arguments[1].hasPrefix("-"),
+              !actions.contains(arguments[1]), actions.contains(arguments[2]) else { return arguments }
+        var reordered = arguments
+        reordered.swapAt(1, 2)
+        return reordered
+    }
 }
 
 /// One line per conflict: the same concurrent pair of writes, whichever log decided it.
 func conflictRow(_ r: ConflictRecord) -> [String] {
     let c = r.conflict
-    return [String(c.id.prefix(13)), r.status, c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "",
+    return [c.id, r.status, c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "",
             short(c.local.value, 20), c.local.writer?.actor ?? "base", short(c.remote.value, 20), c.remote.writer?.actor ?? "base",
             c.policy.rawValue, r.resolutions.last?.take ?? c.winner.rawValue]
 }

@@ -17,7 +17,7 @@ struct EditLogCLI: ParsableCommand {
 
     static func main() {
         ProcessMemory.keepLargeAllocationsMapped()
-        main(nil)
+        main(ConflictsCommand.logFirst(Array(CommandLine.arguments.dropFirst())))
     }
 }
 

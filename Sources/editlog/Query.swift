@@ -2,7 +2,7 @@ import ArgumentParser
 import EditLog
 
 struct Query: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a layer's live features as an Esri JSON feature set.")
+    static let configuration = CommandConfiguration(abstract: "Print a layer's live features: a table of their fields, or an Esri JSON feature set with --json.")
 
     @OptionGroup var log: LogOptions
 

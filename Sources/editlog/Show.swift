@@ -18,7 +18,29 @@ struct Show: ParsableCommand {
             if output.json { out(f.serialized()); return }
             out("\(short(f["layer"] ?? .null)) \(short(f["globalId"] ?? .null, 40))\(f["deleted"]?.boolValue == true ? "  (deleted)" : "")")
             let attrs = f["attributes"]?.objectValue ?? [:]
-            out(table(["field", "value"], attrs.keys.sorted().map { [$0, short(attrs[$0]!, 60)] }))
+            // The conflict behind a field's value: the last one an import met on it (`conflicts show ID` has it whole).
+            let own = editLog.logId
+            func described(_ c: JSONValue) -> String {
+                let status = c["status"]?.stringValue ?? "", winner = c["winner"]?.stringValue ?? ""
+                let decidedIn = c["decidedIn"]?.stringValue ?? own
+                return "\(c["id"]?.stringValue ?? "") (\(winner == "open" ? status : "\(status); the policy kept \(winner)")"
+                    + (decidedIn == own ? ")" : ", decided in log \(decidedIn))")
+            }
+            // This log's own decision when it has one (another log's, carried in a bundle, describes that log's values).
+            var behind: [String: (own: Bool, text: String)] = [:]
+            for c in f["conflicts"]?.arrayValue ?? [] {
+                guard let field = c["field"]?.stringValue else { continue }
+                let isOwn = (c["decidedIn"]?.stringValue ?? own) == own
+                if isOwn || behind[field]?.own != true { behind[field] = (isOwn, described(c)) }
+            }
+            if behind.isEmpty {
+                out(table(["field", "value"], attrs.keys.sorted().map { [$0, short(attrs[$0]!, 60)] }))
+            } else {
+                out(table(["field", "value", "conflict"], attrs.keys.sorted().map { [$0, short(attrs[$0]!, 60), behind[$0]?.text ?? ""] }))
+            }
+            for c in f["conflicts"]?.arrayValue ?? [] where c["field"]?.stringValue == nil {
+                out("\(c["kind"]?.stringValue ?? "") conflict \(described(c)) at position \(c["position"]?.intValue ?? 0)")
+            }
             if let g = f["geometry"], !g.isNull { out("geometry: \(short(g, 100))") }
             for a in f["attachments"]?.arrayValue ?? [] {
                 out("attachment \(short(a["globalId"] ?? .null, 40)) \(short(a["name"] ?? .null)) \(short(a["contentType"] ?? .null)) \(a["size"]?.intValue ?? 0) bytes sha256 \(short(a["sha256"] ?? .null, 16))")

@@ -306,15 +306,23 @@ extension BundleImportTests {
             let c = try #require(rows.first { $0["field"]?.stringValue == "SiteWidth" }, "\(r.stdout)")
             #expect(c["local"]?["writer"]?["actor"] != nil && c["remote"]?["writer"]?["actor"] != nil && c["base"] != nil)
             #expect(Set([c["local"]?["writer"]?["actor"]?.stringValue, c["remote"]?["writer"]?["actor"]?.stringValue]) == Set(["ann", "bob"]))
-            let show = try CLI.run("conflicts", "show", d.file(log), c["id"]!.stringValue!)
+            // `show` names the conflict behind the value, in text too.
+            let shown = try CLI.run("show", d.file(log), MergeTests.tree)
+            let ids = rows.filter { $0["field"]?.stringValue == "SiteWidth" }.compactMap { $0["id"]?.stringValue }
+            #expect(shown.status == 0 && ids.contains { shown.stdout.contains($0) }, "\(shown.stdout)")
+            let show = try CLI.run("conflicts", d.file(log), "show", c["id"]!.stringValue!)
             #expect(show.status == 0 && show.stdout.contains("base:") && show.stdout.contains("last-in-wins"), "\(show.stdout)\(show.stderr)")
         }
         // An investigator re-resolves: a new event, the value changes.
         let id = try JSONParser.parse(try CLI.run("conflicts", "list", d.file("b.sqlite"), "--json").stdout.split(separator: "\n").first.map(String.init) ?? "")["id"]!.stringValue!
-        let res = try CLI.run("conflicts", "resolve", d.file("b.sqlite"), id, "--take", "value", "--value", "15", "--actor", "investigator")
+        let res = try CLI.run("conflicts", d.file("b.sqlite"), "resolve", id, "--take", "value", "--value", "15", "--actor", "investigator")
         #expect(res.status == 0, "\(res.stderr)")
         #expect(try lb.attributes(MergeTests.tree)["SiteWidth"]?.doubleValue == 15)
         let bad = try CLI.run("conflicts", "resolve", d.file("b.sqlite"), id, "--take", "value")
         #expect(bad.status == 64)
+        // The text list prints whole ids, which `show` takes; the log may come first or after the action.
+        let text = try CLI.run("conflicts", d.file("b.sqlite"), "list")
+        #expect(text.status == 0 && text.stdout.contains(id), "\(text.stdout)\(text.stderr)")
+        #expect(try CLI.run("conflicts", "show", d.file("b.sqlite"), id).stdout == (try CLI.run("conflicts", d.file("b.sqlite"), "show", id).stdout))
     }
 }
