@@ -72,13 +72,20 @@ import Testing
         expectBundleError(.invalidInput, "decompression bomb") {
             try read(d.file("bomb.gz"), limits: BundleLimits(maxTotalBytes: 1 << 40, maxRatio: 100, ratioGrace: 1 << 20))
         }
-        expectBundleError(.invalidInput, "beyond 4194304 bytes") {
-            try read(d.file("bomb.gz"), limits: BundleLimits(maxTotalBytes: 4 << 20, maxRatio: 1 << 20, ratioGrace: 1 << 40))
+        expectBundleError(.invalidInput, "beyond 524288 bytes") {
+            try read(d.file("bomb.gz"), limits: BundleLimits(maxTotalBytes: 512 << 10, maxRatio: 1 << 20, ratioGrace: 1 << 40))
         }
         // With the defaults, a member-after-member bomb beyond the grace is refused by its ratio.
         let many = [UInt8]((0..<6).flatMap { _ in member })
         try write(many, d.file("bomb2.gz"))
         expectBundleError(.invalidInput, "decompression bomb") { try read(d.file("bomb2.gz")) }
+        // Zeros after a whole bundle's end-of-archive marker: a tar record's padding reads, more is a bomb (a ratio over
+        // the whole bundle would let a valid prefix carry it).
+        let bundle = try bytes(shared.bundle)
+        try write(bundle + GzipMember.compress([UInt8](repeating: 0, count: 9 << 10)), d.file("padded.bundle"))
+        try read(d.file("padded.bundle"))
+        try write(bundle + GzipMember.compress([UInt8](repeating: 0, count: 2 << 20), level: 9), d.file("tail.bundle"))
+        expectBundleError(.invalidInput, "after the end-of-archive marker") { try read(d.file("tail.bundle")) }
     }
 
     @Test func aManifestThatLiesIsCaught() throws {

@@ -16,6 +16,10 @@ final class TarReader {
 
     private func corrupt(_ message: String) -> EditLogError { EditLogError(.corrupt, message, at: path) }
 
+    /// Zero bytes accepted after the end-of-archive marker: the padding of the largest tar record (a blocking factor of
+    /// 2,048 blocks); a bundle's own writer pads none.
+    static let maxTrailingZeros = 1 << 20
+
     /// Exactly `count` bytes, or a truncation error naming what was being read.
     private func readFully(_ count: Int, what: String) throws(EditLogError) -> [UInt8] {
         var out: [UInt8] = []
@@ -44,12 +48,20 @@ final class TarReader {
         let h = try readFully(Ustar.block, what: "an entry header")
         if h.allSatisfy({ $0 == 0 }) {
             _ = try readFully(Ustar.block, what: "the end-of-archive marker")
-            // Nothing but zeros may follow (reading to the end also checks the last member's CRC).
+            // Nothing but zeros may follow (reading to the end also checks the last member's CRC), and no more of them
+            // than a tar record's padding: a stream of zeros deflates about 1000 to 1, so past the archive's end it
+            // would be a decompression bomb that no ratio check over the whole bundle catches.
             var buf = [UInt8](repeating: 0, count: 1 << 16)
+            var trailing = 0
             while true {
                 let n = try source.read(into: &buf, at: 0, count: buf.count)
                 if n == 0 { break }
                 if buf[..<n].contains(where: { $0 != 0 }) { throw corrupt("data after the end-of-archive marker") }
+                trailing += n
+                if trailing > Self.maxTrailingZeros {
+                    throw EditLogError(.invalidInput, "refused: more than \(Self.maxTrailingZeros) bytes of zeros after the end-of-archive marker "
+                                       + "(a tar record's padding is at most that): a decompression bomb", at: path)
+                }
             }
             ended = true
             return nil
