@@ -60,8 +60,10 @@ public enum BundleExport {
         return env["USER"] ?? env["LOGNAME"]
     }
 
-    /// The position a `--since` names in this store.
-    public static func resolve(_ since: BundleSince, store: EventStore) throws(EditLogError) -> Int64 {
+    /// The position a `--since` names in this store, for an export of `layers` (given names; nil: every layer).
+    /// A bundle of some layers only is no place to continue from but for the same layers: the other layers' events
+    /// of its range were never sent.
+    public static func resolve(_ since: BundleSince, store: EventStore, layers: [String]? = nil) throws(EditLogError) -> Int64 {
         switch since {
         case .position(let p):
             return p
@@ -78,6 +80,10 @@ public enum BundleExport {
             guard manifest.originLogId == store.logId else {
                 throw EditLogError(.invalidInput, "the bundle was exported from log \(manifest.originLogId), not from this log (\(store.logId)); --since bundle: needs a bundle of this log", at: path)
             }
+            if let kept = manifest.layers, kept.sorted() != (layers ?? []).sorted() {
+                throw EditLogError(.invalidInput, "the bundle holds only layers \(kept.joined(separator: ", ")) of positions \(manifest.fromPosition + 1)...\(manifest.toPosition): "
+                                   + "continuing after it would leave the other layers' events of that range unsent; give the same --layer, or --since \(manifest.fromPosition)", at: path)
+            }
             return manifest.toPosition
         }
     }
@@ -87,7 +93,12 @@ public enum BundleExport {
         if !options.overwrite && FileManager.default.fileExists(atPath: out) {
             throw EditLogError(.conflict, "\(out) already exists; pass --force to replace it", at: out)
         }
-        let from = try resolve(options.since, store: store)
+        if let peer = options.peer, let layers = options.layers {
+            throw EditLogError(.invalidInput, "an export of layers \(layers.names.joined(separator: ", ")) is not recorded for peer \(peer): the next "
+                               + "last-export:\(peer) would start after it and the other layers' events of its range would never be sent; "
+                               + "export every layer to a peer, or leave out --peer")
+        }
+        let from = try resolve(options.since, store: store, layers: options.layers?.names)
         let partial = out + ".partial"
         do throws(EditLogError) {
             let (manifest, written, missing) = try store.read { db in

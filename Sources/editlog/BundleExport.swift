@@ -48,6 +48,10 @@ struct BundleExportCommand: ParsableCommand {
             throw ValidationError("--since \(f) is after --until \(u): the range is empty the wrong way round")
         }
         if let peer, peer.isEmpty || peer.contains(where: { $0.isNewline }) { throw ValidationError("--peer needs a name") }
+        if let peer, !layer.isEmpty {
+            throw ValidationError("--peer \(peer) with --layer: the next last-export:\(peer) would start after this export, and the other layers' "
+                                  + "events of its range would never be sent; export every layer to a peer, or leave out --peer")
+        }
         if case .lastExport(let p)? = since.flatMap(BundleSince.init(argument:)), let peer, p != peer {
             warn("--since last-export:\(p) with --peer \(peer): the range continues \(p)'s exports but is recorded for \(peer)")
         }

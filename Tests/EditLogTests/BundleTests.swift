@@ -239,6 +239,23 @@ struct SharedBundle: Sendable {
         #expect(events == expected)
         #expect(c.eventCount == expected.count && c.eventCount < Int(shared.head - 100))
         #expect(Set(blobs.keys) == Set(expected.flatMap(ReadState.blobReferences)))
+        // Continuing after a bundle of some layers is for the same layers only: the others' events of its range were
+        // never sent. A peer's mark is never set by one (the next last-export: would skip them the same way).
+        let next = try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("trees.bundle")), layers: ["Trees"])
+        #expect(next.manifest.fromPosition == s.manifest.toPosition)
+        expectBundleError(.invalidInput, "the other layers' events of that range unsent") {
+            _ = try log.exportBundle(to: d.file("all.bundle"), since: .bundle(path: d.file("trees.bundle")))
+        }
+        try shared.copyLog(to: d.file("log.sqlite"))
+        let writable = try EditLog.open(at: d.file("log.sqlite"))
+        defer { writable.close() }
+        expectBundleError(.invalidInput, "is not recorded for peer hq") {
+            _ = try writable.exportBundle(to: d.file("peer.bundle"), layers: ["Trees"], peer: "hq")
+        }
+        #expect(try writable.bundleExports(peer: "hq").isEmpty)
+        for f in ["all.bundle", "all.bundle.partial", "peer.bundle", "peer.bundle.partial"] { #expect(!FileManager.default.fileExists(atPath: d.file(f)), "\(f)") }
+        let cli = try CLI.run("bundle", "export", d.file("log.sqlite"), "--out", d.file("peer.bundle"), "--layer", "Trees", "--peer", "hq")
+        #expect(cli.status == 64 && cli.stderr.contains("--peer hq with --layer"), "\(cli.stderr)")
     }
 
     @Test func anEmptyRangeIsAnEmptyBundle() throws {
