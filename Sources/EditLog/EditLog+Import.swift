@@ -7,6 +7,7 @@ import GRDB
 
 @_exported import EditLogMerge
 @_exported import struct EditLogImport.ImportReport
+@_exported import enum EditLogImport.IndexDeferral
 
 extension EditLog {
     /// Imports events of other logs (a bundle, a sync pull) in one transaction, all or nothing: `feed` calls

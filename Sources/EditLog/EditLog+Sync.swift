@@ -120,7 +120,7 @@ extension EditLog {
                       closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0) throws(EditLogError) -> ImportReport {
         let schema = self.schema
         let geocoder = self.geocoder
-        let deferredIndexMinimum = self.deferredIndexMinimum
+        let indexDeferral = self.indexDeferral
         let now = Timestamp.format(milliseconds: store.clock.now())
         // An import meets a whole bundle's features, each in a burst of events: the caches a recording transaction
         // keeps (SQLite's pages, stream versions, features read) are bounded lower, until after the commit.
@@ -135,7 +135,7 @@ extension EditLog {
             let context = EventContext(actor: actor, device: device, clientTime: now)
             var importer = try Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
             importer.expectedEvents = expectedEvents
-            let deferredIndexes = Importer.defersIndexes(expectedEvents: expectedEvents, held: appender.headPosition, minimum: deferredIndexMinimum)
+            let deferredIndexes = indexDeferral.defers(expectedEvents: expectedEvents, held: appender.headPosition)
                 ? try ProjectionTables.dropIndexes(db, ProjectionTables.importDeferredIndexes(db)) : []
             try feed({ e, payload, guess in
                 try importer.importEvent(&e, canonicalPayload: payload, guess: guess, db: db, appender: &appender, projector: projector)

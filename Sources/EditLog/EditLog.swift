@@ -23,9 +23,9 @@ public final class EditLog {
     public private(set) var schema: ServiceSchema
     /// Replaces the rules' offline geocoder (the reverse-geocode rule is pluggable).
     public var geocoder: (any ReverseGeocoder)?
-    /// An import of at least this many events, and of at least as many as the log holds, creates some projection
-    /// indexes once after its events instead of writing them row by row (`Importer.defersIndexes`).
-    public var deferredIndexMinimum = Importer.deferredIndexMinimum
+    /// Whether imports create some projection indexes once after their events instead of writing them row by row:
+    /// by default when an import brings at least `Importer.deferredIndexMinimum` events and as many as the log holds.
+    public var indexDeferral = IndexDeferral.auto
 
     init(store: EventStore, schema: ServiceSchema) {
         self.store = store

@@ -132,6 +132,7 @@ public struct Importer {
     }
     /// Below this many events, an import's session rows fit the page cache beside the rest.
     public static let deferredIndexMinimum = 20_000
+
     /// The page cache while the deferred indexes are created, in KiB: SQLite's sorter may take as much again, beside
     /// what the cache gave back to the heap. On the bench's bundle (172k session rows), 8 MiB raised the CLI import's
     /// peak RSS by 6.5 MB, 2 MiB by 0.5 MB (the sorter then merges runs it wrote to temporary files).
@@ -545,5 +546,20 @@ extension Importer.Touched {
     private mutating func note(_ field: String, _ value: JSONValue) {
         let noted = Importer.NotedValue(value)
         if !keys.contains(where: { $0.field == field && $0.value == noted }) { keys.append((field, noted)) }
+    }
+}
+
+/// Whether an import creates `ProjectionTables.importDeferredIndexes` after its events: `auto` as
+/// `Importer.defersIndexes(expectedEvents:held:)` says; `always` and `never` for tests and the crash harness, which
+/// check both ways on small bundles.
+public enum IndexDeferral: String, Sendable, CaseIterable {
+    case auto, always, never
+
+    public func defers(expectedEvents: Int, held: Int64) -> Bool {
+        switch self {
+        case .auto: return Importer.defersIndexes(expectedEvents: expectedEvents, held: held)
+        case .always: return true
+        case .never: return false
+        }
     }
 }

@@ -35,11 +35,22 @@ struct BundleImportCommand: ParsableCommand {
     @Option(name: .long, help: "Where the import runs (the device of its decisions).")
     var device: String = ProcessInfo.processInfo.hostName
 
+    @Option(name: .long, help: ArgumentHelp("For tests: create some projection indexes after the events (always), row by row (never), or as the import's size says (auto).",
+                                            valueName: "auto|always|never", visibility: .hidden))
+    var indexDeferral: String = IndexDeferral.auto.rawValue
+
     @OptionGroup var json: JSONFlag
+
+    func validate() throws {
+        if IndexDeferral(rawValue: indexDeferral) == nil {
+            throw ValidationError("--index-deferral must be auto, always or never, not \"\(indexDeferral)\"")
+        }
+    }
 
     func run() throws {
         try handleErrors {
             let editLog = try EditLog.open(at: log.db)
+            editLog.indexDeferral = IndexDeferral(rawValue: indexDeferral) ?? .auto
             let bar = ProgressBar(label: "import")
             let result: (report: ImportReport, contents: BundleContents)
             do {

@@ -91,15 +91,15 @@ import Testing
     }
 
     /// An import that brings at least as many events as the log holds creates the sessions' index by feature and the
-    /// feature tables' relationship key indexes after its events instead of row by row (`EditLog.deferredIndexMinimum`,
-    /// lowered here so the shared bundle reaches it). The log ends as a row-by-row import leaves it, definitions
+    /// feature tables' relationship key indexes after its events instead of row by row (`EditLog.indexDeferral`,
+    /// `always` here: the shared bundle is smaller than `auto` asks). The log ends as a row-by-row import leaves it, definitions
     /// included, and those indexes are new: created after every other object of the schema.
     @Test func aLargeImportCreatesSomeIndexesAfterItsEventsAndEndsAsARowByRowImportDoes() throws {
         let d = TempDir()
         let rowByRow = try Fixture.treesLog(at: d.file("row.sqlite"), baseline: false, seed: 77, logId: "log-row")
         let deferred = try Fixture.treesLog(at: d.file("deferred.sqlite"), baseline: false, seed: 77, logId: "log-deferred")
-        rowByRow.deferredIndexMinimum = .max
-        deferred.deferredIndexMinimum = 1
+        rowByRow.indexDeferral = .never
+        deferred.indexDeferral = .always
         let a = try rowByRow.importBundle(at: shared.bundle, actor: "op", device: "hub")
         let b = try deferred.importBundle(at: shared.bundle, actor: "op", device: "hub")
         #expect(a.report.imported == Int(shared.head) && b.report == a.report)
