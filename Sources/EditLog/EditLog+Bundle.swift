@@ -138,7 +138,9 @@ extension EditLog {
                         readAhead.items.giveBack(.blob(sha256: sha, bytes: bytes))
                     }
                 }
-            }, closing: { _ in [] }, expectedEvents: Int(clamping: total))
+            }, closing: { _ in [] }, expectedEvents: Int(clamping: total),
+               // This log's own events are all here already: importing them writes nothing, the indexes included.
+               indexDeferral: reader.manifest.originLogId == logId ? .never : nil)
         } catch {
             readAhead.cancel()
             throw error

@@ -117,10 +117,11 @@ extension EditLog {
     /// guess held (true without one).
     func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
                       withPayloads feed: (_ event: (inout RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: ([UInt8]) throws -> Void) throws -> Void,
-                      closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0) throws(EditLogError) -> ImportReport {
+                      closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0,
+                      indexDeferral: IndexDeferral? = nil) throws(EditLogError) -> ImportReport {
         let schema = self.schema
         let geocoder = self.geocoder
-        let indexDeferral = self.indexDeferral
+        let indexDeferral = indexDeferral ?? self.indexDeferral
         let now = Timestamp.format(milliseconds: store.clock.now())
         // An import meets a whole bundle's features, each in a burst of events: the caches a recording transaction
         // keeps (SQLite's pages, stream versions, features read) are bounded lower, until after the commit.

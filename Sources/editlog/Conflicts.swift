@@ -12,7 +12,8 @@ struct ConflictsCommand: ParsableCommand {
     /// The command line with `conflicts DB ACTION …` (the log first, as the README writes it) turned into `conflicts
     /// ACTION DB …`, the order the parser reads subcommands in. Anything else is returned as it is.
     static func logFirst(_ arguments: [String]) -> [String] {
-        let actions = Set(configuration.subcommands.map { $0._commandName })
+        let actions = Set([ConflictsList.configuration.commandName, ConflictsShow.configuration.commandName,
+                           ConflictsResolve.configuration.commandName].compactMap { $0 })
         guard arguments.count >= 3, arguments[0] == configuration.commandName, !arguments[1].hasPrefix("-"),
               !actions.contains(arguments[1]), actions.contains(arguments[2]) else { return arguments }
         var reordered = arguments
