@@ -18,7 +18,8 @@ struct Show: ParsableCommand {
             if output.json { out(f.serialized()); return }
             out("\(short(f["layer"] ?? .null)) \(short(f["globalId"] ?? .null, 40))\(f["deleted"]?.boolValue == true ? "  (deleted)" : "")")
             let attrs = f["attributes"]?.objectValue ?? [:]
-            // The conflict behind a field's value: the last one an import met on it (`conflicts show ID` has it whole).
+            // The conflict behind a field's value: this log's latest decision on it, else another log's (`conflicts show
+            // ID` has it whole).
             let own = editLog.logId
             func described(_ c: JSONValue) -> String {
                 let status = c["status"]?.stringValue ?? "", winner = c["winner"]?.stringValue ?? ""
@@ -41,7 +42,7 @@ struct Show: ParsableCommand {
             for c in f["conflicts"]?.arrayValue ?? [] where c["field"]?.stringValue == nil {
                 out("\(c["kind"]?.stringValue ?? "") conflict \(described(c)) at position \(c["position"]?.intValue ?? 0)")
             }
-            if let g = f["geometry"], !g.isNull { out("geometry: \(short(g, 100))") }
+            if let g = f["geometry"], !g.isNull { out("geometry: \(short(g, 100))" + (behind[MergeEngine.geometryField].map { "  conflict \($0.text)" } ?? "")) }
             for a in f["attachments"]?.arrayValue ?? [] {
                 out("attachment \(short(a["globalId"] ?? .null, 40)) \(short(a["name"] ?? .null)) \(short(a["contentType"] ?? .null)) \(a["size"]?.intValue ?? 0) bytes sha256 \(short(a["sha256"] ?? .null, 16))")
             }
