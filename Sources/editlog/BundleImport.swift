@@ -71,7 +71,7 @@ struct BundleImportCommand: ParsableCommand {
             out("\(r.decisions) merge decisions, \(r.conflicts.count) conflicts (policy \(policy.rawValue)), \(r.derived) values derived again")
             if !r.conflicts.isEmpty {
                 out(table(["conflict", "kind", "feature", "field", "local", "remote", "winner"], r.conflicts.map { c in
-                    [String(c.id.prefix(13)), c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "", short(c.local.value, 24), short(c.remote.value, 24), c.winner.rawValue]
+                    [c.id, c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "", short(c.local.value, 24), short(c.remote.value, 24), c.winner.rawValue]
                 }))
             }
         }

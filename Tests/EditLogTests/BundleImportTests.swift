@@ -287,7 +287,15 @@ extension BundleImportTests {
             }
         }
         let order = aFirst ? [("b.sqlite", "a.bundle"), ("a.sqlite", "b.bundle")] : [("a.sqlite", "b.bundle"), ("b.sqlite", "a.bundle")]
-        for (log, bundle) in order {
+        // The second import prints its summary as text: its conflicts with whole ids (checked below).
+        var summaries: [String: String] = [:]
+        for (i, (log, bundle)) in order.enumerated() {
+            if i == 1 {
+                let r = try CLI.run("bundle", "import", d.file(log), d.file(bundle), "--actor", "operator")
+                #expect(r.status == 0 && r.stdout.contains("imported "), "\(r.stdout)\(r.stderr)")
+                summaries[log] = r.stdout
+                continue
+            }
             let r = try CLI.run("bundle", "import", d.file(log), d.file(bundle), "--json", "--actor", "operator")
             #expect(r.status == 0, "\(r.stderr)")
             let j = try JSONParser.parse(r.stdout)
@@ -309,6 +317,10 @@ extension BundleImportTests {
             #expect(r.status == 0, "\(r.stderr)")
             let rows = try r.stdout.split(separator: "\n").map { try JSONParser.parse(String($0)) }
             let c = try #require(rows.first { $0["field"]?.stringValue == "SiteWidth" }, "\(r.stdout)")
+            if let summary = summaries[log] {
+                let own = rows.filter { $0["field"]?.stringValue == "SiteWidth" && $0["decidedIn"]?.stringValue == (log == "a.sqlite" ? la : lb).logId }
+                #expect(!own.isEmpty && own.allSatisfy { summary.contains($0["id"]!.stringValue!) }, "\(summary)")
+            }
             #expect(c["local"]?["writer"]?["actor"] != nil && c["remote"]?["writer"]?["actor"] != nil && c["base"] != nil)
             #expect(Set([c["local"]?["writer"]?["actor"]?.stringValue, c["remote"]?["writer"]?["actor"]?.stringValue]) == Set(["ann", "bob"]))
             // `show` names the conflict behind the value, in text too.
