@@ -150,7 +150,7 @@ extension EditLog {
                 try EventStore.shrinkPageCache(db, toKiB: Importer.indexSortKiB)
                 try ProjectionTables.createIndexes(db, deferredIndexes)
                 // The import's end reads children by their keys: the indexes are back before it.
-                try db.execute(sql: "PRAGMA cache_size = -\(Importer.pageCacheKiB)")
+                try EventStore.setPageCache(db, kib: Importer.pageCacheKiB)
             }
             try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
             for s in try closing(importer.report) {

@@ -225,12 +225,6 @@ public final class EventStore: Sendable {
         }
     }
 
-    /// Sets this connection's page cache, in KiB (`EventStore.writerCacheKiB` on a writing connection).
-    public func setPageCache(kib: Int) throws(EditLogError) {
-        do { try dbQueue.inDatabase { try $0.execute(sql: "PRAGMA cache_size = -\(max(0, kib))") } } catch {
-            throw EditLogError.wrapping(error, at: path)
-        }
-    }
 
     /// A PASSIVE checkpoint on this connection: copies what it can of the WAL into the database file without waiting
     /// for readers or writers (they go on meanwhile).
