@@ -13,6 +13,7 @@ import Foundation
 @_exported import struct EditLogBundle.BundleInspection
 @_exported import struct EditLogBundle.BundleExportSummary
 @_exported import enum EditLogBundle.BundleSince
+@_exported import enum EditLogBundle.BundleDeflate
 @_exported import enum EditLogBundle.BundleSignature
 
 /// Change bundles: export a range of this log (with its blobs) to a file anyone can read with gzip and tar;
@@ -20,11 +21,13 @@ import Foundation
 extension EditLog {
     /// Writes the events after `since` up to `until` (a position or a time on `clock`; nil: the head), optionally only
     /// the named layers' features (system streams always), and every blob they reference, to `out`.
-    /// With `peer`, the export is recorded so the next `since: .lastExport(peer:)` starts after it.
+    /// With `peer`, the export is recorded so the next `since: .lastExport(peer:)` starts after it. `deflate` picks the
+    /// library that compresses (the system libdeflate where it loads, by default; `.zlib` for the system zlib only).
     public func exportBundle(to out: String, since: BundleSince = .position(0), until: LogMoment? = nil, by clock: EventClock = .default,
                              layers: [String] = [], peer: String? = nil, signingKey: [UInt8]? = nil, overwrite: Bool = false,
-                             blockSize: Int = BundleLayout.gzipBlockBytes, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleExportSummary {
-        var options = BundleExportOptions(since: since, peer: peer, signingKey: signingKey, overwrite: overwrite, blockSize: blockSize)
+                             blockSize: Int = BundleLayout.gzipBlockBytes, deflate: BundleDeflate = .auto,
+                             progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> BundleExportSummary {
+        var options = BundleExportOptions(since: since, peer: peer, signingKey: signingKey, overwrite: overwrite, blockSize: blockSize, deflate: deflate)
         if let until {
             switch until {
             case .position(let p): options.until = p
@@ -42,8 +45,9 @@ extension EditLog {
         return try BundleExport.run(store: store, to: out, options: options, progress: progress)
     }
 
-    /// What deflates the bundles this process exports: the system libdeflate's level where it loads, else zlib's.
-    public static var bundleDeflater: String { BundleExport.deflater }
+    /// What deflates the bundles this process exports by default: the system libdeflate's level where it loads, else
+    /// zlib's.
+    public static var bundleDeflater: String { BundleDeflate.auto.deflater }
 
     /// Reads a whole bundle, checking the container, checksums, the chain of its events, blob hashes and the
     /// signature (with `trust`, one of these keys must have signed it). Imports nothing.

@@ -15,11 +15,14 @@ public struct BundleExportSummary: Sendable {
     public let missingBlobs: [String]
     /// The peer the export was recorded for (`--peer`).
     public let peer: String?
+    /// What deflated the members ("libdeflate level 5 (libdeflate.so.0)", "zlib level 6, deflateTune(…)").
+    public let deflater: String
 
     public var json: JSONValue {
         .object([
             "path": .string(path), "manifest": manifest.json, "bytes": .int(bytes), "sha256": .string(sha256),
             "uncompressedBytes": .int(uncompressedBytes), "missingBlobs": .array(missingBlobs.map { .string($0) }), "peer": JSONValue(peer),
+            "deflater": .string(deflater),
         ])
     }
 }
@@ -40,21 +43,20 @@ public struct BundleExportOptions: Sendable {
     public var user: String?
     /// Uncompressed bytes per gzip member (tests force small ones).
     public var blockSize: Int
+    /// The library that deflates the members (the format is the same whichever does).
+    public var deflate: BundleDeflate
 
     public init(since: BundleSince = .position(0), until: Int64? = nil, layers: (ids: Set<Int>, names: [String])? = nil, peer: String? = nil,
                 signingKey: [UInt8]? = nil, overwrite: Bool = false, user: String? = BundleExport.currentUser(),
-                blockSize: Int = BundleLayout.gzipBlockBytes) {
+                blockSize: Int = BundleLayout.gzipBlockBytes, deflate: BundleDeflate = .auto) {
         self.since = since; self.until = until; self.layers = layers; self.peer = peer; self.signingKey = signingKey
-        self.overwrite = overwrite; self.user = user; self.blockSize = blockSize
+        self.overwrite = overwrite; self.user = user; self.blockSize = blockSize; self.deflate = deflate
     }
 }
 
 /// Reads a store and writes a bundle: two passes over the range in one read transaction (the first counts and
 /// finds the blobs for the manifest, which comes first; the second writes), so nothing is held whole.
 public enum BundleExport {
-    /// What deflates the bundles this process writes (`GzipEngine.bundle`), for reports: libdeflate's level or zlib's.
-    public static var deflater: String { GzipEngine.bundle.description }
-
     public static func currentUser() -> String? {
         let env = ProcessInfo.processInfo.environment
         return env["USER"] ?? env["LOGNAME"]
@@ -98,11 +100,12 @@ public enum BundleExport {
                                + "last-export:\(peer) would start after it and the other layers' events of its range would never be sent; "
                                + "export every layer to a peer, or leave out --peer")
         }
+        let engine = try options.deflate.engine()
         let from = try resolve(options.since, store: store, layers: options.layers?.names)
         let partial = out + ".partial"
         do throws(EditLogError) {
             let (manifest, written, missing) = try store.read { db in
-                try write(db, store: store, from: from, to: partial, options: options, progress: progress)
+                try write(db, store: store, from: from, to: partial, options: options, engine: engine, progress: progress)
             }
             if rename(partial, out) != 0 {
                 throw EditLogError(.io, "cannot move the bundle into place: \(String(cString: strerror(errno)))", at: out)
@@ -124,7 +127,7 @@ public enum BundleExport {
                 throw error
             }
             return BundleExportSummary(path: out, manifest: manifest, bytes: written.bytes, sha256: sha, uncompressedBytes: written.uncompressed,
-                                       missingBlobs: missing, peer: options.peer)
+                                       missingBlobs: missing, peer: options.peer, deflater: engine.description)
         } catch {
             try? FileManager.default.removeItem(atPath: partial)
             throw error
@@ -169,7 +172,7 @@ public enum BundleExport {
         return StreamName.parseFeature(stream).map { layers.contains($0.layer) } ?? false
     }
 
-    static func write(_ db: Database, store: EventStore, from: Int64, to path: String, options: BundleExportOptions,
+    static func write(_ db: Database, store: EventStore, from: Int64, to path: String, options: BundleExportOptions, engine: GzipEngine,
                       progress: ((Int64, Int64) -> Void)?) throws -> (BundleManifest, Written, [String]) {
         let cache = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -readCacheKiB
         try db.execute(sql: "PRAGMA cache_size = -\(readCacheKiB)")
@@ -215,7 +218,7 @@ public enum BundleExport {
         }
 
         // Pass 2: the bundle.
-        let writer = try BundleWriter(path: path, mtime: now / 1000, blockSize: options.blockSize, head: makeHead)
+        let writer = try BundleWriter(path: path, mtime: now / 1000, blockSize: options.blockSize, engine: engine, head: makeHead)
         let range = "FROM events WHERE position > ? AND position <= ?"
         var done: Int64 = 0
         var lines: Int64 = 0

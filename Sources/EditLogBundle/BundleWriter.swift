@@ -44,11 +44,11 @@ final class BundleWriter {
     /// The manifest's and schema's entries for SHA256SUMS, once a `head` gave them.
     private let headEntries = HeadEntries()
 
-    init(path: String, mtime: Int64, blockSize: Int = BundleLayout.gzipBlockBytes, head: Head? = nil) throws(EditLogError) {
+    init(path: String, mtime: Int64, blockSize: Int = BundleLayout.gzipBlockBytes, engine: GzipEngine = .bundle, head: Head? = nil) throws(EditLogError) {
         file = try OutputFile(path: path)
         let entries = headEntries
         let gzipHead = head.map { BundleWriter.tarHead($0, mtime: mtime, entries: entries) }
-        gzip = ParallelGzipWriter(output: file, blockSize: blockSize, head: gzipHead)
+        gzip = ParallelGzipWriter(output: file, blockSize: blockSize, engine: engine, head: gzipHead)
         tar = TarWriter(sink: gzip, mtime: mtime)
     }
 

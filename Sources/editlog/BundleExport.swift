@@ -2,6 +2,8 @@ import ArgumentParser
 import EditLog
 import Foundation
 
+extension BundleDeflate: ExpressibleByArgument {}
+
 struct BundleExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
@@ -38,6 +40,11 @@ struct BundleExportCommand: ParsableCommand {
     @Flag(name: .long, help: "Replace an existing bundle file.")
     var force = false
 
+    @Option(name: .long, help: ArgumentHelp("The library that deflates: libdeflate where the system has it, else zlib (auto); the system zlib only (zlib); "
+                                            + "libdeflate or an error (libdeflate). The format is the same; zlib is about a third slower and 6% larger.",
+                                            valueName: "auto|zlib|libdeflate"))
+    var deflate: BundleDeflate = .auto
+
     @OptionGroup var json: JSONFlag
 
     func validate() throws {
@@ -68,7 +75,7 @@ struct BundleExportCommand: ParsableCommand {
             do {
                 s = try editLog.exportBundle(to: outPath, since: since.flatMap(BundleSince.init(argument:)) ?? .position(0),
                                              until: try until.map { try auditPoint($0, "--until") }, by: clock.clock, layers: layer,
-                                             peer: peer, signingKey: key, overwrite: force, progress: bar.update)
+                                             peer: peer, signingKey: key, overwrite: force, deflate: deflate, progress: bar.update)
             } catch { bar.finish(); throw error }
             bar.finish()
             for m in s.missingBlobs { warn("blob \(m) is referenced but not stored in this log: left out of the bundle") }

@@ -21,6 +21,12 @@ import Testing
         #expect(r.status == 0, "\(r.stderr)")
         let m = try JSONParser.parse(r.stdout)["manifest"]
         #expect(m?["fromPosition"] == 400 && m?["toPosition"] == .int(shared.head) && m?["since"] == "last-export:hq")
+        #expect(try JSONParser.parse(r.stdout)["deflater"]?.stringValue == BundleDeflate.auto.deflater)
+        r = try CLI.run(["bundle", "export", db, "--out", d.file("z.bundle"), "--since", "400", "--deflate", "zlib", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect((try JSONParser.parse(r.stdout)["deflater"]?.stringValue ?? "").hasPrefix("zlib level 6"), "\(r.stdout)")
+        r = try CLI.run(["bundle", "export", db, "--out", d.file("x.bundle"), "--deflate", "brotli"])
+        #expect(r.status == 64 && r.stderr.contains("--deflate") && !FileManager.default.fileExists(atPath: d.file("x.bundle")), "\(r.stderr)")
         r = try CLI.run(["bundle", "export", db, "--out", d.file("3.bundle"), "--since", "last-export:hq"])
         #expect(r.status == 0 && r.stdout.contains("an empty bundle"), "\(r.stdout) \(r.stderr)")
 

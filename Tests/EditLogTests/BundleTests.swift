@@ -158,6 +158,32 @@ struct SharedBundle: Sendable {
         }
     }
 
+    @Test func zlibOnlyAndTheDefaultWriteTheSameTarThatZlibReads() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let auto = try log.exportBundle(to: d.file("auto.bundle"), blockSize: 8192)
+        let zlib = try log.exportBundle(to: d.file("zlib.bundle"), blockSize: 8192, deflate: .zlib)
+        #expect(zlib.deflater == "zlib level 6, deflateTune(32, 258, 24, 10)")
+        #expect(auto.deflater == BundleDeflate.auto.deflater)
+        // The same entries, byte for byte; only the deflated bytes differ (where libdeflate wrote the default).
+        #expect(zlib.uncompressedBytes == auto.uncompressedBytes)
+        let a = try BundleFixture.unpack(d.file("auto.bundle")), z = try BundleFixture.unpack(d.file("zlib.bundle"))
+        #expect(a.map(\.name) == z.map(\.name))
+        let differing = zip(a, z).filter { pair in pair.0.data != pair.1.data }.map { pair in pair.0.name }
+        #expect(Set(differing).isSubset(of: [BundleLayout.manifest, BundleLayout.sums]), "\(differing)")
+        #expect(try BundleFixture.read(d.file("zlib.bundle")).1 == (try BundleFixture.events(log)))
+        if Libdeflate.system != nil {
+            #expect(auto.deflater.hasPrefix("libdeflate") && auto.bytes != zlib.bytes)
+            #expect(try BundleDeflate.libdeflate.engine() == .libdeflate(level: GzipEngine.libdeflateLevel))
+        } else {
+            let e = try #require(throws: EditLogError.self) { _ = try log.exportBundle(to: d.file("ld.bundle"), deflate: .libdeflate) }
+            #expect(e.kind == .unsupported && e.message.contains("libdeflate.so.0"))
+            #expect(!FileManager.default.fileExists(atPath: d.file("ld.bundle")) && !FileManager.default.fileExists(atPath: d.file("ld.bundle.partial")))
+        }
+        if BundleFixture.has("gzip") { #expect(try CLI.sh("gzip -t '\(d.file("zlib.bundle"))'").status == 0) }
+    }
+
     @Test func theExportReadsThroughASmallCacheAndGivesTheConnectionItsOwnBack() throws {
         let d = TempDir()
         try shared.copyLog(to: d.file("log.sqlite"))
@@ -169,7 +195,7 @@ struct SharedBundle: Sendable {
         // While it reads (its progress is reported inside its read, on the connection it reads with).
         var during: Set<Int> = []
         _ = try store.read { db in
-            try BundleExport.write(db, store: store, from: 0, to: d.file("r.bundle"), options: BundleExportOptions(blockSize: 4096)) { _, _ in
+            try BundleExport.write(db, store: store, from: 0, to: d.file("r.bundle"), options: BundleExportOptions(blockSize: 4096), engine: .bundle) { _, _ in
                 during.insert((try? Int.fetchOne(db, sql: "PRAGMA cache_size")) ?? 0)
             }
         }

@@ -71,10 +71,10 @@ import Testing
         #expect(Libdeflate.load("libeditlog-no-such-library.so.0") == nil)
         if Libdeflate.system != nil {
             #expect(GzipEngine.bundle == .libdeflate(level: GzipEngine.libdeflateLevel))
-            #expect(BundleExport.deflater == "libdeflate level 5 (libdeflate.so.0)")
+            #expect(BundleDeflate.auto.deflater == "libdeflate level 5 (libdeflate.so.0)")
         } else {
             #expect(GzipEngine.bundle == .zlib(level: 6, tuning: .bundle))
-            #expect(BundleExport.deflater == "zlib level 6, deflateTune(32, 258, 24, 10)")
+            #expect(BundleDeflate.auto.deflater == "zlib level 6, deflateTune(32, 258, 24, 10)")
         }
         // The zlib deflater is the zlib member writer, buffer kept.
         let input = Self.text(70_000, seed: 5)
