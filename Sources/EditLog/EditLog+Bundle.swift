@@ -102,7 +102,7 @@ extension EditLog {
                              limits: BundleLimits = .default, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> (report: ImportReport, contents: BundleContents) {
         let reader = try BundleReader(path: path, limits: limits)
         let ours = try read { db -> String in
-            guard let e = try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema]) else {
+            guard let e = try EventReading.ownSchemaEvent(db) else {
                 throw EditLogError(.corrupt, "the log has no SchemaDefined event", at: path)
             }
             return SchemaFingerprint.of(schemaPayload: e.payload)

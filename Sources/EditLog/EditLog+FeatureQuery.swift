@@ -292,9 +292,9 @@ extension EditLog {
     }
 
     /// The service documents the log's schema was decoded from, exactly as stored in its newest
-    /// `SchemaDefined` event: `[{"name": …, "json": …}]`.
+    /// own `SchemaDefined` event (never one imported from another log): `[{"name": …, "json": …}]`.
     public func serviceDocuments() throws(EditLogError) -> [JSONValue] {
-        let event = try read { db in try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema], newest: true) }
+        let event = try read { db in try EventReading.ownSchemaEvent(db) }
         return event?.payload["service"]?.arrayValue ?? []
     }
 }

@@ -98,7 +98,7 @@ public final class EditLog {
         let store = try EventStore.open(at: path, readonly: readonly, clock: clock, ids: ids)
         if !readonly { EventStore.removeStalePartials(of: path) }
         let event = try store.read { db in
-            try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema], newest: true)
+            try EventReading.ownSchemaEvent(db)
         }
         guard let event else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
         do { return EditLog(store: store, schema: try Projector.decodeSchema(event.payload)) } catch {

@@ -184,7 +184,7 @@ public enum BundleExport {
         guard from <= until else {
             throw EditLogError(.invalidInput, "the range is empty the wrong way round: --since is position \(from), after --until \(until)", at: store.path)
         }
-        guard let schemaEvent = try EventReading.first(db, where: "stream = ?", arguments: [StreamName.schema]) else {
+        guard let schemaEvent = try EventReading.ownSchemaEvent(db) else {
             throw EditLogError(.corrupt, "the log has no schema event", at: store.path)
         }
         let layers = options.layers?.ids

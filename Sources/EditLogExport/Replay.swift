@@ -36,7 +36,7 @@ public enum Replay {
         try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE position <= ? AND COALESCE(client_time, recorded_time) > ?", arguments: [position, time]) ?? 0
     }
 
-    /// The schema that applied after event `position` (the newest `SchemaDefined` at or before it).
+    /// The schema that applied after event `position` (this log's newest `SchemaDefined` at or before it).
     public static func schema(_ db: Database, atOrBefore position: Int64) throws -> ServiceSchema? {
         guard let e = try schemaEvent(db, atOrBefore: position) else { return nil }
         do { return try Projector.decodeSchema(e.payload) } catch {
@@ -44,9 +44,9 @@ public enum Replay {
         }
     }
 
-    /// The newest `SchemaDefined` event at or before `position` (its payload holds the service documents as given).
+    /// This log's newest `SchemaDefined` event at or before `position` (its payload holds the service documents as given).
     public static func schemaEvent(_ db: Database, atOrBefore position: Int64) throws -> RecordedEvent? {
-        try EventReading.first(db, where: "stream = ? AND position <= ?", arguments: [StreamName.schema, position], newest: true)
+        try EventReading.ownSchemaEvent(db, atOrBefore: position)
     }
 
     /// Applies events `after+1 ... through` of `source` to `target`, whose projection tables hold the state

@@ -251,6 +251,29 @@ extension BundleImportTests {
         let before = Self.fileBytes(d.file("narrow.sqlite"))
         expectBundleError(.invalidInput, "field Trees.Wires is not in this log's schema") { _ = try narrow.importBundle(at: shared.bundle, actor: "op", device: "hub") }
         #expect(Self.fileBytes(d.file("narrow.sqlite")) == before)
+
+        // The other way it imports, schema event and all (a bundle from position 0 carries the narrow log's
+        // SchemaDefined), and the wide log goes on with its own schema: Wires is still a field, queries, edits,
+        // a rebuild and verify all work.
+        let tree = newGID(700)
+        for cmd in try script([#"{"op":"create","layer":"Trees","globalId":"\#(tree)","session":"n-1","geometry":{"x":-122.63,"y":45.52},"attributes":{"DBH":3}}"#,
+                               #"{"op":"finish","session":"n-1"}"#], actor: "nina") { try narrow.apply(cmd) }
+        let sent = try narrow.exportBundle(to: d.file("narrow.bundle")).manifest.eventCount
+        narrow.close()
+        try shared.copyLog(to: d.file("wide.sqlite"))
+        var wide = try EditLog.open(at: d.file("wide.sqlite"), clock: clock, ids: UUIDv7Generator(clock: clock, seed: 10))
+        let r = try wide.importBundle(at: d.file("narrow.bundle"), actor: "op", device: "hub")
+        #expect(r.report.imported == Int(sent) && sent > 1)
+        wide.close()
+        wide = try EditLog.open(at: d.file("wide.sqlite"), clock: clock, ids: UUIDv7Generator(clock: clock, seed: 11))
+        defer { wide.close() }
+        #expect(try wide.layer("Trees").fields.contains { $0.name == "Wires" })
+        #expect(JSONValue.array(try wide.serviceDocuments()).serialized().contains(#""name":"Wires""#))
+        try MergeTests.set(wide, tree, [("Wires", "2"), ("SiteWidth", "4")], at: 3, actor: "walt", session: "w-1")
+        let shown = try wide.show(globalId: tree)
+        #expect(shown["attributes"]?["Wires"]?.doubleValue == 2 && shown["attributes"]?["DBH"]?.doubleValue == 3, "\(shown)")
+        #expect(try wide.queryCount(layer: "Trees", FeatureQuery()) > 0)
+        #expect(try wide.verify().ok)
     }
 
     /// The issue's "done when": device A and device B, made from the fixtures, edit concurrently (both add trees with

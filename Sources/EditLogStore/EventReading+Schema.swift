@@ -1,0 +1,21 @@
+import EditLogCore
+import GRDB
+
+extension EventReading {
+    /// This log's own `SchemaDefined` event, the newest at or before `position` (nil: the newest of all). A bundle
+    /// from position 0 carries the exporting log's schema event too, which is stored like any event but never
+    /// becomes this log's schema: the import checked that this log's can hold its data, not that they are equal.
+    public static func ownSchemaEvent(_ db: Database, atOrBefore position: Int64? = nil) throws -> RecordedEvent? {
+        var clause = "stream = ?"
+        var arguments: StatementArguments = [StreamName.schema]
+        if let logId = try EventStore.logId(in: db) {
+            clause += " AND origin_log = ?"
+            _ = arguments.append(contentsOf: [logId])
+        }
+        if let position {
+            clause += " AND position <= ?"
+            _ = arguments.append(contentsOf: [position])
+        }
+        return try first(db, where: clause, arguments: arguments, newest: true)
+    }
+}
