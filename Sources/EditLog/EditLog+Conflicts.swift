@@ -103,7 +103,10 @@ extension EditLog {
     }
 
     /// Re-resolves a field conflict by hand: a `ConflictResolved` event writing the chosen value (never an edit of
-    /// the decision). The value is validated as a pop-up edit of that field would be.
+    /// the decision). The value is validated as a pop-up edit of that field would be: its type, domain and
+    /// nullability, and for a relationship key, a parent that exists and is not deleted (a resolution never leaves a
+    /// related record without its parent). The rules then derive again from the resolved state, as after a
+    /// session's commit (`FeatureDerived` events naming the conflict).
     @discardableResult
     public func resolveConflict(id: String, take choice: ConflictChoice, actor: String, device: String, at clientTime: String? = nil) throws(EditLogError) -> RecordedEvent {
         let record = try conflict(id: id)
@@ -122,8 +125,12 @@ extension EditLog {
         case .base: raw = c.base
         case .value(let v): raw = v
         }
-        let value = raw.isNull ? JSONValue.null : try FieldValidator.normalize(raw, for: f, layer: layer.name)
+        let value: JSONValue
+        do { value = try FieldValidator.normalize(raw, for: f, layer: layer.name) } catch {
+            throw EditLogError(error.kind, "conflict \(c.id), --take \(choice.name): \(error.message)")
+        }
         let schema = self.schema
+        let geocoder = self.geocoder
         let time = clientTime ?? Timestamp.format(milliseconds: store.clock.now())
         return try writeMapped { db, appender, projector in
             let world = ProjectedState(db: db, schema: schema, projector: projector)
@@ -133,17 +140,55 @@ extension EditLog {
             guard !current.deleted else {
                 throw EditLogError(.conflict, "feature \(c.globalId) is deleted; a value cannot be resolved on it")
             }
+            try Self.requireParent(of: layer, key: f, value: value, world: world, conflict: c.id, choice: choice)
             let old = current.attributes[f.name] ?? .null
             let payload: JSONValue = .object([
                 "conflictId": .string(c.id), "layer": .int(Int64(layer.id)), "globalId": .string(c.globalId), "field": .string(f.name),
                 "take": .string(choice.name), "value": value,
                 "changes": .object(old == value ? [:] : [f.name: .object(["old": old, "new": value])]),
             ])
+            let context = EventContext(actor: actor, device: device, clientTime: time)
             let e = NewEvent(id: appender.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: c.globalId), type: .conflictResolved,
-                             payload: payload, context: EventContext(actor: actor, device: device, clientTime: time), session: nil, cause: Cause.resolution)
+                             payload: payload, context: context, session: nil, cause: Cause.resolution)
             let r = try appender.append(e)
             try projector.apply(r, db)
+            // The rules see the resolved value as they see a session's commit: a rollup of the parent it left and of
+            // the one it joined, when the field is a child's.
+            guard old != value else { return r }
+            for p in try RuleEngine(world: world, geocoderOverride: geocoder).derive(after: .committed(layer: layer.id, globalId: c.globalId, kind: .edit,
+                                                                                                      before: current.attributes, session: nil)) {
+                var derived = p.payload.objectValue ?? [:]
+                derived["conflictId"] = .string(c.id)
+                let d = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: .object(derived), context: context,
+                                 session: nil, cause: p.cause)
+                try projector.apply(try appender.append(d), db)
+            }
             return r
+        }
+    }
+
+    /// For a relationship key field of `layer`, the parent `value` points at must exist and not be deleted; null is
+    /// refused (the record would lose its parent). Other fields pass.
+    static func requireParent(of layer: LayerSchema, key f: FieldSchema, value: JSONValue, world: ProjectedState, conflict id: String,
+                              choice: ConflictChoice) throws {
+        for rel in layer.relationships where rel.role == .destination && rel.keyField?.lowercased() == f.name.lowercased() {
+            guard let (origin, originSide) = world.schema.counterpart(of: rel, in: layer) else { continue }
+            guard !value.isNull else {
+                throw EditLogError(.validation, "conflict \(id), --take \(choice.name): \(layer.name).\(f.name) is the key of relationship "
+                                   + "\"\(rel.name)\"; clearing it would leave the record without its \(origin.name) parent")
+            }
+            let found: Bool
+            if let k = originSide.keyField, k.lowercased() != origin.globalIdField?.lowercased() {
+                found = try world.features(layer: origin.id, where: k, equals: value).contains { !$0.deleted }
+            } else if let g = value.stringValue.flatMap(GlobalID.normalize), let p = try world.feature(layer: origin.id, globalId: g) {
+                found = !p.deleted
+            } else {
+                found = false
+            }
+            guard found else {
+                throw EditLogError(.notFound, "conflict \(id), --take \(choice.name): related record \(origin.name) \(value.stringValue ?? value.serialized()) "
+                                   + "does not exist in this log (or is deleted); a resolution never leaves \(layer.name) \(f.name) pointing at no parent")
+            }
         }
     }
 }
