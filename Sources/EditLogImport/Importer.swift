@@ -238,6 +238,23 @@ public struct Importer {
         self.source = source
     }
 
+    /// An attachment GlobalID this log already holds, added again by another log: the same attachment (same
+    /// feature, name, content type and bytes: two logs made from one service's data) applies as a no-op; another
+    /// one is refused, naming both, since an attachment's identity is its GlobalID and the two cannot both keep it.
+    func checkAddedAttachments(_ e: RecordedEvent, feature: (layer: Int, globalId: String), _ world: ProjectedState) throws {
+        guard let added = e.payload["attachments"]?["added"]?.arrayValue, !added.isEmpty else { return }
+        for a in added {
+            guard let s = SessionState.StagedAttachment(json: a), let here = try world.attachment(globalId: s.attachmentId) else { continue }
+            if here.parentLayer == feature.layer, here.parentGlobalId == feature.globalId, here.name == s.name, here.contentType == s.contentType,
+               here.sha256 == s.sha256 { continue }
+            let layerName = { (id: Int) in self.schema.layer(id: id)?.name ?? "layer \(id)" }
+            throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) adds attachment \(s.attachmentId) (\"\(s.name)\", sha256 \(s.sha256.prefix(12))…) to "
+                               + "\(layerName(feature.layer)) \(feature.globalId), but this log holds another attachment with that GlobalID (\"\(here.name)\", "
+                               + "sha256 \(here.sha256.prefix(12))… on \(layerName(here.parentLayer)) \(here.parentGlobalId)): one of the two clients reused an "
+                               + "attachment id; nothing was imported", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
+        }
+    }
+
     static let merged: Set<EventType> = [.featureBaselined, .sessionCommitted, .featureDeleted, .conflictResolved, .featureDerived]
 
     /// Imports one event of another log. Events must come in their origin order (a bundle's order).
@@ -261,6 +278,7 @@ public struct Importer {
         }
         let feature = StreamName.parseFeature(e.stream)
         let featureKey = feature.map { GlobalIDKey($0.globalId) }
+        if type == .sessionCommitted, let feature { try checkAddedAttachments(e, feature: feature, world) }
         if let key = featureKey, let origin = touched[key]?.origin, origin >= 0, !keepsOrigin(e, type, origin: origin) { touched[key]?.origin = -1 }
         if let feature, let key = featureKey, Self.merged.contains(type) {
             guard let layer = schema.layer(id: feature.layer) else {

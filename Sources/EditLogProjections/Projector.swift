@@ -273,9 +273,10 @@ public final class Projector {
         let atts = try p.object("attachments")
         for a in try p.array("added", in: atts, parentKey: "attachments") {
             guard let s = SessionState.StagedAttachment(json: a) else { throw p.corrupt("payload \"attachments.added\" holds an entry that is not an attachment") }
+            // The same attachment added again by another log (the import let only an identical one through): a no-op.
             try execute(db, """
                 INSERT INTO p_attachments (global_id, parent_layer, parent_global_id, name, content_type, size, sha256, keywords, preferred_size, position)
-                VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT(global_id) DO NOTHING
                 """, [s.attachmentId, layer.id, g, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
         }
         for r in try p.array("renamed", in: atts, parentKey: "attachments") {

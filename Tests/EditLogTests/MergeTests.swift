@@ -194,6 +194,40 @@ import Testing
         }
     }
 
+    /// An attachment GlobalID added on both sides: the same attachment (same feature, name and bytes) is one; another
+    /// attachment under that id is refused by name, the log unchanged (before, a raw SQLite UNIQUE error).
+    @Test func anAttachmentIdAddedOnBothSidesIsOneWhenTheSameAndRefusedOtherwise() throws {
+        let id = "{ABCD0000-0000-4000-8000-00000000ABCD}"
+        func attach(_ log: EditLog, _ tree: String, _ name: String, _ bytes: String, actor: String, minute: Int) throws {
+            let lines = [#"{"op":"edit","layer":"Trees","globalId":"\#(tree)","session":"\#(actor)-att","at":"2026-06-20T10:\#(String(format: "%02d", minute)):00Z"}"#,
+                         #"{"op":"attach","attachmentId":"\#(id)","name":"\#(name)","contentType":"image/jpeg","dataBase64":"\#(Data(bytes.utf8).base64EncodedString())","session":"\#(actor)-att"}"#,
+                         #"{"op":"finish","session":"\#(actor)-att"}"#]
+            for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
+        }
+        let (other, _) = try Fixture.treeWithInspections()
+        for same in [true, false] {
+            let ta = TempPath("a"), tb = TempPath("b")
+            let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+            try attach(a, Self.tree, "photo.jpg", "the photo", actor: "ann", minute: 1)
+            try attach(b, same ? Self.tree : other, same ? "photo.jpg" : "mine.jpg", same ? "the photo" : "another photo", actor: "bob", minute: 2)
+            if same {
+                try Self.exchange(a, into: b)
+                try Self.exchange(b, into: a)
+                for log in [a, b] {
+                    #expect(try log.attachmentInfos(parents: [Self.tree])[Self.tree]?.map(\.globalId) == [id])
+                    #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
+                    #expect(try log.verify().ok)
+                }
+                #expect(try Self.differences([a, b]).isEmpty)
+            } else {
+                let n = try b.eventCount()
+                let e = try #require(throws: EditLogError.self) { try Self.exchange(a, into: b) }
+                #expect(e.kind == .invalidInput && e.message.contains(id) && e.message.contains("mine.jpg") && e.message.contains("photo.jpg"), "\(e)")
+                #expect(try b.eventCount() == n)
+            }
+        }
+    }
+
     // MARK: Update against delete
 
     @Test func aLaterUpdateKeepsADeletedFeatureAndALaterDeleteWins() throws {
