@@ -86,6 +86,17 @@ import Testing
         try read(d.file("padded.bundle"))
         try write(bundle + GzipMember.compress([UInt8](repeating: 0, count: 2 << 20), level: 9), d.file("tail.bundle"))
         expectBundleError(.invalidInput, "after the end-of-archive marker") { try read(d.file("tail.bundle")) }
+        // An entry that declares more than the file can honestly expand to is refused from its header: its zeros are
+        // never inflated (before, a 1 GiB blob of zeros was inflated into memory, then refused).
+        let head = try BundleFixture.unpack(shared.bundle).prefix(2)
+        var tar = head.flatMap { Ustar.entry(name: $0.name, data: $0.data, mtime: 0) }
+        tar += Ustar.header(name: BundleLayout.blobsPrefix + String(repeating: "0", count: 64), size: 1 << 30, mtime: 0)
+        tar += [UInt8](repeating: 0, count: 4 << 20)
+        try write(GzipMember.compress(tar, level: 9), d.file("declared.bundle"))
+        expectBundleError(.invalidInput, "nothing of it was inflated") { try read(d.file("declared.bundle")) }
+        expectBundleError(.invalidInput, "beyond the limit of 1048576 bytes") {
+            try read(d.file("declared.bundle"), limits: BundleLimits(maxTotalBytes: 1 << 20, maxRatio: 1 << 20, ratioGrace: 1 << 40))
+        }
     }
 
     @Test func aManifestThatLiesIsCaught() throws {

@@ -33,6 +33,8 @@ final class GzipInputStream {
     private var finished = false
     private(set) var compressedRead: Int64 = 0
     private(set) var totalOut: Int64 = 0
+    /// The compressed file's size: no more input than this can ever be read.
+    let fileSize: Int64
 
     init(path: String, limits: BundleLimits) throws(EditLogError) {
         self.path = path
@@ -42,6 +44,7 @@ final class GzipInputStream {
             if errno == ENOENT { throw EditLogError(.notFound, "no bundle at \(path)") }
             throw EditLogError(.io, "cannot read: \(String(cString: strerror(errno)))", at: path)
         }
+        fileSize = Int64(st.st_size)
         fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { throw EditLogError(.io, "cannot open: \(String(cString: strerror(errno)))", at: path) }
         guard czlib_inflate_init_gzip(&stream) == Z_OK else { close(fd); throw EditLogError(.io, "zlib inflateInit2 failed (out of memory)", at: path) }
@@ -128,6 +131,19 @@ final class GzipInputStream {
             stream.avail_out = uInt(out.count)
             let rc = inflate(&stream, Z_NO_FLUSH)
             return (rc, available - Int(stream.avail_in), out.count - Int(stream.avail_out))
+        }
+    }
+
+    /// Refuses, before inflating them, `bytes` more of output that an entry header declares (`entry`), when they would
+    /// pass the limit on the total or, over the whole compressed file, the ratio: a bomb is refused, not expanded.
+    func checkDeclared(_ bytes: Int64, entry: String) throws(EditLogError) {
+        let total = totalOut + bytes
+        if total > limits.maxTotalBytes {
+            throw EditLogError(.invalidInput, "refused: \(entry) declares \(bytes) bytes, beyond the limit of \(limits.maxTotalBytes) bytes on the bundle's uncompressed size", at: path)
+        }
+        if total > limits.ratioGrace && total / max(1, fileSize) > Int64(limits.maxRatio) {
+            throw EditLogError(.invalidInput, "refused: \(entry) declares \(bytes) bytes, which would expand the \(fileSize)-byte bundle more than \(limits.maxRatio) times: "
+                               + "a decompression bomb (nothing of it was inflated)", at: path)
         }
     }
 

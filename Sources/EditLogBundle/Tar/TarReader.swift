@@ -78,6 +78,8 @@ final class TarReader {
         let full = prefix.isEmpty ? name : prefix + "/" + name
         guard h[156] == UInt8(ascii: "0") || h[156] == 0 else { throw corrupt("\(full): not a regular file (type \(Character(Unicode.Scalar(h[156]))))") }
         guard let size = Self.octal(h[124..<136]).map(Int64.init) else { throw corrupt("\(full): the size field is not octal") }
+        // An entry that would take the output past the limits is refused from its header, before its bytes are inflated.
+        try source.checkDeclared(size + Int64(Ustar.padding(for: size)), entry: full)
         current = full
         remaining = size
         padding = Ustar.padding(for: size)
