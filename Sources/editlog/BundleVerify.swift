@@ -23,17 +23,22 @@ struct BundleVerifyCommand: ParsableCommand {
             do { c = try EditLog.verifyBundle(at: file, trust: try trustedKeys(trust), progress: bar.update) } catch { bar.finish(); throw error }
             bar.finish()
             let m = c.manifest
+            // Attachments that never arrive are a failed check: the bundle alone cannot deliver them.
+            let missing = c.missingBlobs.isEmpty ? nil : EditLogError(.invalidInput, "\(c.missingBlobs.count) blob(s) the events reference are not in the bundle "
+                + "(\(c.missingBlobs.sorted().prefix(3).joined(separator: ", "))\(c.missingBlobs.count > 3 ? ", …" : "")): it imports only into a log that "
+                + "already holds them", at: file)
             if json.json {
                 out(JSONValue.object([
-                    "ok": true, "manifest": m.json, "events": .int(Int64(c.eventCount)), "blobs": .int(Int64(c.blobs.count)),
+                    "ok": .bool(missing == nil), "manifest": m.json, "events": .int(Int64(c.eventCount)), "blobs": .int(Int64(c.blobs.count)),
                     "missingBlobs": .array(c.missingBlobs.sorted().map { .string($0) }),
                     "signer": c.signer.map { .string(Data($0).base64EncodedString()) } ?? .null, "trusted": .bool(!trust.isEmpty),
                 ]).serialized())
+                if let missing { throw missing }
                 return
             }
-            out("ok: \(c.eventCount) events (positions after \(m.fromPosition) up to \(m.toPosition)) from log \(m.originLogId), chain checked; \(c.blobs.count) blobs; checksums match")
+            out("\(missing == nil ? "ok" : "incomplete"): \(c.eventCount) events (positions after \(m.fromPosition) up to \(m.toPosition)) from log \(m.originLogId), chain checked; \(c.blobs.count) blobs; checksums match")
             if let s = c.signer { out("signed by \(Data(s).base64EncodedString())\(trust.isEmpty ? " (no --trust given: not checked against trusted keys)" : ", a trusted key")") } else { out("not signed") }
-            if !c.missingBlobs.isEmpty { out("\(c.missingBlobs.count) referenced blobs are not in the bundle (the importing log must have them)") }
+            if let missing { throw missing }
         }
     }
 }

@@ -169,6 +169,12 @@ import Testing
         let (c, _, blobs) = try BundleFixture.read(d.file("m.bundle"))
         #expect(c.missingBlobs == [String(blob.name.dropFirst(6))])
         #expect(blobs[String(blob.name.dropFirst(6))] == nil)
+        // `bundle verify` fails on it, naming the blob (its --json says ok: false, and lists it).
+        var r = try CLI.run(["bundle", "verify", d.file("m.bundle")])
+        #expect(r.status == 65 && r.stderr.contains(String(blob.name.dropFirst(6))) && r.stdout.hasPrefix("incomplete:"), "\(r.stdout) \(r.stderr)")
+        r = try CLI.run(["bundle", "verify", d.file("m.bundle"), "--json"])
+        let j = try JSONParser.parse(r.stdout)
+        #expect(r.status == 65 && j["ok"] == false && j["missingBlobs"]?.arrayValue?.count == 1, "\(r.stdout)")
         // Other bytes under the name.
         try BundleFixture.edit(shared.bundle, to: d.file("b.bundle")) { e in
             let i = e.firstIndex { $0.name == blob.name }!
