@@ -141,9 +141,17 @@ public enum Audit {
             guard asOf?.includes(e, clock: clock) ?? true else { return }
             let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
             let skip = Set(decision?.skipFields ?? [])
+            // A hand resolution names its conflict and what it took; a rule's value derived after one names it too.
+            var cause: String?
+            if let id = e.payload["conflictId"]?.stringValue {
+                if e.eventType == .conflictResolved { cause = "\(e.cause) of conflict \(id) (took \(e.payload["take"]?.stringValue ?? "a value"))" }
+                if e.eventType == .featureDerived { cause = "\(e.cause) after the resolution of conflict \(id)" }
+            }
             func add(_ field: String, _ old: JSONValue, _ new: JSONValue) {
                 guard !skip.contains(field) else { return }
-                out.append(entry(e, field, old, new, relationship: keyRelationship[field.lowercased()]))
+                var h = entry(e, field, old, new, relationship: keyRelationship[field.lowercased()])
+                if let cause { h.cause = cause }
+                out.append(h)
             }
             let p = e.fields
             if decision?.revive == true { add("@deleted", true, false) }

@@ -78,7 +78,14 @@ public struct BlameFold: Sendable {
         BlameEntry(field: field, value: value, position: e.position, type: e.type, actor: e.actor, device: e.device, session: e.session,
                    time: clock.time(of: e), clock: clock, cause: e.cause, source: source,
                    importedFrom: ownLog != nil && e.origin.logId != ownLog ? e.origin.logId : nil,
-                   conflict: field == "@deleted" ? decision?.conflicts.first?.id : decision?.conflicts.first { $0.field == field }?.id)
+                   conflict: field == "@deleted" ? decision?.conflicts.first?.id : decision?.conflicts.first { $0.field == field }?.id
+                       ?? Self.resolvedConflict(e))
+    }
+
+    /// The conflict a hand resolution resolved (`ConflictResolved`), or whose resolution a rule derived after.
+    static func resolvedConflict(_ e: RecordedEvent) -> String? {
+        guard e.eventType == .conflictResolved || e.eventType == .featureDerived else { return nil }
+        return e.payload["conflictId"]?.stringValue
     }
 
     /// Sets a field unless this log's merge decision kept the local value.

@@ -185,6 +185,13 @@ import Testing
         #expect(try b.attributes(tree)["Condition"] == "Poor")
         let derived = try b.events().last { $0.type == EventType.featureDerived.rawValue }
         #expect(derived?.payload["conflictId"]?.stringValue == condition.id && derived?.payload["globalId"]?.stringValue == tree)
+        // history and blame name the conflict behind each resolved or re-derived value.
+        let keyLine = try b.history(globalId: tree).entries.last { $0.field == "SpeciesGlobalID" }
+        #expect(keyLine?.cause == "resolution of conflict \(key.id) (took remote)", "\(String(describing: keyLine))")
+        let derivedLine = try b.history(globalId: tree).entries.last { $0.field == "Condition" }
+        #expect(derivedLine?.cause.hasSuffix("after the resolution of conflict \(condition.id)") == true, "\(String(describing: derivedLine))")
+        #expect(try b.blame(globalId: inspection).fields.first { $0.field == "Condition" }?.conflict == condition.id)
+        #expect(try b.blame(globalId: tree).fields.first { $0.field == "Condition" }?.conflict == condition.id)
         #expect(try b.digestOfProjections() == (try b.digestOfRebuild()))
         #expect(try b.verify().ok)
         let v = SchemaFilesTests.validator()
