@@ -27,12 +27,22 @@ struct Show: ParsableCommand {
                 return "\(c["id"]?.stringValue ?? "") (\(winner == "open" ? status : "\(status); the policy kept \(winner)")"
                     + (decidedIn == own ? ")" : ", decided in log \(decidedIn))")
             }
-            // This log's own decision when it has one (another log's, carried in a bundle, describes that log's values).
-            var behind: [String: (own: Bool, text: String)] = [:]
+            // A conflict stands behind a field's value when nothing wrote the field after the event it decided (the
+            // decided event follows its decision), or when the value is its resolution (blame names it). Of several,
+            // the one blame names, else this log's own decision (another log's, carried in a bundle, describes that
+            // log's values), else the latest.
+            var writers: [String: (position: Int64, conflict: String?)] = [:]
+            for b in try editLog.blame(globalId: globalId).fields {
+                writers[b.field == "@geometry" ? MergeEngine.geometryField : b.field] = (b.position, b.conflict)
+            }
+            var behind: [String: (rank: (Int, Int, Int64), text: String)] = [:]
             for c in f["conflicts"]?.arrayValue ?? [] {
-                guard let field = c["field"]?.stringValue else { continue }
-                let isOwn = (c["decidedIn"]?.stringValue ?? own) == own
-                if isOwn || behind[field]?.own != true { behind[field] = (isOwn, described(c)) }
+                guard let field = c["field"]?.stringValue, let id = c["id"]?.stringValue, let writer = writers[field] else { continue }
+                let position = c["position"]?.intValue ?? 0
+                let named = writer.conflict == id
+                guard named || writer.position <= position + 1 else { continue }
+                let rank = (named ? 1 : 0, (c["decidedIn"]?.stringValue ?? own) == own ? 1 : 0, position)
+                if behind[field].map({ $0.rank < rank }) ?? true { behind[field] = (rank, described(c)) }
             }
             if behind.isEmpty {
                 out(table(["field", "value"], attrs.keys.sorted().map { [$0, short(attrs[$0]!, 60)] }))

@@ -192,6 +192,14 @@ import Testing
         #expect(derivedLine?.cause.hasSuffix("after the resolution of conflict \(condition.id)") == true, "\(String(describing: derivedLine))")
         #expect(try b.blame(globalId: inspection).fields.first { $0.field == "Condition" }?.conflict == condition.id)
         #expect(try b.blame(globalId: tree).fields.first { $0.field == "Condition" }?.conflict == condition.id)
+        // `show` names the conflict behind a value only while it is: a later session's value has none.
+        func shown(_ field: String) throws -> String {
+            let r = try CLI.run(["show", tb.path, tree])
+            return r.stdout.split(separator: "\n").first { $0.hasPrefix(field + " ") }.map(String.init) ?? "(no \(field) line: \(r.stderr))"
+        }
+        #expect(try shown("SpeciesGlobalID").contains(key.id))
+        try edit(b, "Trees", tree, [#"{"op":"relate","relationship":"Species_Trees","globalId":"\#(species[3])"}"#], at: 30, actor: "bob")
+        #expect(try !shown("SpeciesGlobalID").contains(key.id) && shown("SpeciesGlobalID").contains(species[3]))
         #expect(try b.digestOfProjections() == (try b.digestOfRebuild()))
         #expect(try b.verify().ok)
         let v = SchemaFilesTests.validator()
