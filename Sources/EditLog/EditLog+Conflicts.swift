@@ -112,8 +112,11 @@ extension EditLog {
         let record = try conflict(id: id)
         let c = record.conflict
         guard c.kind == .field || c.kind == .createCreate, let field = c.field, field != MergeEngine.geometryField else {
-            throw EditLogError(.unsupported, "conflict \(c.id) is a \(c.kind.rawValue) conflict; only field conflicts are resolved by hand "
-                               + "(edit or delete the feature in a session to change the rest)")
+            guard choice == .local else {
+                throw EditLogError(.unsupported, "conflict \(c.id) is a \(c.kind.rawValue) conflict; only field conflicts take a value by hand. "
+                                   + "--take local closes it as this log holds it; to change the feature, edit or delete it in a session")
+            }
+            return try closeConflict(c, actor: actor, device: device, at: clientTime)
         }
         guard let layer = schema.layer(id: c.layer), let f = layer.field(field) else {
             throw EditLogError(.corrupt, "conflict \(c.id) names field \(field) of layer \(c.layer), which the schema does not have")
@@ -163,6 +166,24 @@ extension EditLog {
                                  session: nil, cause: p.cause)
                 try projector.apply(try appender.append(d), db)
             }
+            return r
+        }
+    }
+
+    /// Closes a conflict that takes no value (update against delete, attachment renames, a geometry created on both
+    /// sides) as this log holds it: a `ConflictResolved` without a field and with a null value (`conflicts show` has
+    /// the local side), which changes nothing.
+    func closeConflict(_ c: Conflict, actor: String, device: String, at clientTime: String?) throws(EditLogError) -> RecordedEvent {
+        let time = clientTime ?? Timestamp.format(milliseconds: store.clock.now())
+        return try writeMapped { db, appender, projector in
+            let payload: JSONValue = .object([
+                "conflictId": .string(c.id), "layer": .int(Int64(c.layer)), "globalId": .string(c.globalId), "take": .string(ConflictChoice.local.name),
+                "value": .null, "changes": .object([:]),
+            ])
+            let e = NewEvent(id: appender.ids.next(), stream: StreamName.feature(layer: c.layer, globalId: c.globalId), type: .conflictResolved,
+                             payload: payload, context: EventContext(actor: actor, device: device, clientTime: time), session: nil, cause: Cause.resolution)
+            let r = try appender.append(e)
+            try projector.apply(r, db)
             return r
         }
     }

@@ -83,6 +83,8 @@ public struct MergeEngine: Sendable {
 
         case .sessionCommitted, .conflictResolved:
             guard let snap = local.snapshot else { throw missing() }
+            // Another log closed a conflict as it held it (no field): nothing to apply, nothing to revive.
+            if type == .conflictResolved, remote.payload["field"] == nil { return d }
             for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
                 let base = change["old"] ?? .null, r = change["new"] ?? .null, l = snap.attributes[f] ?? .null
                 let lw = local.history.fieldWriters[f]

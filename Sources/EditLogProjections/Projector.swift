@@ -137,6 +137,8 @@ public final class Projector {
                 try revive(d, e, db)
             }
         case .conflictResolved:
+            // A conflict closed as this log held it (no field): nothing changes, not even editor tracking.
+            if e.payload["field"] == nil { return }
             let l = try p.layer(in: schema), g = try p.string("globalId")
             try revive(decision, e, db)
             try updateFeature(l, globalId: g, changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db)

@@ -114,7 +114,7 @@ struct ConflictsShow: ParsableCommand {
 struct ConflictsResolve: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resolve",
-        abstract: "Re-resolve a field conflict: a new ConflictResolved event writes the chosen value (the decision stays as it was).")
+        abstract: "Re-resolve a field conflict: a new ConflictResolved event writes the chosen value (the decision stays as it was); --take local closes any other conflict as this log holds it.")
 
     @OptionGroup var log: LogOptions
 
