@@ -53,19 +53,58 @@ public enum BundleSignature {
         return Array(pk)
     }
 
-    /// Reads a key file: base64 of the raw key bytes (whitespace around it ignored).
-    public static func readKeyFile(_ path: String) throws(EditLogError) -> [UInt8] {
+    /// What a key file holds.
+    public enum KeyFileKind: Sendable, Equatable {
+        case privateKey, publicKey
+
+        /// The first line of a key file of this kind (files written before the marker have none).
+        public var marker: String { self == .privateKey ? "editlog ed25519 private key" : "editlog ed25519 public key" }
+        /// The extension `editlog keys generate` gives a file of this kind.
+        public var pathExtension: String { self == .privateKey ? "key" : "pub" }
+    }
+
+    /// Reads a key file of the `expected` kind: the kind's marker line, then the base64 of the raw 32 key bytes
+    /// (whitespace around either ignored). A file of the other kind is refused, so a public key is never used as a
+    /// private one (whoever holds it could then sign as that key). A file without the marker line (written before
+    /// there was one) is taken by its name: `.key` is a private key, `.pub` a public one; with another name it is
+    /// refused where a private key is needed (it may be a public key) and taken as a public key where one is needed.
+    public static func readKeyFile(_ path: String, as expected: KeyFileKind) throws(EditLogError) -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw EditLogError(FileManager.default.fileExists(atPath: path) ? .io : .notFound, "cannot read the key file", at: path)
         }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let raw = Data(base64Encoded: text), raw.count == 32 else {
-            throw EditLogError(.invalidInput, "not a key file: expected the base64 of 32 raw key bytes (editlog keys generate)", at: path)
+        let lines = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let markers: [KeyFileKind] = [.privateKey, .publicKey]
+        let kind: KeyFileKind?
+        let text: String
+        if lines.count == 2, let k = markers.first(where: { $0.marker == lines[0] }) {
+            (kind, text) = (k, lines[1])
+        } else if lines.count == 1, !markers.contains(where: { $0.marker == lines[0] }) {
+            let ext = URL(fileURLWithPath: path).pathExtension
+            (kind, text) = (markers.first { $0.pathExtension == ext }, lines[0])
+        } else {
+            (kind, text) = (nil, "")
         }
-        return Array(raw)
+        guard let raw = Data(base64Encoded: text), raw.count == 32 else {
+            throw EditLogError(.invalidInput, "not a key file: expected a line \"\(expected.marker)\" and the base64 of 32 raw key bytes (editlog keys generate)", at: path)
+        }
+        if kind == expected || (kind == nil && expected == .publicKey) { return Array(raw) }
+        switch kind {
+        case .publicKey?:
+            throw EditLogError(.invalidInput, "this is a public key file, not a private key: signing needs the private key (the .key file editlog keys generate "
+                               + "wrote beside the .pub); anyone may hold a public key, so nothing is signed with one", at: path)
+        case .privateKey?:
+            throw EditLogError(.invalidInput, "this is a private key file, not a public key: --trust takes public keys (the .pub file editlog keys generate "
+                               + "wrote beside the .key); keep the private key with its signer", at: path)
+        case nil:
+            throw EditLogError(.invalidInput, "this key file has no \"\(KeyFileKind.privateKey.marker)\" line (written before key files were marked) and its "
+                               + "name does not end in .key: it may be a public key, and nothing is signed with one; if it is the private key, add that "
+                               + "line before the key", at: path)
+        }
     }
 
-    /// Writes `<name>.key` (mode 0600) and `<name>.pub`; refuses to overwrite either.
+    /// Writes `<name>.key` (mode 0600) and `<name>.pub`, each its kind's marker line and the base64 of the raw key;
+    /// refuses to overwrite either.
     public static func generateKeyFiles(name: String) throws(EditLogError) -> (privatePath: String, publicPath: String, publicKey: [UInt8]) {
         let priv = name + ".key", pub = name + ".pub"
         for p in [priv, pub] where FileManager.default.fileExists(atPath: p) {
@@ -84,8 +123,8 @@ public enum BundleSignature {
             if n != bytes.count { throw EditLogError(.io, "cannot write: \(String(cString: strerror(errno)))", at: path) }
             fchmod(fd, mode)
         }
-        try write(priv, Data(k).base64EncodedString(), mode: 0o600)
-        do { try write(pub, Data(p).base64EncodedString(), mode: 0o644) } catch {
+        try write(priv, KeyFileKind.privateKey.marker + "\n" + Data(k).base64EncodedString(), mode: 0o600)
+        do { try write(pub, KeyFileKind.publicKey.marker + "\n" + Data(p).base64EncodedString(), mode: 0o644) } catch {
             try? FileManager.default.removeItem(atPath: priv)
             throw error
         }

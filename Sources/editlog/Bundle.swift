@@ -12,6 +12,6 @@ struct BundleCommand: ParsableCommand {
 /// `--trust` key files, read.
 func trustedKeys(_ files: [String]) throws -> [[UInt8]] {
     var keys: [[UInt8]] = []
-    for f in files { keys.append(try BundleSignature.readKeyFile(f)) }
+    for f in files { keys.append(try BundleSignature.readKeyFile(f, as: .publicKey)) }
     return keys
 }

@@ -66,7 +66,7 @@ struct BundleExportCommand: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let key = try sign.map { try BundleSignature.readKeyFile($0) }
+            let key = try sign.map { try BundleSignature.readKeyFile($0, as: .privateKey) }
             if let key { _ = try BundleSignature.publicKey(ofPrivate: key) }
             let editLog = try EditLog.open(at: log.db)
             defer { editLog.close() }

@@ -10,7 +10,7 @@ struct KeysCommand: ParsableCommand {
 struct KeysGenerate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "generate",
-        abstract: "Write <name>.key (private, mode 0600) and <name>.pub: the base64 of the raw 32-byte keys. Never overwrites.")
+        abstract: "Write <name>.key (private, mode 0600) and <name>.pub: a line naming the kind, then the base64 of the raw 32-byte key. Never overwrites.")
 
     @Option(name: .customLong("out"), help: "The key files' name, without extension.")
     var outPath: String

@@ -33,7 +33,9 @@ import Testing
         r = try CLI.run(["bundle", "verify", d.file("1.bundle"), "--trust", d.file("hq.pub")])
         #expect(r.status == 0 && r.stdout.contains("a trusted key"), "\(r.stdout) \(r.stderr)")
         r = try CLI.run(["bundle", "verify", d.file("1.bundle"), "--trust", d.file("hq.key"), "--json"])
-        #expect(r.status == 66, "a private key is not the signer's public key: \(r.stderr)")
+        #expect(r.status == 65 && r.stderr.contains("hq.key: this is a private key file, not a public key"), "a private key is no trusted key: \(r.stderr)")
+        r = try CLI.run(["bundle", "import", db, d.file("1.bundle"), "--trust", d.file("hq.key")])
+        #expect(r.status == 65 && r.stderr.contains("hq.key: this is a private key file"), "\(r.stderr)")
 
         r = try CLI.run(["bundle", "inspect", d.file("2.bundle"), "--json"])
         #expect(r.status == 0, "\(r.stderr)")
@@ -44,5 +46,30 @@ import Testing
         #expect(i["byLayer"]?["Trees"]?.intValue ?? 0 > 0)
         r = try CLI.run(["bundle", "inspect", d.file("1.bundle")])
         #expect(r.status == 0 && r.stdout.contains("signed by") && r.stdout.contains("FeatureBaselined"), "\(r.stdout)")
+    }
+
+    /// A public key file is never a signing key: `--sign ops.pub` is refused, names the file and what it is, and
+    /// writes nothing (the public key's bytes used as a private seed would let anyone holding ops.pub sign as it).
+    @Test func aPublicKeyFileDoesNotSign() throws {
+        let d = TempDir(), logs = TempDir()
+        let db = logs.file("log.sqlite")
+        try SharedBundle.shared.copyLog(to: db)
+        var r = try CLI.run(["keys", "generate", "--out", d.file("ops")])
+        #expect(r.status == 0, "\(r.stderr)")
+        r = try CLI.run(["bundle", "export", db, "--out", d.file("s.bundle"), "--since", "600", "--sign", d.file("ops.pub")])
+        #expect(r.status == 65 && r.stderr.contains("ops.pub: this is a public key file, not a private key") && !r.stdout.contains("signed"), "\(r.stdout) \(r.stderr)")
+        // An unmarked public key (as keys generate wrote them before), by its .pub name or under another.
+        let publicKey = try BundleSignature.readKeyFile(d.file("ops.pub"), as: .publicKey)
+        try (Data(publicKey).base64EncodedString() + "\n").write(toFile: d.file("old.pub"), atomically: false, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: d.file("old.pub"), toPath: d.file("signing"))
+        for f in ["old.pub", "signing"] {
+            r = try CLI.run(["bundle", "export", db, "--out", d.file("s.bundle"), "--since", "600", "--sign", d.file(f)])
+            #expect(r.status == 65 && r.stderr.contains("\(f): this"), "\(f): \(r.stdout) \(r.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: d.path).sorted() == ["old.pub", "ops.key", "ops.pub", "signing"])
+        r = try CLI.run(["bundle", "export", db, "--out", d.file("s.bundle"), "--since", "600", "--sign", d.file("ops.key")])
+        #expect(r.status == 0 && r.stdout.contains("signed"), "\(r.stdout) \(r.stderr)")
+        r = try CLI.run(["bundle", "verify", d.file("s.bundle"), "--trust", d.file("old.pub")])
+        #expect(r.status == 0 && r.stdout.contains("a trusted key"), "\(r.stdout) \(r.stderr)")
     }
 }

@@ -319,7 +319,7 @@ struct SharedBundle: Sendable {
         let mode = try FileManager.default.attributesOfItem(atPath: k.privatePath)[.posixPermissions] as? Int
         #expect(mode == 0o600)
         expectBundleError(.conflict, "never overwritten") { _ = try BundleSignature.generateKeyFiles(name: d.file("alice")) }
-        let key = try BundleSignature.readKeyFile(k.privatePath)
+        let key = try BundleSignature.readKeyFile(k.privatePath, as: .privateKey)
         _ = try log.exportBundle(to: d.file("s.bundle"), since: .position(600), signingKey: key)
         let (c, _, _) = try BundleFixture.read(d.file("s.bundle"), trust: [k.publicKey])
         #expect(c.signer == k.publicKey)
@@ -344,6 +344,43 @@ struct SharedBundle: Sendable {
         expectBundleError(.corrupt, "publicKey") { _ = try BundleFixture.read(d.file("forged.bundle")) }
     }
 
+    /// Key files name their kind on their first line: a public key is never read as a private one (whoever holds it
+    /// could sign as that key), nor a private key as a trusted public one. Files written before the marker line are
+    /// taken by their name (.key, .pub) and, where a private key is needed, refused under any other name.
+    @Test func keyFilesOfTheOtherKindAreRefused() throws {
+        let d = TempDir()
+        let k = try BundleSignature.generateKeyFiles(name: d.file("ops"))
+        let privateText = try String(contentsOfFile: k.privatePath, encoding: .utf8)
+        let publicText = try String(contentsOfFile: k.publicPath, encoding: .utf8)
+        #expect(privateText.hasPrefix("editlog ed25519 private key\n") && publicText == "editlog ed25519 public key\n\(Data(k.publicKey).base64EncodedString())\n")
+        let key = try BundleSignature.readKeyFile(k.privatePath, as: .privateKey)
+        #expect(try BundleSignature.publicKey(ofPrivate: key) == k.publicKey)
+        #expect(try BundleSignature.readKeyFile(k.publicPath, as: .publicKey) == k.publicKey)
+        expectBundleError(.invalidInput, "ops.pub: this is a public key file, not a private key") { _ = try BundleSignature.readKeyFile(k.publicPath, as: .privateKey) }
+        expectBundleError(.invalidInput, "ops.key: this is a private key file, not a public key") { _ = try BundleSignature.readKeyFile(k.privatePath, as: .publicKey) }
+        // The same files renamed: the marker line decides, not the name.
+        try FileManager.default.copyItem(atPath: k.publicPath, toPath: d.file("renamed.key"))
+        expectBundleError(.invalidInput, "this is a public key file") { _ = try BundleSignature.readKeyFile(d.file("renamed.key"), as: .privateKey) }
+        // Unmarked files (as keys generate wrote them before): by name.
+        let bare = Array(key), barePublic = k.publicKey
+        func write(_ name: String, _ raw: [UInt8]) throws -> String {
+            try (Data(raw).base64EncodedString() + "\n").write(toFile: d.file(name), atomically: false, encoding: .utf8)
+            return d.file(name)
+        }
+        #expect(try BundleSignature.readKeyFile(try write("old.key", bare), as: .privateKey) == bare)
+        #expect(try BundleSignature.readKeyFile(try write("old.pub", barePublic), as: .publicKey) == barePublic)
+        #expect(try BundleSignature.readKeyFile(try write("alice-public", barePublic), as: .publicKey) == barePublic)
+        expectBundleError(.invalidInput, "old.pub: this is a public key file") { _ = try BundleSignature.readKeyFile(d.file("old.pub"), as: .privateKey) }
+        expectBundleError(.invalidInput, "old.key: this is a private key file") { _ = try BundleSignature.readKeyFile(d.file("old.key"), as: .publicKey) }
+        expectBundleError(.invalidInput, "name does not end in .key") { _ = try BundleSignature.readKeyFile(d.file("alice-public"), as: .privateKey) }
+        // Not key files at all.
+        try "editlog ed25519 private key\n".write(toFile: d.file("empty.key"), atomically: false, encoding: .utf8)
+        expectBundleError(.invalidInput, "not a key file") { _ = try BundleSignature.readKeyFile(d.file("empty.key"), as: .privateKey) }
+        try "editlog ed25519 secret key\n\(Data(bare).base64EncodedString())\n".write(toFile: d.file("odd.key"), atomically: false, encoding: .utf8)
+        expectBundleError(.invalidInput, "not a key file") { _ = try BundleSignature.readKeyFile(d.file("odd.key"), as: .privateKey) }
+        expectBundleError(.notFound, "absent.key") { _ = try BundleSignature.readKeyFile(d.file("absent.key"), as: .privateKey) }
+    }
+
     /// SHA256SUMS is not held while a bundle is read: a signature is checked against the list made again from the
     /// entries, or against the lines as read from the first whose hex digits are not lowercase.
     @Test func aSignatureOverAListWithUppercaseDigitsStillVerifies() throws {
@@ -351,7 +388,7 @@ struct SharedBundle: Sendable {
         let log = try EditLog.open(at: shared.log, readonly: true)
         defer { log.close() }
         let k = try BundleSignature.generateKeyFiles(name: d.file("k"))
-        let key = try BundleSignature.readKeyFile(k.privatePath)
+        let key = try BundleSignature.readKeyFile(k.privatePath, as: .privateKey)
         _ = try log.exportBundle(to: d.file("s.bundle"), since: .position(600), signingKey: key)
         var entries = try BundleFixture.unpack(d.file("s.bundle"))
         #expect(entries.removeLast().name == "SHA256SUMS.sig")
