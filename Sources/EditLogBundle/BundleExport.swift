@@ -62,10 +62,12 @@ public enum BundleExport {
         return env["USER"] ?? env["LOGNAME"]
     }
 
-    /// The position a `--since` names in this store, for an export of `layers` (given names; nil: every layer).
-    /// A bundle of some layers only is no place to continue from but for the same layers: the other layers' events
-    /// of its range were never sent.
-    public static func resolve(_ since: BundleSince, store: EventStore, layers: [String]? = nil) throws(EditLogError) -> Int64 {
+    /// The position a `--since` names in this store, for an export of `layers` (given names; nil: every layer; and
+    /// their ids, `layerIds`). A bundle of some layers only is no place to continue from but for the same layers: the
+    /// other layers' events of its range were never sent. A bundle is read and checked whole first, as `bundle verify`
+    /// does, and its last event must be this log's event at that position: a manifest edited to end later would skip
+    /// the events between (the export starts after its `toPosition`).
+    public static func resolve(_ since: BundleSince, store: EventStore, layers: [String]? = nil, layerIds: Set<Int>? = nil) throws(EditLogError) -> Int64 {
         switch since {
         case .position(let p):
             return p
@@ -78,7 +80,8 @@ public enum BundleExport {
             }
             return p
         case .bundle(let path):
-            let manifest = try BundleReader(path: path).manifest
+            let reader = try BundleReader(path: path)
+            let manifest = reader.manifest
             guard manifest.originLogId == store.logId else {
                 throw EditLogError(.invalidInput, "the bundle was exported from log \(manifest.originLogId), not from this log (\(store.logId)); --since bundle: needs a bundle of this log", at: path)
             }
@@ -86,7 +89,52 @@ public enum BundleExport {
                 throw EditLogError(.invalidInput, "the bundle holds only layers \(kept.joined(separator: ", ")) of positions \(manifest.fromPosition + 1)...\(manifest.toPosition): "
                                    + "continuing after it would leave the other layers' events of that range unsent; give the same --layer, or --since \(manifest.fromPosition)", at: path)
             }
+            try checkSince(reader, store: store, layerIds: layerIds)
             return manifest.toPosition
+        }
+    }
+
+    /// Reads the whole bundle `--since bundle:` names (every check of `bundle verify`), then checks it against this
+    /// log: its range ends at or before the head, its last event is this log's event at that position (hash for
+    /// hash), and, for a bundle of some layers, no event of those layers comes after its last one up to `toPosition`.
+    static func checkSince(_ reader: BundleReader, store: EventStore, layerIds: Set<Int>?) throws(EditLogError) {
+        let path = reader.path, manifest = reader.manifest
+        var last: (position: Int64, hash: [UInt8])?
+        do { _ = try reader.read(event: { last = ($0.position, $0.hash) }, blob: { _, _ in }) } catch {
+            var e = error
+            e.message = "--since bundle: the bundle does not verify (editlog bundle verify), so where it ends is not known: " + e.message
+            throw e
+        }
+        let head = try store.read { db in try EventReading.count(db) }
+        guard manifest.toPosition <= head else {
+            throw EditLogError(.invalidInput, "the bundle's range ends at position \(manifest.toPosition), after this log's last event (\(head)): "
+                               + "--since bundle: needs a bundle of this log's events", at: path)
+        }
+        if let last {
+            let ours = try store.read { db in try Data.fetchOne(db, sql: "SELECT hash FROM events WHERE position = ?", arguments: [last.position]) }
+            guard let ours, [UInt8](ours) == last.hash else {
+                throw EditLogError(.invalidInput, "the bundle's last event, at position \(last.position), has hash \(Hex.encode(last.hash)); this log's event "
+                                   + "there has \(ours.map { Hex.encode([UInt8]($0)) } ?? "none"): the bundle holds other events than this log "
+                                   + "(a copy of the log that went its own way?); --since bundle: needs a bundle of this log's events", at: path)
+            }
+        }
+        // A bundle of some layers holds every event of them in its range: one after its last event is one it should hold.
+        if manifest.layers != nil, let layerIds {
+            let after = last?.position ?? manifest.fromPosition
+            let missed = try store.read { db -> (position: Int64, stream: String)? in
+                let rows = try Row.fetchCursor(db, sql: "SELECT position, stream FROM events WHERE position > ? AND position <= ? ORDER BY position",
+                                               arguments: [after, manifest.toPosition])
+                while let row = try rows.next() {
+                    let stream: String = row[1]
+                    if keeps(stream: stream, layers: layerIds) { return (row[0], stream) }
+                }
+                return nil
+            }
+            if let missed {
+                throw EditLogError(.invalidInput, "the bundle's range ends at position \(manifest.toPosition), but this log's event at position "
+                                   + "\(missed.position) (\(missed.stream)) is of its layers and not in it: the manifest's toPosition is not where "
+                                   + "the bundle ends", at: path)
+            }
         }
     }
 
@@ -101,7 +149,7 @@ public enum BundleExport {
                                + "export every layer to a peer, or leave out --peer")
         }
         let engine = try options.deflate.engine()
-        let from = try resolve(options.since, store: store, layers: options.layers?.names)
+        let from = try resolve(options.since, store: store, layers: options.layers?.names, layerIds: options.layers?.ids)
         let partial = out + ".partial"
         do throws(EditLogError) {
             let (manifest, written, missing) = try store.read { db in

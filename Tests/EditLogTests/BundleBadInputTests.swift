@@ -251,4 +251,86 @@ import Testing
             #expect((r.stdout + r.stderr).contains(fragment), "\(args): \(r.stdout) \(r.stderr)")
         }
     }
+
+    /// A bundle's manifest edited to say `toPosition` (its checksums made again).
+    func forge(_ path: String, to out: String, toPosition to: Int64, fromPosition from: Int64? = nil) throws {
+        try BundleFixture.edit(path, to: out) { e in
+            var m = try BundleFixture.json(e[0].data).objectValue!
+            m["toPosition"] = .int(to)
+            if let from { m["fromPosition"] = .int(from) }
+            e[0].data = JSONValue.object(m).serializedBytes() + [0x0A]
+        }
+    }
+
+    func expectNothingWritten(_ d: TempDir, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        for f in [name, name + ".partial"] { #expect(!FileManager.default.fileExists(atPath: d.file(f)), "\(f)", sourceLocation: sourceLocation) }
+    }
+
+    /// `--since bundle:` continues after the bundle's toPosition, so the bundle is read and checked whole first: a
+    /// manifest edited to end later would leave the events between unsent for good. Nothing is written.
+    @Test func sinceABundleWhoseManifestWasEditedIsRefused() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        // Positions 601...650, the manifest edited to say 665: 651...665 would be skipped.
+        _ = try log.exportBundle(to: d.file("600.bundle"), since: .position(600), until: .position(650))
+        try forge(d.file("600.bundle"), to: d.file("forged.bundle"), toPosition: 665)
+        expectBundleError(.corrupt, "--since bundle: the bundle does not verify") {
+            _ = try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("forged.bundle")))
+        }
+        expectNothingWritten(d, "next.bundle")
+        let r = try CLI.run(["bundle", "export", shared.log, "--out", d.file("next.bundle"), "--since", "bundle:" + d.file("forged.bundle")])
+        #expect(r.status == 69 && r.stderr.contains("forged.bundle") && r.stderr.contains("the range 600...665"), "\(r.stdout) \(r.stderr)")
+        expectNothingWritten(d, "next.bundle")
+        // The honest bundle still continues after 650.
+        #expect(try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("600.bundle"))).manifest.fromPosition == 650)
+        // An empty bundle that ends after the log's head.
+        #expect(try log.exportBundle(to: d.file("empty.bundle"), since: .position(shared.head)).manifest.eventCount == 0)
+        try forge(d.file("empty.bundle"), to: d.file("empty-later.bundle"), toPosition: shared.head + 5, fromPosition: shared.head + 5)
+        expectBundleError(.invalidInput, "after this log's last event (\(shared.head))") {
+            _ = try log.exportBundle(to: d.file("x.bundle"), since: .bundle(path: d.file("empty-later.bundle")))
+        }
+        expectNothingWritten(d, "x.bundle")
+    }
+
+    /// A bundle of some layers may end after its last event, so `bundle verify` cannot tell a toPosition edited to
+    /// be later: the log's events of those layers between its last event and toPosition do.
+    @Test func sinceABundleOfSomeLayersWhoseManifestWasEditedIsRefused() throws {
+        let d = TempDir()
+        let log = try EditLog.open(at: shared.log, readonly: true)
+        defer { log.close() }
+        let trees = try log.exportBundle(to: d.file("trees.bundle"), since: .position(100), until: .position(300), layers: ["Trees"])
+        #expect(try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("trees.bundle")), layers: ["Trees"]).manifest.fromPosition
+                == trees.manifest.toPosition)
+        try forge(d.file("trees.bundle"), to: d.file("forged.bundle"), toPosition: 600)
+        _ = try BundleFixture.read(d.file("forged.bundle"))
+        expectBundleError(.invalidInput, "is of its layers and not in it") {
+            _ = try log.exportBundle(to: d.file("x.bundle"), since: .bundle(path: d.file("forged.bundle")), layers: ["Trees"])
+        }
+        expectNothingWritten(d, "x.bundle")
+    }
+
+    /// Two copies of one log (the same log id) that each recorded an edit of their own: a bundle of the one verifies
+    /// and its positions exist in the other, but its last event is not the other's event at that position.
+    @Test func sinceABundleOfAnotherCopyOfTheLogIsRefused() throws {
+        let d = TempDir()
+        try shared.copyLog(to: d.file("a.sqlite"))
+        try shared.copyLog(to: d.file("b.sqlite"))
+        let a = try EditLog.open(at: d.file("a.sqlite")), b = try EditLog.open(at: d.file("b.sqlite"))
+        defer { a.close(); b.close() }
+        let tree = try Fixture.treeWithoutInspections()
+        for (copy, value) in [(a, "Poor"), (b, "Fair")] {
+            try copy.run(#"{"op":"edit","layer":"Trees","globalId":"\#(tree)"}"#, #"{"op":"set","field":"Condition","value":"\#(value)"}"#, #"{"op":"finish"}"#)
+        }
+        #expect(try a.eventCount() == b.eventCount() && a.eventCount() > shared.head)
+        let theirs = try b.exportBundle(to: d.file("b.bundle"), since: .position(shared.head))
+        expectBundleError(.invalidInput, "this log's event there has") {
+            _ = try a.exportBundle(to: d.file("x.bundle"), since: .bundle(path: d.file("b.bundle")))
+        }
+        expectNothingWritten(d, "x.bundle")
+        let r = try CLI.run(["bundle", "export", d.file("a.sqlite"), "--out", d.file("x.bundle"), "--since", "bundle:" + d.file("b.bundle")])
+        #expect(r.status == 65 && r.stderr.contains("b.bundle") && r.stderr.contains("at position \(theirs.manifest.toPosition)"), "\(r.stdout) \(r.stderr)")
+        expectNothingWritten(d, "x.bundle")
+        #expect(try b.exportBundle(to: d.file("b-next.bundle"), since: .bundle(path: d.file("b.bundle"))).manifest.fromPosition == theirs.manifest.toPosition)
+    }
 }
