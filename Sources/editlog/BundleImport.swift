@@ -65,7 +65,8 @@ struct BundleImportCommand: ParsableCommand {
                 out(JSONValue.object(o).serialized())
                 return
             }
-            if m.originLogId == editLog.logId { out("the bundle holds this log's own events: nothing to import") }
+            // The manifest's word alone is not enough to say so: only when nothing was imported.
+            if m.originLogId == editLog.logId && r.imported == 0 { out("the bundle holds this log's own events: nothing to import") }
             out("imported \(r.imported) events (\(r.alreadyPresent) already here) from log \(m.originLogId); \(r.blobs) new attachment blobs")
             if let f = r.firstPosition, let l = r.lastPosition { out("positions \(f)...\(l) of this log") }
             out("\(r.decisions) merge decisions, \(r.conflicts.count) conflicts (policy \(policy.rawValue)), \(r.derived) values derived again")
