@@ -50,7 +50,16 @@ public final class BundleReader {
         }
         let manifestJSON = try first(BundleLayout.manifest, max: Self.maxManifestBytes)
         let manifest: BundleManifest
-        do { manifest = try BundleManifest(json: manifestJSON) } catch { throw error.at(path) }
+        do { manifest = try BundleManifest(json: manifestJSON) } catch {
+            // A format this build does not know is judged on an intact first member only: read to its end (the schema,
+            // then the next entry's header), so that damage (a CRC that does not match) is reported as damage, not as
+            // a reason to upgrade.
+            if error.kind == .unsupported {
+                _ = try first(BundleLayout.schema, max: Self.maxSchemaBytes)
+                _ = try tar.next()
+            }
+            throw error.at(path)
+        }
         let schema = try first(BundleLayout.schema, max: Self.maxSchemaBytes)
         self.manifest = manifest
         self.schema = schema

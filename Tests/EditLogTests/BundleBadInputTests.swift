@@ -61,6 +61,17 @@ import Testing
             e[0].data = JSONValue.object(m).serializedBytes()
         }
         expectBundleError(.unsupported, "format 2") { try read(d.file("v2.bundle")) }
+        // A flipped bit that makes the version read 3 is damage (the member's CRC says so), not a newer format. The
+        // first member is stored (deflate level 0) so the manifest's bytes are in the file as they are.
+        let entries = try BundleFixture.unpack(shared.bundle)
+        let head = entries.prefix(2).flatMap { Ustar.entry(name: $0.name, data: $0.data, mtime: 0) }
+        let rest = entries.dropFirst(2).flatMap { Ustar.entry(name: $0.name, data: $0.data, mtime: 0) } + [UInt8](repeating: 0, count: 1024)
+        var file = GzipMember.compress(head, level: 0)
+        let version = Array(#""formatVersion":1"#.utf8)
+        let at = try #require((0...(file.count - version.count)).first { file[$0..<($0 + version.count)].elementsEqual(version) }) + version.count - 1
+        file[at] ^= 0x02
+        try write(file + GzipMember.compress(rest), d.file("flipped.bundle"))
+        expectBundleError(.corrupt, "") { try read(d.file("flipped.bundle")) }
     }
 
     @Test func decompressionBombsAreRefusedNotExpanded() throws {
