@@ -245,12 +245,18 @@ import Testing
 
     // MARK: Update against delete
 
+    /// Device a deletes a tree (10:01) that device b updates later (10:30); returns the tree.
+    static func deleteHereUpdateThere(_ a: EditLog, _ b: EditLog) throws -> String {
+        let t = try Fixture.treeWithoutInspections()
+        for cmd in try script([#"{"op":"delete","layer":"Trees","globalId":"\#(t)","at":"2026-06-20T10:01:00Z"}"#], actor: "ann") { try a.apply(cmd) }
+        try set(b, t, [("PlantedBy", "\"still here\"")], at: 30, actor: "bob", session: "bob-5")
+        return t
+    }
+
     @Test func aLaterUpdateKeepsADeletedFeatureAndALaterDeleteWins() throws {
         let ta = TempPath("a"), tb = TempPath("b")
         let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
-        let t = try Fixture.treeWithoutInspections()
-        for cmd in try script([#"{"op":"delete","layer":"Trees","globalId":"\#(t)","at":"2026-06-20T10:01:00Z"}"#], actor: "ann") { try a.apply(cmd) }
-        try Self.set(b, t, [("PlantedBy", "\"still here\"")], at: 30, actor: "bob", session: "bob-5")
+        let t = try Self.deleteHereUpdateThere(a, b)
         let r1 = try Self.exchange(a, into: b)
         let r2 = try Self.exchange(b, into: a)
         #expect(r1.conflicts.contains { $0.kind == .updateDelete && $0.winner == .local })
@@ -268,9 +274,7 @@ import Testing
     @Test func aConflictWithoutAValueClosesAsThisLogHoldsIt() throws {
         let ta = TempPath("a"), tb = TempPath("b")
         let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
-        let t = try Fixture.treeWithoutInspections()
-        for cmd in try script([#"{"op":"delete","layer":"Trees","globalId":"\#(t)","at":"2026-06-20T10:01:00Z"}"#], actor: "ann") { try a.apply(cmd) }
-        try Self.set(b, t, [("PlantedBy", "\"still here\"")], at: 30, actor: "bob", session: "bob-5")
+        _ = try Self.deleteHereUpdateThere(a, b)
         let c = try #require(try Self.exchange(a, into: b, policy: .manual).conflicts.first { $0.kind == .updateDelete })
         #expect(c.winner == .open)
         #expect(try b.conflict(id: c.id).status == "open")
