@@ -173,6 +173,17 @@ public struct Importer {
         return try EventReading.position(ofEventId: id, db) != nil
     }
 
+    /// `e`, whose id this log holds, must be the same event: the same origin (log, position, hash). Another one under
+    /// that id (a bundle's copy altered and its chain hashed again, or a client that reused an event id) is refused,
+    /// never counted as already here.
+    func requireSameEvent(_ e: RecordedEvent, _ db: Database) throws {
+        guard let here = try EventReading.origin(ofEventId: e.id, db), here != e.origin else { return }
+        throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is already in this log, first recorded at position \(here.position) of log \(here.logId) "
+                           + "(hash \(Hex.encode(here.hash).prefix(16))…), but the import's copy says position \(e.origin.position) of log \(e.origin.logId) "
+                           + "(hash \(Hex.encode(e.origin.hash).prefix(16))…): another event under the same id (altered, or a reused id); nothing was imported",
+                           at: "origin position \(e.origin.position) of log \(e.origin.logId)")
+    }
+
     /// Whether this log may hold a session of this id (false: it certainly does not).
     func mayHoldSession(_ session: String, _ world: ProjectedState) throws -> Bool {
         guard let knownSessions, !knownSessions.mayContain(session) else { return true }
@@ -269,6 +280,7 @@ public struct Importer {
             if let f = try Self.readFilters(db, expectedEvents: expectedEvents) { (knownIds, knownStreams, knownSessions) = f }
         }
         if try isPresent(e.id, db) {
+            try requireSameEvent(e, db)
             report.alreadyPresent += 1
             return
         }

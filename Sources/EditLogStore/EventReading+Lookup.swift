@@ -16,4 +16,20 @@ extension EventReading {
         guard rc == SQLITE_ROW else { throw RawBindings.lastError(on: db.sqliteConnection, sql: statement.sql) }
         return sqlite3_column_int64(stmt, 0)
     }
+
+    /// Where the event with this id was first recorded (its own log, position and hash there: an event recorded
+    /// here has its own), or nil when this log does not hold it.
+    public static func origin(ofEventId id: UUID, _ db: Database) throws -> EventOrigin? {
+        let statement = try db.cachedStatement(sql: "SELECT origin_log, origin_position, COALESCE(origin_hash, hash) FROM events WHERE id = ?")
+        let stmt = statement.sqliteStatement
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        withUnsafeBytes(of: id.uuid) { RawBindings(stmt).bind(1, blob: $0) }
+        let rc = sqlite3_step(stmt)
+        if rc == SQLITE_DONE { return nil }
+        guard rc == SQLITE_ROW else { throw RawBindings.lastError(on: db.sqliteConnection, sql: statement.sql) }
+        let log = sqlite3_column_text(stmt, 0).map { String(cString: $0) } ?? ""
+        let n = Int(sqlite3_column_bytes(stmt, 2))
+        let hash = n == 0 ? [] : [UInt8](UnsafeRawBufferPointer(start: sqlite3_column_blob(stmt, 2), count: n))
+        return EventOrigin(logId: log, position: sqlite3_column_int64(stmt, 1), hash: hash)
+    }
 }

@@ -88,6 +88,16 @@ import Testing
         let originals = try source.events()
         #expect(imported.count == originals.count)
         for (i, o) in zip(imported, originals) { #expect(i.id == o.id && i.origin.position == o.position && i.origin.hash == o.hash && i.payload == o.payload) }
+        // The same ids with other content (one actor changed, the chain hashed again so the bundle verifies) are not
+        // "already here": refused by id, nothing written.
+        try Self.rechained(shared.bundle, to: d.file("forged.bundle")) { i, _, o in if i == 40 { o["actor"] = "mallory" } }
+        _ = try EditLog.verifyBundle(at: d.file("forged.bundle"))
+        empty.close()
+        let bytes = Self.fileBytes(d.file("empty.sqlite"))
+        let reopened = try EditLog.open(at: d.file("empty.sqlite"))
+        defer { reopened.close() }
+        expectBundleError(.invalidInput, "is already in this log") { _ = try reopened.importBundle(at: d.file("forged.bundle"), actor: "op", device: "hub") }
+        #expect(Self.fileBytes(d.file("empty.sqlite")) == bytes)
     }
 
     /// An import that brings at least as many events as the log holds creates the sessions' index by feature and the
