@@ -113,7 +113,7 @@ extension EditLog {
         let c = record.conflict
         guard c.kind == .field || c.kind == .createCreate, let field = c.field, field != MergeEngine.geometryField else {
             guard choice == .local else {
-                throw EditLogError(.unsupported, "conflict \(c.id) is a \(c.kind.rawValue) conflict; only field conflicts take a value by hand. "
+                throw EditLogError(.unsupported, "conflict \(c.id) is of kind \(c.kind.rawValue); only field conflicts take a value by hand. "
                                    + "--take local closes it as this log holds it; to change the feature, edit or delete it in a session")
             }
             return try closeConflict(c, actor: actor, device: device, at: clientTime)
@@ -207,8 +207,10 @@ extension EditLog {
                 found = false
             }
             guard found else {
+                let other = try value.stringValue.flatMap(GlobalID.normalize).flatMap { try world.locate(globalId: $0) }.flatMap { $0.id == origin.id ? nil : $0 }
                 throw EditLogError(.notFound, "conflict \(id), --take \(choice.name): related record \(origin.name) \(value.stringValue ?? value.serialized()) "
-                                   + "does not exist in this log (or is deleted); a resolution never leaves \(layer.name) \(f.name) pointing at no parent")
+                                   + (other.map { "does not exist: that GlobalID names a record of \($0.name)" } ?? "does not exist in this log (or is deleted)")
+                                   + "; a resolution never leaves \(layer.name) \(f.name) pointing at no parent")
             }
         }
     }

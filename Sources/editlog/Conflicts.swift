@@ -156,7 +156,11 @@ struct ConflictsResolve: ParsableCommand {
             let editLog = try EditLog.open(at: log.db)
             let e = try editLog.resolveConflict(id: id, take: choice, actor: actor, device: device)
             if json.json { out(e.json.serialized()); return }
-            out("resolved: position \(e.position), \(e.payload["field"]?.stringValue ?? "") = \(e.payload["value"]?.serialized() ?? "null")")
+            if let field = e.payload["field"]?.stringValue {
+                out("resolved: position \(e.position), \(field) = \(e.payload["value"]?.serialized() ?? "null")")
+            } else {
+                out("closed as this log holds it: position \(e.position) (nothing changed)")
+            }
         }
     }
 }

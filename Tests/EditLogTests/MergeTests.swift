@@ -174,6 +174,7 @@ import Testing
                               (.string(inspection), .notFound), (.null, .validation)] {
             let e = try #require(throws: EditLogError.self) { try b.resolveConflict(id: key.id, take: .value(value), actor: "ivy", device: "desk") }
             #expect(e.kind == kind && e.message.contains("SpeciesGlobalID"), "\(e)")
+            if value == .string(inspection) { #expect(e.message.contains("names a record of Inspections"), "\(e)") }
         }
         #expect(try b.eventCount() == n)
         try b.resolveConflict(id: key.id, take: .remote, actor: "ivy", device: "desk")
@@ -200,6 +201,8 @@ import Testing
         #expect(try shown("SpeciesGlobalID").contains(key.id))
         try edit(b, "Trees", tree, [#"{"op":"relate","relationship":"Species_Trees","globalId":"\#(species[3])"}"#], at: 30, actor: "bob")
         #expect(try !shown("SpeciesGlobalID").contains(key.id) && shown("SpeciesGlobalID").contains(species[3]))
+        let blamed = try CLI.run(["blame", tb.path, inspection]).stdout.split(separator: "\n").first { $0.hasPrefix("Condition ") } ?? ""
+        #expect(blamed.contains("conflict \(condition.id)"), "\(blamed)")
         #expect(try b.digestOfProjections() == (try b.digestOfRebuild()))
         #expect(try b.verify().ok)
         let v = SchemaFilesTests.validator()
