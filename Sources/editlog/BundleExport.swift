@@ -88,7 +88,7 @@ struct BundleExportCommand: ParsableCommand {
             if m.eventCount == 0 {
                 out("wrote \(s.path): an empty bundle (no events after position \(m.fromPosition) up to \(m.toPosition)\(m.layers == nil ? "" : " in the chosen layers"))")
             } else {
-                out("wrote \(s.path): \(m.eventCount) events (positions \(m.fromPosition + 1)...\(m.toPosition)), \(m.blobCount) blobs (\(m.blobBytes) bytes)")
+                out("wrote \(s.path): \(m.eventCount) events (positions \(m.fromPosition + 1)...\(m.toPosition)), \(m.blobCount) \(m.blobCount == 1 ? "blob" : "blobs") (\(m.blobBytes) bytes)")
             }
             out("\(s.bytes) bytes, sha256 \(s.sha256)\(key == nil ? "" : ", signed")\(s.peer.map { ", recorded as sent to \($0)" } ?? "")")
         }

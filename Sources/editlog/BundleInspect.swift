@@ -28,7 +28,7 @@ struct BundleInspectCommand: ParsableCommand {
             out("from log \(m.originLogId), schema \(m.schemaFingerprint)")
             out("positions after \(m.fromPosition) up to \(m.toPosition) (since \(m.since ?? "-"))\(m.layers.map { ", layers " + $0.joined(separator: ", ") } ?? "")")
             out("created \(m.createdAt) by \(m.creator)")
-            out("\(m.eventCount) events, \(m.blobCount) blobs (\(m.blobBytes) bytes)\(i.contents.signer.map { ", signed by " + Data($0).base64EncodedString() } ?? ", not signed")")
+            out("\(m.eventCount) events, \(m.blobCount) \(m.blobCount == 1 ? "blob" : "blobs") (\(m.blobBytes) bytes)\(i.contents.signer.map { ", signed by " + Data($0).base64EncodedString() } ?? ", not signed")")
             for m in i.contents.missingBlobs.sorted() { out("referenced but not in the bundle: blob \(m)") }
             for (title, counts) in [("layer", i.byLayer), ("type", i.byType), ("actor", i.byActor)] where !counts.isEmpty {
                 out("")

@@ -36,7 +36,7 @@ struct BundleVerifyCommand: ParsableCommand {
                 if let missing { throw missing }
                 return
             }
-            out("\(missing == nil ? "ok" : "incomplete"): \(c.eventCount) events (positions after \(m.fromPosition) up to \(m.toPosition)) from log \(m.originLogId), chain checked; \(c.blobs.count) blobs; checksums match")
+            out("\(missing == nil ? "ok" : "incomplete"): \(c.eventCount) events (positions after \(m.fromPosition) up to \(m.toPosition)) from log \(m.originLogId), chain checked; \(c.blobs.count) \(c.blobs.count == 1 ? "blob" : "blobs"); checksums match")
             if let s = c.signer { out("signed by \(Data(s).base64EncodedString())\(trust.isEmpty ? " (no --trust given: not checked against trusted keys)" : ", a trusted key")") } else { out("not signed") }
             if let missing { throw missing }
         }

@@ -53,6 +53,9 @@ struct ConflictsList: ParsableCommand {
         if let status, !["open", "decided", "resolved"].contains(status) {
             throw ValidationError("--status must be open, decided or resolved, not \"\(status)\"")
         }
+        if let feature, GlobalID.normalize(feature) == nil {
+            throw ValidationError("--feature \"\(feature.prefix(60))\" is not a GlobalID ({8-4-4-4-12 hex digits})")
+        }
     }
 
     func run() throws {
@@ -61,7 +64,7 @@ struct ConflictsList: ParsableCommand {
             var records = try editLog.conflicts()
             if let status { records = records.filter { $0.status == status } }
             if let feature {
-                let g = GlobalID.normalize(feature) ?? feature
+                let g = GlobalID.normalize(feature)
                 records = records.filter { $0.conflict.globalId == g }
             }
             if unique {

@@ -374,5 +374,10 @@ extension BundleImportTests {
         let text = try CLI.run("conflicts", d.file("b.sqlite"), "list")
         #expect(text.status == 0 && text.stdout.contains(id), "\(text.stdout)\(text.stderr)")
         #expect(try CLI.run("conflicts", "show", d.file("b.sqlite"), id).stdout == (try CLI.run("conflicts", d.file("b.sqlite"), "show", id).stdout))
+        // --feature takes a GlobalID: anything else is a usage error, not an empty list.
+        let byTree = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", MergeTests.tree)
+        #expect(byTree.status == 0 && byTree.stdout.contains(id), "\(byTree.stderr)")
+        let nonsense = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", "nonsense")
+        #expect(nonsense.status == 64 && nonsense.stderr.contains("--feature"), "\(nonsense.stderr)")
     }
 }
