@@ -805,6 +805,8 @@ class ImportScenario(Scenario):
             p = run.run(["record", db, script, "--json"])
             if p.returncode != 0:
                 raise SystemExit(f"crash-harness: cannot record device {name}'s script: {p.stderr.strip()[:300]}")
+            if name == "a":
+                self.record_big_attachment(run, db, ctx.args.seed)
             logs[name] = db
         self.template = logs["b"]
         self.bundle = os.path.join(self.dir, "a.bundle")
@@ -816,8 +818,20 @@ class ImportScenario(Scenario):
         self.ref = os.path.join(self.dir, "ref.db")
         self.pre = snapshot(self.template)
         self.log_id = self.read_log_id(self.template)
-        self.references: dict[str, tuple[dict, list[tuple], int]] = {}
+        self.references: dict[str, tuple[dict, list[tuple], tuple]] = {}
         self.outcomes = {"none": 0, "all": 0}
+
+    # Past the store's inline limit (4 MiB): the import stores it in chunks (`blob_chunks`), so kills land there too.
+    BIG_ATTACHMENT = 6 * 1024 * 1024 + 4321
+
+    def record_big_attachment(self, run, db: str, seed: int):
+        script = os.path.join(self.dir, "a-big.ndjson")
+        with open(script, "w") as f:
+            f.write(gen.big_attachment_script(f"crash:{seed}:big", self.BIG_ATTACHMENT,
+                                              "{7A3E0C11-5B2D-4E8F-9A61-00000000C16A}", "{7A3E0C11-5B2D-4E8F-9A61-00000000C16B}"))
+        p = run.run(["record", db, script, "--actor", "surveyor", "--json"])
+        if p.returncode != 0:
+            raise SystemExit(f"crash-harness: cannot record device a's large attachment: {p.stderr.strip()[:300]}")
 
     @staticmethod
     def read_log_id(db: str) -> str:
@@ -827,15 +841,16 @@ class ImportScenario(Scenario):
         finally:
             c.close()
 
-    def content(self, db: str) -> tuple[list[tuple], int]:
+    def content(self, db: str) -> tuple[list[tuple], tuple]:
         """The import's events after the pre-import log: imported ones by position, id, type, stream, version and
         payload; the log's own (decisions, derived values) by position, type and stream (their payloads hold
-        fresh ids and times). And the number of blobs."""
+        fresh ids and times). And the number of blobs, of blob chunks and of their bytes."""
         c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
             rows = c.execute("SELECT position, id, type, stream, stream_version, payload, origin_log FROM events WHERE position > ? "
                              "ORDER BY position", (len(self.pre),)).fetchall()
-            blobs = c.execute("SELECT count(*) FROM blobs").fetchone()[0]
+            blobs = c.execute("SELECT (SELECT count(*) FROM blobs), (SELECT count(*) FROM blob_chunks), "
+                              "(SELECT COALESCE(SUM(length(data)), 0) FROM blob_chunks)").fetchone()
         finally:
             c.close()
         out = [(r[0], bytes(r[1]).hex(), r[2], r[3], r[4], r[5]) if r[6] != self.log_id else (r[0], r[2], r[3]) for r in rows]
@@ -845,7 +860,7 @@ class ImportScenario(Scenario):
         return ["bundle", "import", db, self.bundle, "--policy", policy, "--actor", "crash-harness", "--device", "harness",
                 "--index-deferral", deferral, "--json"]
 
-    def reference(self, policy: str) -> tuple[dict, list[tuple], int]:
+    def reference(self, policy: str) -> tuple[dict, list[tuple], tuple]:
         if policy not in self.references:
             copy_db(self.template, self.ref)
             rc, out, err, _ = self.full_run(self.args(self.ref, policy), self.ref)
@@ -869,7 +884,7 @@ class ImportScenario(Scenario):
         if got != want:
             fail(f"{what}: the imported events differ from an uninterrupted import: {describe_diff(got, want)}")
         if blobs != want_blobs:
-            fail(f"{what}: the log holds {blobs} blobs, an uninterrupted import {want_blobs}")
+            fail(f"{what}: the log holds (blobs, chunks, chunk bytes) {blobs}, an uninterrupted import {want_blobs}")
 
     def iterate(self, it: int) -> dict:
         run = self.ctx.runner

@@ -346,6 +346,20 @@ def generate_script(fx: Fixtures, seed: int, index: int, sessions: int, attach_r
     return "\n".join(lines) + "\n", stats
 
 
+def big_attachment_script(label: str, size: int, tree_gid: str, photo_gid: str) -> str:
+    """One session creating a tree with one attachment of ``size`` random bytes (seeded by ``label``). Past the
+    store's inline limit (4 MiB), its bytes are stored in chunks (``blob_chunks``), which the harnesses then cover."""
+    data = random.Random(label).randbytes(size)
+    lines = [
+        {"op": "create", "layer": "Trees", "globalId": tree_gid, "session": "big",
+         "geometry": {"x": -122.63, "y": 45.52}, "attributes": {"DBH": 3}},
+        {"op": "attach", "attachmentId": photo_gid, "name": "scan.tif", "contentType": "image/tiff",
+         "dataBase64": base64.b64encode(data).decode()},
+        {"op": "finish"},
+    ]
+    return "\n".join(json.dumps(line) for line in lines) + "\n"
+
+
 def generate_baseline_trees(fx: Fixtures, seed: int, n: int) -> dict:
     """A Trees feature set of n features (baseline/Trees.json shape)."""
     rng = random.Random(f"editlog-baseline-trees:{seed}:{n}")

@@ -39,6 +39,7 @@ and `N passed, F failed`; exits 1 on any MISS or a position not named.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import hashlib
 import json
 import os
@@ -54,10 +55,21 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TRIGGERS = ["events_append_only_update", "events_append_only_delete", "blobs_append_only_update", "blobs_append_only_delete"]
+TRIGGERS = ["events_append_only_update", "events_append_only_delete", "blobs_append_only_update", "blobs_append_only_delete",
+            "blob_chunks_append_only_update", "blob_chunks_append_only_delete"]
+# An attachment past the store's inline limit (4 MiB), so the log holds one blob in chunks (`blob_chunks`) too.
+BIG_ATTACHMENT = 4 * 1024 * 1024 + 300_000
 EVENT_COLUMNS = ["position", "id", "stream", "stream_version", "type", "payload", "actor", "device", "session", "cause",
                  "client_time", "recorded_time", "origin_log", "origin_position", "origin_hash", "hash"]
 PRINTABLE = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"]
+
+
+def load_gen():
+    """tools/gen-workload.py (its file name is not a module name)."""
+    spec = importlib.util.spec_from_file_location("gen_workload", ROOT / "tools" / "gen-workload.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def run(cmd: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -183,6 +195,7 @@ class Harness:
         p = run([self.editlog, "demo", "--db", self.base, "--fixtures", self.args.fixtures, "--json"])
         if p.returncode != 0:
             raise SystemExit(f"tamper: editlog demo failed ({p.returncode}): {p.stderr.strip()[:400]}")
+        self.add_big_attachment()
         c = connect(self.base)
         c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         c.close()
@@ -213,6 +226,17 @@ class Harness:
         c.close()
         print(f"tamper: demo log {len(self.base_bytes)} bytes, {self.n_events} events, {self.n_blobs} blobs, "
               f"{len(self.base_bytes) // self.page_size} pages; head {self.head[:16]}…", flush=True)
+
+    def add_big_attachment(self):
+        """A tree with a photo larger than the inline limit: its bytes are stored in chunks."""
+        script = os.path.join(self.work, "big-attachment.ndjson")
+        with open(script, "w") as f:
+            f.write(load_gen().big_attachment_script(f"tamper:{self.args.seed}:big", BIG_ATTACHMENT,
+                                                     "{7A3E0C11-5B2D-4E8F-9A61-00000000B16A}", "{7A3E0C11-5B2D-4E8F-9A61-00000000B16B}"))
+        p = run([self.editlog, "record", self.base, script, "--actor", "surveyor"])
+        if p.returncode != 0:
+            raise SystemExit(f"tamper: recording the large attachment failed ({p.returncode}): {p.stderr.strip()[:400]}")
+        os.remove(script)
 
     def copy(self, name: str) -> str:
         path = os.path.join(self.work, name)
@@ -249,12 +273,31 @@ class Harness:
                 return {"table": "events", "position": pos, "column": col, "old": describe(old), "new": describe(new),
                         "expect": pos}
             raise RuntimeError("no mutable events cell found")
+        if rng.random() < 0.3:
+            # A chunk of the large attachment: its bytes, its number or the blob it belongs to.
+            rows = c.execute("SELECT sha256, seq FROM blob_chunks ORDER BY sha256, seq").fetchall()
+            key, seq = rng.choice(rows)
+            r = rng.random()
+            col = "data" if r < 0.8 else ("seq" if r < 0.9 else "sha256")
+            old = c.execute(f"SELECT {col} FROM blob_chunks WHERE sha256 = ? AND seq = ?", (key, seq)).fetchone()[0]
+            new = mutate(old, rng)
+            try:
+                c.execute(f"UPDATE blob_chunks SET {col} = ? WHERE sha256 = ? AND seq = ?", (new, key, seq))
+            except sqlite3.IntegrityError:
+                new = old  # a number another chunk has: the change is the chunk's bytes instead
+                col = "data"
+                old = c.execute("SELECT data FROM blob_chunks WHERE sha256 = ? AND seq = ?", (key, seq)).fetchone()[0]
+                new = mutate(old, rng)
+                c.execute("UPDATE blob_chunks SET data = ? WHERE sha256 = ? AND seq = ?", (new, key, seq))
+            return {"table": "blobs", "key": f"{key.hex()[:16]} chunk {seq}", "column": col, "old": describe(old),
+                    "new": describe(new), "expect": None}
         rows = c.execute("SELECT rowid_key FROM (SELECT sha256 AS rowid_key FROM blobs) ORDER BY rowid_key").fetchall()
         key = rng.choice(rows)[0]
         r = rng.random()
         col = "data" if r < 0.8 else ("size" if r < 0.9 else "sha256")
         old = c.execute(f"SELECT {col} FROM blobs WHERE sha256 = ?", (key,)).fetchone()[0]
-        new = mutate(old, rng)
+        # A blob stored in chunks has empty `data`: the change gives it a byte.
+        new = mutate(old, rng) if old != b"" else bytes([rng.randrange(256)])
         c.execute(f"UPDATE blobs SET {col} = ? WHERE sha256 = ?", (new, key))
         return {"table": "blobs", "key": key.hex()[:16], "column": col, "old": describe(old), "new": describe(new), "expect": None}
 

@@ -59,7 +59,7 @@ extension EditLog {
         return try reader.read(trust: trust, event: { _ in
             done += 1
             if done % 1024 == 0 { progress?(done, total) }
-        }, blob: { _, _ in })
+        }, blob: { _ in })
     }
 
     /// The manifest and per-layer, per-type and per-actor counts of a bundle, checked as `verifyBundle` does.
@@ -137,9 +137,9 @@ extension EditLog {
                         done += 1
                         if done % 1024 == 0 { progress?(done, total) }
                         readAhead.items.giveBack(.event(e, canonicalPayload: payload, at: location, guess: guess))
-                    case .blob(let sha, let bytes):
-                        do { try blob(bytes) } catch { throw EditLogError.wrapping(error, at: "\(path): \(BundleLayout.blobsPrefix)\(sha)") }
-                        readAhead.items.giveBack(.blob(sha256: sha, bytes: bytes))
+                    case .blob(let piece):
+                        do { try blob(piece) } catch { throw EditLogError.wrapping(error, at: "\(path): \(BundleLayout.blobsPrefix)\(piece.shaText)") }
+                        readAhead.items.giveBack(.blob(piece))
                     }
                 }
             }, closing: { _ in [] }, expectedEvents: Int(clamping: total),

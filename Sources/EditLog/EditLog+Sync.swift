@@ -106,7 +106,9 @@ extension EditLog {
         try importEvents(policy: policy, actor: actor, device: device, source: source,
                          withPayloads: { event, blob in
                              try withoutActuallyEscaping(event) { event in
-                                 try withoutActuallyEscaping(blob) { blob in try feed({ e in var e = e; _ = try event(&e, nil, nil) }, blob) }
+                                 try withoutActuallyEscaping(blob) { blob in
+                                     try feed({ e in var e = e; _ = try event(&e, nil, nil) }, { bytes in try blob(BlobPiece(whole: bytes)) })
+                                 }
                              }
                          }, closing: closing)
     }
@@ -116,7 +118,7 @@ extension EditLog {
     /// its hash in this log computed ahead (`ChainGuess`), when the source guessed it. `event` returns whether the
     /// guess held (true without one).
     func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
-                      withPayloads feed: (_ event: (inout RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: ([UInt8]) throws -> Void) throws -> Void,
+                      withPayloads feed: (_ event: (inout RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: (BlobPiece) throws -> Void) throws -> Void,
                       closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0,
                       indexDeferral: IndexDeferral? = nil) throws(EditLogError) -> ImportReport {
         let schema = self.schema
@@ -143,7 +145,7 @@ extension EditLog {
                 guard let guess else { return true }
                 return appender.headPosition == guess.position && appender.headHash == guess.hash
             },
-                     { bytes in try importer.importBlob(bytes, db: db, appender: &appender) })
+                     { piece in try importer.importBlob(piece, db: db, appender: &appender) })
             if !deferredIndexes.isEmpty {
                 try projector.flush(db)
                 // SQLite's sorter takes as much memory as the page cache may: the cache gives it up first.

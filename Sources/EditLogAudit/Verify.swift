@@ -116,15 +116,34 @@ public enum Verifier {
     /// Every blob is stored under the SHA-256 of its bytes, and every staged attachment's bytes are present.
     public static func verifyBlobs(_ db: Database, into r: inout VerifyReport) throws {
         // Blobs: each is stored under the SHA-256 of its bytes.
+        // A large one's bytes are in `blob_chunks`, read a chunk at a time (`BlobStorage`).
         let blobs = try Row.fetchCursor(db, sql: "SELECT sha256, size, data FROM blobs")
         while let row = try blobs.next() {
             let key = [UInt8](row[0] as Data)
-            let data = row[2] as Data
+            let size: Int64 = row[1]
+            let data = row.dataNoCopy(atIndex: 2) ?? Data()
             r.blobs += 1
-            if EventHash.sha256(data) != key || (row[1] as Int64) != Int64(data.count) {
+            if BlobReading.isChunkedRow(size: size, inlineBytes: data.count) {
+                var digest = ContentDigest(), count: Int64 = 0, expected: Int64 = 0, inOrder = true
+                try BlobReading.chunks(db, sha256: key) { seq, chunk in
+                    if seq != expected { inOrder = false }
+                    expected += 1
+                    count += Int64(chunk.count)
+                    digest.update(chunk)
+                }
+                if !inOrder || count != size || digest.finalize() != key {
+                    r.fail(nil, "blob \(Hex.encode(key)) does not match its content (its chunks are \(inOrder ? "" : "not numbered in order, ")\(count) bytes of \(size))")
+                }
+            } else if EventHash.sha256(data) != key || size != Int64(data.count) {
                 r.fail(nil, "blob \(Hex.encode(key)) does not match its content")
             }
         }
+        // Chunks belong to a blob listed as chunked: any other was written outside EditLog.
+        let strays = try Int64.fetchOne(db, sql: """
+            SELECT COUNT(*) FROM blob_chunks c WHERE NOT EXISTS
+              (SELECT 1 FROM blobs b WHERE b.sha256 = c.sha256 AND length(b.data) = 0 AND b.size > 0)
+            """) ?? 0
+        if strays > 0 { r.fail(nil, "\(strays) blob chunk(s) belong to no blob stored in chunks") }
         // Every staged attachment's bytes are present (the chain scan collected them).
         let present = try db.cachedStatement(sql: "SELECT 1 FROM blobs WHERE sha256 = ?")
         for (pos, sha) in r.stagedAttachments {

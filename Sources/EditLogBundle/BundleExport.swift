@@ -100,7 +100,7 @@ public enum BundleExport {
     static func checkSince(_ reader: BundleReader, store: EventStore, layerIds: Set<Int>?) throws(EditLogError) {
         let path = reader.path, manifest = reader.manifest
         var last: (position: Int64, hash: [UInt8])?
-        do { _ = try reader.read(event: { last = ($0.position, $0.hash) }, blob: { _, _ in }) } catch {
+        do { _ = try reader.read(event: { last = ($0.position, $0.hash) }, blob: { _ in }) } catch {
             var e = error
             e.message = "--since bundle: the bundle does not verify (editlog bundle verify), so where it ends is not known: " + e.message
             throw e
@@ -308,13 +308,23 @@ public enum BundleExport {
                                at: store.path)
         }
         progress?(total, total)
-        for (sha, _) in present {
-            guard let bytes = try EventReading.blob(db, sha256: sha) else { throw EditLogError(.corrupt, "blob \(sha) vanished during the export", at: store.path) }
-            let digest = EventHash.sha256(bytes)
-            guard Hex.encode(digest) == sha else {
+        // Each blob is copied a piece at a time (`BlobStorage`) and hashed on the way: a bundle never carries bytes
+        // whose SHA-256 is not their name.
+        for (sha, size) in present {
+            guard let key = Hex.decode(sha), key.count == 32 else { throw EditLogError(.corrupt, "blob \(sha) is not a SHA-256", at: store.path) }
+            var found = false
+            let digest: [UInt8]
+            do {
+                digest = try writer.add(BundleLayout.blobsPrefix + sha, size: size) { write in
+                    found = try BlobReading.pieces(db, sha256: key) { try write($0) } != nil
+                }
+            } catch let e as EditLogError where e.kind == .corrupt && found {
+                throw EditLogError(.corrupt, "the stored blob \(sha) does not hold the \(size) bytes the log lists (run editlog verify): \(e.message)", at: store.path)
+            }
+            guard found else { throw EditLogError(.corrupt, "blob \(sha) vanished during the export", at: store.path) }
+            guard digest == key else {
                 throw EditLogError(.corrupt, "the stored blob \(sha) does not have that SHA-256 (run editlog verify)", at: store.path)
             }
-            try writer.add(BundleLayout.blobsPrefix + sha, bytes, sha256: digest)
         }
         let sha = try writer.finish(signingKey: options.signingKey)
         return (manifest, Written(sha256: sha, bytes: writer.file.bytesWritten, uncompressed: writer.gzip.uncompressedBytes), missing)

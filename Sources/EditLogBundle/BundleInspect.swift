@@ -46,7 +46,7 @@ public struct BundleInspection: Sendable {
             byLayer[layer, default: 0] += 1
             byType[e.type, default: 0] += 1
             byActor[e.actor, default: 0] += 1
-        }, blob: { _, _ in })
+        }, blob: { _ in })
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
         return BundleInspection(path: path, contents: contents, byLayer: byLayer, byType: byType, byActor: byActor, bytes: size)
     }

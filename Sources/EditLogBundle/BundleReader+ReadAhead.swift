@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogStore
 import Foundation
 
 /// A bundle read on a thread of its own: decompressing it, checking its checksums, parsing its event lines and
@@ -9,8 +10,8 @@ public final class BundleReadAhead: @unchecked Sendable {
         /// A checked event, its payload's canonical bytes, where it was in the bundle, and its hash in the importing log
         /// computed ahead (`ChainGuess`), when the read-ahead guesses.
         case event(RecordedEvent, canonicalPayload: [UInt8], at: BundleLocation, guess: ChainGuess?)
-        /// A blob whose bytes match its SHA-256 (hex).
-        case blob(sha256: String, bytes: [UInt8])
+        /// A piece of a blob, in order (the last one only once the blob's bytes matched its SHA-256).
+        case blob(BlobPiece)
     }
 
     /// Every item, then the end, or the reader's error (`BundleReader.read` checks) once every item before it was taken.
@@ -72,8 +73,8 @@ public final class BundleReadAhead: @unchecked Sendable {
                     if guessing.withLock({ guessesWanted }) { guess = guesser!.next(e, canonicalPayload: payload) } else { guesser = nil }
                 }
                 try items.put(.event(e, canonicalPayload: payload, at: location, guess: guess), weight: payload.count)
-            }, blob: { sha, bytes in
-                try items.put(.blob(sha256: sha, bytes: bytes), weight: bytes.count)
+            }, blob: { piece in
+                try items.put(.blob(piece), weight: piece.bytes.count)
             })
             items.close()
         } catch {

@@ -75,19 +75,19 @@ public final class BundleReader {
     static let pieceBytes = 256 << 10
 
     /// Streams the rest: each event (decoded, its chain hash re-computed from `previousHash` and checked; the
-    /// manifest's count, first and last hash checked at the end), each blob (its bytes' SHA-256 checked against its
-    /// name), then SHA256SUMS (every entry's hash and the entry list) and the signature (checked; with a non-empty
+    /// manifest's count, first and last hash checked at the end), each blob in pieces (`BlobPiece`, in order; the last
+    /// one handed over only once the bytes' SHA-256 matched the blob's name), then SHA256SUMS (every entry's hash and the entry list) and the signature (checked; with a non-empty
     /// `trust` the signer must be one of them and a signature is required). The callbacks run before the final
     /// checks: do the work in a transaction and roll it back on a throw. Can be called once.
     public func read(trust: [[UInt8]] = [], event: (RecordedEvent) throws -> Void,
-                     blob: (String, [UInt8]) throws -> Void) throws(EditLogError) -> BundleContents {
+                     blob: (BlobPiece) throws -> Void) throws(EditLogError) -> BundleContents {
         try read(trust: trust, checked: { e, _, _ in try event(e) }, blob: blob)
     }
 
     /// `read`, handing each event over with its payload's canonical bytes (serialized once to check its hash) and
     /// where it was in the bundle.
     public func read(trust: [[UInt8]] = [], checked event: (RecordedEvent, _ canonicalPayload: [UInt8], BundleLocation) throws -> Void,
-                     blob: (String, [UInt8]) throws -> Void) throws(EditLogError) -> BundleContents {
+                     blob: (BlobPiece) throws -> Void) throws(EditLogError) -> BundleContents {
         guard !consumed else { throw EditLogError(.io, "a bundle reader reads once; open the bundle again", at: path) }
         consumed = true
         var state = ReadState(manifest: manifest)
@@ -147,14 +147,27 @@ public final class BundleReader {
                 let ref = BlobRef(sha)
                 guard !state.blobs.contains(ref) else { throw corrupt("the blob is in the bundle twice", name) }
                 guard state.referenced.contains(ref) else { throw corrupt("no event of the bundle references this blob", name) }
-                let bytes = try tar.readAll()
-                let digest = EventHash.sha256(bytes)
-                guard Hex.encode(digest) == sha else { throw corrupt("the blob's bytes have SHA-256 \(Hex.encode(digest)), not its name", name) }
+                // Handed over in pieces (`BlobStorage.chunkBytes`), hashed as they come: the last piece only once the
+                // whole blob's SHA-256 matched its name. An attachment of any size is never held whole.
+                guard let key = ref.digestBytes else { throw corrupt("a blob entry's name is not a SHA-256", name) }
+                var digest = ContentDigest()
+                var offset: Int64 = 0
+                repeat {
+                    var bytes: [UInt8] = []
+                    _ = try tar.appendData(to: &bytes, max: BlobStorage.chunkBytes)
+                    digest.update(bytes)
+                    let piece = BlobPiece(sha256: key, size: entry.size, offset: offset, bytes: bytes)
+                    offset += Int64(bytes.count)
+                    if piece.isLast {
+                        let got = digest.finalize()
+                        guard got == key else { throw corrupt("the blob's bytes have SHA-256 \(Hex.encode(got)), not its name", name) }
+                    }
+                    try callback({ try blob(piece) }, name)
+                } while offset < entry.size
                 // Its name is its SHA-256, which is its entry's: the list keeps the 32 bytes alone.
                 sums.append(.blob(ref))
                 state.blobs.insert(ref)
-                state.blobBytes += Int64(bytes.count)
-                try callback({ try blob(sha, bytes) }, name)
+                state.blobBytes += entry.size
             } else if name == BundleLayout.sums {
                 guard entry.size <= 64 << 20 else { throw corrupt("SHA256SUMS is \(entry.size) bytes", name) }
                 // Checked line by line as it is read: the list is about 140 bytes per entry, megabytes for a bundle of

@@ -73,6 +73,15 @@ final class BundleWriter {
         try tar.add(name, data, sha256: sha256)
     }
 
+    /// One entry of `size` bytes written piece by piece (`body` hands each to `write`); returns their SHA-256.
+    func add(_ name: String, size: Int64, _ body: (_ write: (UnsafeRawBufferPointer) throws(EditLogError) -> Void) throws -> Void) throws -> [UInt8] {
+        try flushEvents()
+        try tar.begin(name, size: size)
+        let tar = self.tar
+        try body { (piece: UnsafeRawBufferPointer) throws(EditLogError) in try tar.write(piece) }
+        return try tar.end()
+    }
+
     /// One event line (its canonical JSON; the newline is added here).
     func addEventLine(_ line: [UInt8]) throws(EditLogError) {
         if !chunk.isEmpty && chunk.count + line.count + 1 > BundleLayout.chunkBytes { try flushEvents() }

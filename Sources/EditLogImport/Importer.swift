@@ -203,6 +203,8 @@ public struct Importer {
     var rederiveListed: Set<String> = []
     /// Blobs the imported events reference.
     var referencedBlobs: Set<BlobRef> = []
+    /// The blob whose pieces are coming (`importBlob`), and its writer (nil when this log holds it already).
+    var blobInProgress: (sha256: [UInt8], writer: BlobWriter?)?
     /// Feature histories this import read, kept current with every event it appends to their streams
     /// (`appended(_:)`), so a feature's stream is read once per import, not once per event about it.
     var histories: [String: FeatureHistory] = [:]
@@ -395,14 +397,35 @@ public struct Importer {
         report.lastPosition = e.position
     }
 
-    /// Stores an attachment's bytes (content-addressed; bytes already here are not stored twice).
-    public mutating func importBlob(_ bytes: [UInt8], db: Database, appender: inout Appender) throws {
-        if try appender.storeBlob(bytes) { report.blobs += 1 }
+    /// Stores an attachment's bytes (content-addressed; bytes already here are not stored twice), as its pieces come
+    /// in order: a whole blob in one piece is stored at once, a longer one piece by piece (`BlobWriter`, which checks
+    /// the count and SHA-256 at the last piece).
+    public mutating func importBlob(_ piece: BlobPiece, db: Database, appender: inout Appender) throws {
+        if piece.isWhole, blobInProgress == nil {
+            if try appender.storeBlob(piece.bytes) { report.blobs += 1 }
+            return
+        }
+        if piece.isFirst {
+            guard blobInProgress == nil else { throw EditLogError(.invalidInput, "a blob begins before the one before it ended", at: "blobs/\(piece.shaText)") }
+            blobInProgress = (piece.sha256, try appender.beginBlob(sha256: piece.sha256, size: piece.size))
+        }
+        guard let current = blobInProgress, current.sha256 == piece.sha256 else {
+            throw EditLogError(.invalidInput, "a piece of a blob that did not begin", at: "blobs/\(piece.shaText)")
+        }
+        var writer = current.writer
+        blobInProgress = nil
+        try writer?.write(piece.bytes)
+        if piece.isLast {
+            if let writer { try writer.finish(); report.blobs += 1 }
+        } else {
+            blobInProgress = (current.sha256, writer)
+        }
     }
 
     /// After the last event: every referenced blob must be here; a parent deleted on one side while the other
     /// related a record to it is kept (never an orphan); rules derive their values again from the merged state.
     public mutating func finish(db: Database, appender: inout Appender, projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
+        if let sha = blobInProgress?.sha256 { throw EditLogError(.invalidInput, "the import ended inside a blob", at: "blobs/\(Hex.encode(sha))") }
         for ref in referencedBlobs.sorted() {
             let sha = ref.text
             guard let bytes = Hex.decode(sha), bytes.count == 32,

@@ -249,6 +249,12 @@ public struct Appender {
     /// Returns whether the bytes were new to this log.
     @discardableResult
     public func storeBlob(_ data: [UInt8]) throws -> Bool {
+        if BlobStorage.isChunked(size: Int64(data.count)) {
+            guard var w = try beginBlob(sha256: EventHash.sha256(data), size: Int64(data.count)) else { return false }
+            try w.write(data)
+            try w.finish()
+            return true
+        }
         let sha = Data(EventHash.sha256(data))
         let stmt = try db.cachedStatement(sql: "INSERT INTO blobs (sha256, size, data) VALUES (?, ?, ?) ON CONFLICT(sha256) DO NOTHING")
         try stmt.execute(arguments: [sha, data.count, Data(data)])

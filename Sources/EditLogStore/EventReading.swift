@@ -81,9 +81,8 @@ public enum EventReading {
     }
 
     public static func blob(_ db: Database, sha256: String) throws -> [UInt8]? {
-        guard let key = Hex.decode(sha256) else { return nil }
-        // A cached statement: an export reads every blob it carries through here (23,821 in the full-size bench).
-        return try Data.fetchOne(db.cachedStatement(sql: "SELECT data FROM blobs WHERE sha256 = ?"), arguments: [Data(key)]).map { [UInt8]($0) }
+        guard let key = Hex.decode(sha256), key.count == 32 else { return nil }
+        return try BlobReading.whole(db, sha256: key)
     }
 }
 

@@ -62,6 +62,23 @@ enum StoreMigrations {
                 CREATE INDEX bundle_exports_peer ON bundle_exports(peer, id);
                 """)
         }
+        // Attachments larger than `BlobStorage.inlineLimit`: their `blobs` row holds the size and empty `data`, their
+        // bytes are here in `BlobStorage.chunkBytes` pieces numbered from 0, so that no import, export or verify holds
+        // a whole large attachment (SQLite cannot write a row of a WITHOUT ROWID table piece by piece).
+        m.registerMigration("v3-blob-chunks") { db in
+            try db.execute(sql: """
+                CREATE TABLE blob_chunks (
+                    sha256 BLOB    NOT NULL,
+                    seq    INTEGER NOT NULL,
+                    data   BLOB    NOT NULL,
+                    PRIMARY KEY (sha256, seq)
+                );
+                CREATE TRIGGER blob_chunks_append_only_update BEFORE UPDATE ON blob_chunks
+                BEGIN SELECT RAISE(ABORT, 'blobs are content-addressed: UPDATE is not allowed'); END;
+                CREATE TRIGGER blob_chunks_append_only_delete BEFORE DELETE ON blob_chunks
+                BEGIN SELECT RAISE(ABORT, 'blobs are content-addressed: DELETE is not allowed'); END;
+                """)
+        }
         return m
     }
 }

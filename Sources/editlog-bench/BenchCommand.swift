@@ -59,6 +59,10 @@ struct EditLogBench: ParsableCommand {
             transform: { try EditLogBench.positive($0, "--sync-changes") })
     var syncChanges: Int?
 
+    @Option(help: ArgumentHelp("MiB of the one attachment bundle-big-attachment carries (full 512, quick 64).", valueName: "n"),
+            transform: { try EditLogBench.positive($0, "--attachment-mib") })
+    var attachmentMib: Int?
+
     @Option(help: ArgumentHelp("The workload's seed.", valueName: "n"))
     var seed: UInt64 = 4
 
@@ -118,6 +122,7 @@ struct EditLogBench: ParsableCommand {
         if let sessions { s.sessions = sessions }
         if let lookups { s.lookups = lookups }
         if let syncChanges { s.syncChanges = syncChanges }
+        if let attachmentMib { s.attachmentMiB = attachmentMib }
         return s
     }
 
@@ -153,7 +158,7 @@ struct EditLogBench: ParsableCommand {
         if quick { a.append("--quick") }
         if let fixtures { a += ["--fixtures", fixtures] }
         if prepareOnly { a.append("--prepare-only") }
-        for (flag, v) in [("--events", events), ("--trees", trees), ("--batch", batch), ("--sessions", sessions), ("--lookups", lookups), ("--sync-changes", syncChanges)] {
+        for (flag, v) in [("--events", events), ("--trees", trees), ("--batch", batch), ("--sessions", sessions), ("--lookups", lookups), ("--sync-changes", syncChanges), ("--attachment-mib", attachmentMib)] {
             if let v { a += [flag, String(v)] }
         }
         if let peer, !prepareOnly {

@@ -32,6 +32,7 @@ enum Scenarios {
         BundleExportScenario.self,
         BundleImportScenario.self,
         BundleVerifyScenario.self,
+        BundleBigAttachment.self,
         ServeLoad.self,
         SyncScenario.self,
     ]
@@ -59,9 +60,13 @@ struct Sizes: Codable, Sendable {
     var diffTrees: Int
     /// Generated trees the hub of `sync` changes (one session each): the remote changes one sync pulls.
     var syncChanges: Int
+    /// MiB of the one attachment `bundle-big-attachment` carries.
+    var attachmentMiB: Int
 
-    static let quick = Sizes(profile: "quick", bulkEvents: 50_000, bulkTrees: 5_000, batchSessions: 200, sessions: 2_000, sessionTrees: 1_000, lookups: 1_000, diffTrees: 10_000, syncChanges: 2_000)
-    static let full = Sizes(profile: "full", bulkEvents: 1_000_000, bulkTrees: 50_000, batchSessions: 500, sessions: 20_000, sessionTrees: 5_000, lookups: 1_000, diffTrees: 100_000, syncChanges: 100_000)
+    static let quick = Sizes(profile: "quick", bulkEvents: 50_000, bulkTrees: 5_000, batchSessions: 200, sessions: 2_000, sessionTrees: 1_000, lookups: 1_000, diffTrees: 10_000, syncChanges: 2_000,
+                             attachmentMiB: 64)
+    static let full = Sizes(profile: "full", bulkEvents: 1_000_000, bulkTrees: 50_000, batchSessions: 500, sessions: 20_000, sessionTrees: 5_000, lookups: 1_000, diffTrees: 100_000, syncChanges: 100_000,
+                            attachmentMiB: 512)
 }
 
 /// What a scenario gets: sizes, seed, a work directory, the fixture, and the big log.
@@ -134,7 +139,7 @@ final class BenchContext {
         p.arguments = ["--child", scenario, "--prepare-only", "--dir", workDir, "--fixtures", fixtureDir,
                        "--seed", String(seed), "--events", String(sizes.bulkEvents), "--trees", String(sizes.bulkTrees),
                        "--batch", String(sizes.batchSessions), "--sessions", String(sizes.sessions), "--lookups", String(sizes.lookups),
-                       "--sync-changes", String(sizes.syncChanges)]
+                       "--sync-changes", String(sizes.syncChanges), "--attachment-mib", String(sizes.attachmentMiB)]
         // The sizes no flag sets (diffTrees…) come from the profile: every flag above overrides the rest of it.
         if sizes.diffTrees == Sizes.quick.diffTrees && Sizes.quick.diffTrees != Sizes.full.diffTrees { p.arguments?.append("--quick") }
         p.standardOutput = FileHandle.nullDevice

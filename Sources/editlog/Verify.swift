@@ -28,7 +28,7 @@ struct Verify: ParsableCommand {
             if output.json {
                 out(r.json.serialized())
             } else if r.ok {
-                out("ok: \(r.events) events, chain head \(r.headHash), \(r.blobs) blobs\(r.projectionsChecked ? ", projections equal a rebuild" : "")")
+                out("ok: \(r.events) events, chain head \(r.headHash), \(r.blobs) \(r.blobs == 1 ? "blob" : "blobs")\(r.projectionsChecked ? ", projections equal a rebuild" : "")")
             } else {
                 for p in r.problems { out("FAIL \(p)") }
             }

@@ -71,6 +71,43 @@ final class TarWriter {
         entries.append((name, sha256 ?? EventHash.sha256(data)))
     }
 
+    /// An entry being written piece by piece (`begin`, `write`, `end`).
+    private var open: (name: String, size: Int64, written: Int64, digest: ContentDigest)?
+
+    /// Begins an entry of `size` bytes that `write` hands over in pieces (an attachment of any size, never held whole).
+    func begin(_ name: String, size: Int64) throws(EditLogError) {
+        precondition(open == nil, "a tar entry is being written")
+        precondition(name.utf8.count < 100, "tar entry names stay under 100 bytes")
+        guard size <= Ustar.maxSize else { throw EditLogError(.invalidInput, "\(name) is larger than a ustar entry can hold (8 GiB)") }
+        try sink.write(Ustar.header(name: name, size: size, mtime: mtime))
+        open = (name, size, 0, ContentDigest())
+    }
+
+    /// The open entry's next bytes.
+    func write(_ piece: UnsafeRawBufferPointer) throws(EditLogError) {
+        guard var o = open else { preconditionFailure("no tar entry is open") }
+        guard o.written + Int64(piece.count) <= o.size else {
+            throw EditLogError(.corrupt, "\(o.name): more than the \(o.size) bytes its header announced")
+        }
+        open = nil
+        o.written += Int64(piece.count)
+        o.digest.update(piece)
+        open = o
+        try sink.write(piece)
+    }
+
+    /// Ends the open entry (all its bytes written) and returns their SHA-256.
+    func end() throws(EditLogError) -> [UInt8] {
+        guard let o = open else { preconditionFailure("no tar entry is open") }
+        open = nil
+        guard o.written == o.size else { throw EditLogError(.corrupt, "\(o.name): \(o.written) bytes of the \(o.size) its header announced") }
+        let pad = Ustar.padding(for: o.size)
+        if pad > 0 { try sink.write([UInt8](repeating: 0, count: pad)) }
+        let sha = o.digest.finalize()
+        entries.append((o.name, sha))
+        return sha
+    }
+
     /// The end-of-archive marker: two zero blocks.
     func finish() throws(EditLogError) {
         try sink.write([UInt8](repeating: 0, count: 2 * Ustar.block))

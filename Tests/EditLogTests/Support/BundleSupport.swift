@@ -36,7 +36,11 @@ enum BundleFixture {
     static func read(_ path: String, trust: [[UInt8]] = [], limits: BundleLimits = .default) throws -> (BundleContents, [RecordedEvent], [String: [UInt8]]) {
         var events: [RecordedEvent] = []
         var blobs: [String: [UInt8]] = [:]
-        let c = try BundleReader(path: path, limits: limits).read(trust: trust, event: { events.append($0) }, blob: { blobs[$0] = $1 })
+        let c = try BundleReader(path: path, limits: limits).read(trust: trust, event: { events.append($0) }, blob: { piece in
+            // Pieces come in order: each one starts where the blob's bytes so far end.
+            precondition(Int64(blobs[piece.shaText, default: []].count) == piece.offset, "a blob piece out of order")
+            blobs[piece.shaText, default: []].append(contentsOf: piece.bytes)
+        })
         return (c, events, blobs)
     }
 

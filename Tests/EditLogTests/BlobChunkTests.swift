@@ -1,0 +1,185 @@
+@testable import EditLogBundle
+import EditLog
+import EditLogStore
+import Foundation
+import GRDB
+import Testing
+
+/// Attachments larger than `BlobStorage.inlineLimit` are stored in chunks and travel through bundles piece by piece
+/// (the export, the import and both verifies never hold one whole); the store's checks cover the chunks as they
+/// cover inline blobs.
+@Suite struct BlobChunkTests {
+    /// Bytes that do not compress, the same for the same seed (xorshift64).
+    static func noise(_ count: Int, seed: UInt64) -> [UInt8] {
+        var x = seed | 1
+        var out = [UInt8](repeating: 0, count: count)
+        out.withUnsafeMutableBytes { raw in
+            var i = 0
+            while i < count {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17
+                withUnsafeBytes(of: x) { w in for b in w where i < count { raw[i] = b; i += 1 } }
+            }
+        }
+        return out
+    }
+
+    /// Two chunks and a bit past the inline limit: nine chunks, the last one short.
+    static let size = Int(BlobStorage.inlineLimit) * 2 + 12_345
+
+    /// Records a new tree with `bytes` attached; returns the bytes' SHA-256 (hex).
+    @discardableResult
+    static func attach(_ log: EditLog, _ bytes: [UInt8], tree n: Int) throws -> String {
+        var cmds = try script([
+            #"{"op":"create","layer":"Trees","globalId":"\#(newGID(n))","session":"big-\#(n)","geometry":{"x":-122.63,"y":45.52},"attributes":{"DBH":3}}"#,
+            #"{"op":"attach","attachmentId":"\#(newGID(n + 1))","name":"scan-\#(n).tif","contentType":"image/tiff","dataBase64":"AAEC","session":"big-\#(n)"}"#,
+            #"{"op":"finish","session":"big-\#(n)"}"#,
+        ])
+        // The script's placeholder bytes replaced: a base64 line of megabytes would only slow the test.
+        guard case .attach(let id, let name, let type, _, let preferred) = cmds[1].op else { preconditionFailure() }
+        cmds[1].op = .attach(attachmentId: id, name: name, contentType: type, data: bytes, preferredSize: preferred)
+        _ = try log.record(cmds, name: "big-\(n)", sha256: Hex.encode(EventHash.sha256(Array("big-\(n)".utf8))), allowRepeat: true)
+        return Hex.encode(EventHash.sha256(bytes))
+    }
+
+    /// The stored rows of a blob: its `blobs` row's size and inline byte count, and its chunks (number, bytes).
+    static func rows(_ path: String, _ sha: String) throws -> (size: Int64, inline: Int, chunks: [(Int64, Data)]) {
+        try RawLog.read(path) { db in
+            let key = Data(Hex.decode(sha)!)
+            let row = try #require(try Row.fetchOne(db, sql: "SELECT size, length(data) FROM blobs WHERE sha256 = ?", arguments: [key]))
+            let chunks = try Row.fetchAll(db, sql: "SELECT seq, data FROM blob_chunks WHERE sha256 = ? ORDER BY seq", arguments: [key]).map { ($0[0] as Int64, $0[1] as Data) }
+            return (row[0], row[1], chunks)
+        }
+    }
+
+    @Test func aLargeAttachmentIsStoredInChunksAndTravelsWholeThroughABundle() throws {
+        let d = TempDir()
+        let bytes = Self.noise(Self.size, seed: 7)
+        let a = try Fixture.treesLog(at: d.file("a.sqlite"), logId: "log-a")
+        let small = Self.noise(1_000, seed: 8)
+        let sha = try Self.attach(a, bytes, tree: 100)
+        let smallSha = try Self.attach(a, small, tree: 110)
+        #expect(try a.blob(sha256: sha) == bytes)
+        #expect(try a.blob(sha256: smallSha) == small)
+        #expect(try a.verify().ok)
+
+        let stored = try Self.rows(d.file("a.sqlite"), sha)
+        #expect(stored.size == Int64(bytes.count) && stored.inline == 0)
+        #expect(stored.chunks.map(\.0) == Array(0..<9))
+        #expect(stored.chunks.dropLast().allSatisfy { $0.1.count == BlobStorage.chunkBytes })
+        #expect(stored.chunks.reduce(Data()) { $0 + $1.1 } == Data(bytes))
+        let inline = try Self.rows(d.file("a.sqlite"), smallSha)
+        #expect(inline.inline == small.count && inline.chunks.isEmpty)
+
+        // Exported piece by piece: the bundle holds the bytes; its reader hands them over in pieces of a chunk at most.
+        _ = try a.exportBundle(to: d.file("a.bundle"))
+        var pieces = 0, largest = 0
+        _ = try BundleReader(path: d.file("a.bundle")).read(event: { _ in }, blob: { p in
+            if p.shaText == sha { pieces += 1; largest = max(largest, p.bytes.count) }
+        })
+        #expect(pieces == 9 && largest == BlobStorage.chunkBytes)
+        let (contents, _, blobs) = try BundleFixture.read(d.file("a.bundle"))
+        #expect(blobs[sha] == bytes && blobs[smallSha] == small)
+        #expect(contents.manifest.blobBytes >= Int64(bytes.count + small.count))
+        if BundleFixture.has("tar") {
+            let t = try CLI.sh("tar -xzOf '\(d.file("a.bundle"))' blobs/\(sha) | sha256sum")
+            #expect(t.status == 0 && t.stdout.hasPrefix(sha), "\(t.stdout)\(t.stderr)")
+        }
+
+        // Imported: the same bytes in the same chunks; a second import stores nothing.
+        let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "log-b")
+        let first = try b.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub").report
+        #expect(first.blobs >= 2)
+        #expect(try b.blob(sha256: sha) == bytes)
+        let copied = try Self.rows(d.file("b.sqlite"), sha)
+        #expect(copied.size == stored.size && copied.inline == 0 && copied.chunks.map(\.0) == stored.chunks.map(\.0))
+        #expect(copied.chunks.map(\.1) == stored.chunks.map(\.1))
+        #expect(try b.verify().ok)
+        let again = try b.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub").report
+        #expect(again.blobs == 0 && again.imported == 0)
+
+        // And on: b's own bundle carries the same bytes.
+        _ = try b.exportBundle(to: d.file("b.bundle"))
+        #expect(try BundleFixture.read(d.file("b.bundle")).2[sha] == bytes)
+    }
+
+    /// A large blob whose bytes in the bundle are not its name's fails at its last piece: nothing of it, or of the
+    /// import, is written.
+    @Test func aLargeBlobWithOtherBytesIsRefusedAndTheLogIsUnchanged() throws {
+        let d = TempDir()
+        let bytes = Self.noise(Self.size, seed: 9)
+        let a = try Fixture.treesLog(at: d.file("a.sqlite"), logId: "log-a")
+        let sha = try Self.attach(a, bytes, tree: 100)
+        _ = try a.exportBundle(to: d.file("a.bundle"))
+        try BundleFixture.edit(d.file("a.bundle"), to: d.file("bad.bundle")) { entries in
+            let i = try #require(entries.firstIndex { $0.name == "blobs/" + sha })
+            entries[i].data[entries[i].data.count - 3] ^= 0x10
+        }
+        let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "log-b")
+        b.close()
+        let before = BundleImportTests.fileBytes(d.file("b.sqlite"))
+        let reopened = try EditLog.open(at: d.file("b.sqlite"))
+        expectBundleError(.corrupt, "not its name") { _ = try reopened.importBundle(at: d.file("bad.bundle"), actor: "op", device: "hub") }
+        reopened.close()
+        #expect(BundleImportTests.fileBytes(d.file("b.sqlite")) == before, "the log is byte-identical")
+        #expect(try RawLog.read(d.file("b.sqlite")) { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM blob_chunks") } == 0)
+        expectBundleError(.corrupt, "not its name") { _ = try EditLog.verifyBundle(at: d.file("bad.bundle")) }
+    }
+
+    @Test func aChangedOrMissingChunkIsFoundByVerifyAndStopsAnExport() throws {
+        let d = TempDir()
+        let a = try Fixture.treesLog(at: d.file("a.sqlite"), logId: "log-a")
+        let sha = try Self.attach(a, Self.noise(Self.size, seed: 11), tree: 100)
+        a.close()
+        let key = "x'\(sha)'"
+        // One byte of chunk 3 changed.
+        try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("changed.sqlite"))
+        try RawLog.writeWithoutTransaction(d.file("changed.sqlite")) { db in
+            try db.execute(sql: """
+                DROP TRIGGER blob_chunks_append_only_update;
+                UPDATE blob_chunks SET data = substr(data, 1, 99) || x'00' || substr(data, 101) WHERE sha256 = \(key) AND seq = 3;
+                """)
+        }
+        let changed = try EditLog.verify(at: d.file("changed.sqlite"))
+        #expect(!changed.ok && changed.problems.contains { $0.contains("blob \(sha) does not match its content") }, "\(changed.problems)")
+        let c = try EditLog.open(at: d.file("changed.sqlite"), readonly: true)
+        expectBundleError(.corrupt, "does not have that SHA-256") { _ = try c.exportBundle(to: d.file("c.bundle")) }
+        c.close()
+        #expect(!FileManager.default.fileExists(atPath: d.file("c.bundle")))
+
+        // The last chunk gone.
+        try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("short.sqlite"))
+        try RawLog.writeWithoutTransaction(d.file("short.sqlite")) { db in
+            try db.execute(sql: "DROP TRIGGER blob_chunks_append_only_delete; DELETE FROM blob_chunks WHERE sha256 = \(key) AND seq = 8;")
+        }
+        let short = try EditLog.verify(at: d.file("short.sqlite"))
+        #expect(!short.ok && short.problems.contains { $0.contains("\(8 * BlobStorage.chunkBytes) bytes of \(Self.size)") }, "\(short.problems)")
+        let s = try EditLog.open(at: d.file("short.sqlite"), readonly: true)
+        expectBundleError(.corrupt, "does not hold the \(Self.size) bytes the log lists") { _ = try s.exportBundle(to: d.file("s.bundle")) }
+        s.close()
+
+        // A chunk of no blob.
+        try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("stray.sqlite"))
+        try RawLog.write(d.file("stray.sqlite")) { db in
+            try db.execute(sql: "INSERT INTO blob_chunks (sha256, seq, data) VALUES (zeroblob(32), 0, x'01')")
+        }
+        let stray = try EditLog.verify(at: d.file("stray.sqlite"))
+        #expect(!stray.ok && stray.problems.contains { $0.contains("1 blob chunk(s) belong to no blob stored in chunks") }, "\(stray.problems)")
+        #expect(try EditLog.verify(at: d.file("a.sqlite")).ok)
+    }
+
+    /// A log made before the chunk table existed gets it at its first read-write open, and stays valid.
+    @Test func aLogFromBeforeTheChunkTableIsMigrated() throws {
+        let d = TempDir()
+        let a = try Fixture.treesLog(at: d.file("old.sqlite"), logId: "log-old")
+        a.close()
+        try RawLog.write(d.file("old.sqlite")) { db in
+            try db.execute(sql: "DROP TABLE blob_chunks; DELETE FROM grdb_migrations WHERE identifier = 'v3-blob-chunks'")
+        }
+        #expect(throws: EditLogError.self) { _ = try EditLog.open(at: d.file("old.sqlite"), readonly: true) }
+        let migrated = try EditLog.open(at: d.file("old.sqlite"))
+        let bytes = Self.noise(Self.size, seed: 13)
+        let sha = try Self.attach(migrated, bytes, tree: 100)
+        #expect(try migrated.blob(sha256: sha) == bytes)
+        #expect(try migrated.verify().ok)
+    }
+}
