@@ -105,8 +105,18 @@ public final class EventStore: Sendable {
                 throw EditLogError(.unsupported, "this log was written by a newer EditLog (format \(format ?? 0)); this build reads format \(formatVersion). Upgrade editlog.", at: path)
             }
             if !complete {
-                if readonly { throw EditLogError(.unsupported, "this log needs a migration; open it once read-write", at: path) }
-                try StoreMigrations.migrator.migrate(q)
+                if readonly {
+                    // A log of an earlier version, read where it may not be written (an auditor's copy): fine when
+                    // every migration it lacks only adds what its reads never need.
+                    let m = StoreMigrations.migrator
+                    let pending = Set(m.migrations).subtracting(try q.read { try m.appliedIdentifiers($0) })
+                    if !pending.isSubset(of: StoreMigrations.readableWhilePending) {
+                        throw EditLogError(.unsupported, "this log was written by an earlier EditLog and needs a migration (\(pending.sorted().joined(separator: ", "))); "
+                                           + "open it once read-write (any writing command, e.g. `editlog rebuild`)", at: path)
+                    }
+                } else {
+                    try StoreMigrations.migrator.migrate(q)
+                }
             }
             let generator = ids ?? UUIDv7Generator(clock: clock)
             if let v7 = generator as? UUIDv7Generator, let newest = try q.read({ db in
@@ -122,10 +132,22 @@ public final class EventStore: Sendable {
 
     /// The DDL the migrations create (events, blobs, log_meta, their triggers and indexes), as `sqlite_master` holds it.
     /// `verify` compares a log's definitions with it: a dropped constraint or a neutered trigger is tampering too.
-    public static func expectedDefinitions() throws -> [String: String] {
+    /// With `applied` (the log's own `appliedMigrations`), only those migrations': a log of an earlier version read
+    /// without being migrated (`StoreMigrations.readableWhilePending`) is checked against what it should hold.
+    public static func expectedDefinitions(applied: Set<String>? = nil) throws -> [String: String] {
         let q = try DatabaseQueue()
-        try StoreMigrations.migrator.migrate(q)
+        let m = StoreMigrations.migrator
+        if let applied, let last = m.migrations.last(where: applied.contains) {
+            try m.migrate(q, upTo: last)
+        } else {
+            try m.migrate(q)
+        }
         return try q.read { db in try definitions(db) }
+    }
+
+    /// The identifiers of the store migrations a log has had.
+    public static func appliedMigrations(_ db: Database) throws -> Set<String> {
+        try StoreMigrations.migrator.appliedIdentifiers(db)
     }
 
     /// `sqlite_master` definitions (type and name to SQL) of the store's own objects (`.store`) or of the

@@ -5,6 +5,10 @@ enum StoreMigrations {
     /// SQLite `application_id` of an EditLog log ('EDLG').
     static let applicationId: Int32 = 0x4544_4C47
 
+    /// Migrations a log may lack and still be opened read-only (read where it may not be written): each only adds a
+    /// table that no read of a log without it needs (a log before `v3-blob-chunks` holds no chunked blob).
+    static let readableWhilePending: Set<String> = ["v3-blob-chunks"]
+
     static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
         m.registerMigration("v1-events") { db in

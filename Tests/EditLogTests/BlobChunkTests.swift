@@ -167,16 +167,34 @@ import Testing
         #expect(try EditLog.verify(at: d.file("a.sqlite")).ok)
     }
 
-    /// A log made before the chunk table existed gets it at its first read-write open, and stays valid.
-    @Test func aLogFromBeforeTheChunkTableIsMigrated() throws {
+    /// A log made before the chunk table existed is read and verified as it is where it is opened read-only (nothing
+    /// written), gets the table at its first read-write open, and stays valid.
+    @Test func aLogFromBeforeTheChunkTableIsReadAsItIsAndMigratedWhenWritten() throws {
         let d = TempDir()
         let a = try Fixture.treesLog(at: d.file("old.sqlite"), logId: "log-old")
+        let smallSha = try Self.attach(a, Self.noise(2_000, seed: 12), tree: 120)
         a.close()
         try RawLog.write(d.file("old.sqlite")) { db in
             try db.execute(sql: "DROP TABLE blob_chunks; DELETE FROM grdb_migrations WHERE identifier = 'v3-blob-chunks'")
         }
-        #expect(throws: EditLogError.self) { _ = try EditLog.open(at: d.file("old.sqlite"), readonly: true) }
+        func hasChunkTable() throws -> Bool { try RawLog.read(d.file("old.sqlite")) { try $0.tableExists("blob_chunks") } }
+        let reader = try EditLog.open(at: d.file("old.sqlite"), readonly: true)
+        #expect(try reader.blob(sha256: smallSha) == Self.noise(2_000, seed: 12))
+        #expect(try reader.verify().ok)
+        reader.close()
+        let report = try EditLog.verify(at: d.file("old.sqlite"))
+        #expect(report.ok, "\(report.problems)")
+        #expect(try !hasChunkTable(), "a read-only open writes nothing")
+        // A blob listed as chunked in a log without chunks is found, not a crash.
+        try FileManager.default.copyItem(atPath: d.file("old.sqlite"), toPath: d.file("odd.sqlite"))
+        try RawLog.write(d.file("odd.sqlite")) { db in
+            try db.execute(sql: "INSERT INTO blobs (sha256, size, data) VALUES (zeroblob(32), 5000000, x'')")
+        }
+        let odd = try EditLog.verify(at: d.file("odd.sqlite"))
+        #expect(!odd.ok && odd.problems.contains { $0.contains("empty, listed as 5000000 bytes") }, "\(odd.problems)")
+
         let migrated = try EditLog.open(at: d.file("old.sqlite"))
+        #expect(try hasChunkTable())
         let bytes = Self.noise(Self.size, seed: 13)
         let sha = try Self.attach(migrated, bytes, tree: 100)
         #expect(try migrated.blob(sha256: sha) == bytes)
