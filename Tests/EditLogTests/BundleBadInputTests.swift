@@ -36,6 +36,22 @@ import Testing
             try write(m, d.file("f.bundle"))
             expectBundleError(.corrupt, "f.bundle") { try read(d.file("f.bundle")) }
         }
+        // Every bit of the first member's header and of the second's: MTIME, XFL, OS and the flags too, which no
+        // CRC-32 covers (the header's own CRC-16 does). The magic of the first is "not a bundle"; any other is damage.
+        let header: [UInt8] = [0x1F, 0x8B, 8, 2]
+        let found = (12..<(b.count - 4)).first { (i: Int) -> Bool in b[i..<(i + 4)].elementsEqual(header) }
+        let second = try #require(found)
+        for member in [0, second] {
+            #expect(b[member + 3] == 0x02, "each member's header has FHCRC")
+            for offset in member..<(member + 12) {
+                for bit in 0..<8 {
+                    var m = b
+                    m[offset] ^= UInt8(1 << bit)
+                    try write(m, d.file("h.bundle"))
+                    expectBundleError(offset < 2 ? .invalidInput : .corrupt, "h.bundle") { try read(d.file("h.bundle")) }
+                }
+            }
+        }
     }
 
     @Test func wrongMagicIsNotABundle() throws {

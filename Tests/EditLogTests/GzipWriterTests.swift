@@ -76,9 +76,14 @@ import Testing
             #expect(GzipEngine.bundle == .zlib(level: 6, tuning: .bundle))
             #expect(BundleDeflate.auto.deflater == "zlib level 6, deflateTune(32, 258, 24, 10)")
         }
-        // The zlib deflater is the zlib member writer, buffer kept.
+        // The zlib deflater is the zlib member writer, buffer kept, with the header's CRC-16 added.
         let input = Self.text(70_000, seed: 5)
-        #expect(MemberDeflater(.zlib(level: 6, tuning: .bundle)).compress(input) == GzipMember.compress(input, level: 6, tuning: .bundle))
+        let plain = GzipMember.compress(input, level: 6, tuning: .bundle)
+        let member = MemberDeflater(.zlib(level: 6, tuning: .bundle)).compress(input)
+        #expect(member == GzipMember.withHeaderCRC(plain))
+        #expect(member.count == plain.count + 2 && member[3] == 0x02 && Array(member[12...]) == Array(plain[10...]))
+        // RFC 1952's CRC-16 of this header (1f 8b 08 02, MTIME 0, XFL 0, OS 3), as Python's zlib.crc32 gives it.
+        #expect(Array(member[0..<12]) == [0x1F, 0x8B, 8, 2, 0, 0, 0, 0, 0, 3, 0xA7, 0x77], "\(Array(member[0..<12]))")
     }
 
     @Test(arguments: engines)

@@ -60,6 +60,26 @@ enum GzipMember {
     }
 }
 
+extension GzipMember {
+    /// A member written with a plain 10-byte header (no extra field, name, comment or header CRC: what zlib and
+    /// libdeflate write), given the FHCRC flag and the CRC-16 of its header (RFC 1952 §2.3.1: the low 16 bits of the
+    /// header's CRC-32). Then no bit of a header can change unseen: the CRC-32 of the trailer covers only the data,
+    /// so a flipped bit in MTIME, XFL, OS or a flag would otherwise pass every gunzip. Readers check it (zlib's
+    /// inflate, `gzip -t`, pigz, Python's gzip module skip it).
+    static func withHeaderCRC(_ member: some Collection<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(member.count + 2)
+        out.append(contentsOf: member.prefix(10))
+        precondition(out.count == 10 && out[0] == 0x1F && out[1] == 0x8B && out[3] == 0, "a member with a plain 10-byte gzip header")
+        out[3] = 0x02  // FHCRC
+        let crc = out.withUnsafeBufferPointer { UInt32(crc32(0, $0.baseAddress, 10)) }
+        out.append(UInt8(truncatingIfNeeded: crc))
+        out.append(UInt8(truncatingIfNeeded: crc >> 8))
+        out.append(contentsOf: member.dropFirst(10))
+        return out
+    }
+}
+
 /// Which library deflates a writer's members, and how hard. Both write standard, independent gzip members that any
 /// gunzip reads; only their compressed bytes differ.
 enum GzipEngine: Sendable, Equatable {
@@ -118,11 +138,11 @@ final class MemberDeflater {
 
     deinit { if case .libdeflate(let lib, let c) = backend { lib.free(c) } }
 
-    /// `input` as one complete gzip member.
+    /// `input` as one complete gzip member, its header protected by a CRC-16 (`GzipMember.withHeaderCRC`).
     func compress(_ input: [UInt8]) -> [UInt8] {
         switch backend {
         case .zlib(let level, let tuning):
-            return GzipMember.compress(input, level: level, tuning: tuning, scratch: &scratch)
+            return GzipMember.withHeaderCRC(GzipMember.compress(input, level: level, tuning: tuning, scratch: &scratch))
         case .libdeflate(let lib, let c):
             let bound = lib.gzipBound(c, input.count)
             if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
@@ -130,7 +150,7 @@ final class MemberDeflater {
                 scratch.withUnsafeMutableBytes { outp in
                     let n = lib.gzipCompress(c, inp.baseAddress, inp.count, outp.baseAddress, bound)
                     precondition(n > 0, "libdeflate did not finish within its bound")
-                    return Array(UnsafeRawBufferPointer(rebasing: outp[0..<n]))
+                    return GzipMember.withHeaderCRC(UnsafeRawBufferPointer(rebasing: outp[0..<n]))
                 }
             }
         }
