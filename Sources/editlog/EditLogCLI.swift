@@ -74,7 +74,7 @@ struct ClockOption: ParsableArguments {
 
 /// A moment given on the command line: a position, or an ISO-8601 time with a zone.
 func auditPoint(_ s: String, _ what: String) throws -> LogMoment {
-    guard let p = LogMoment(s) else { throw ValidationError("\(what) \"\(s)\" is neither a position nor an ISO-8601 time with a zone") }
+    guard let p = LogMoment(s) else { throw ValidationError("\(what) \"\(s)\" is neither a position nor an ISO-8601 time with a zone (or a date, taken as 00:00 UTC)") }
     return p
 }
 

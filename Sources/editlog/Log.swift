@@ -32,8 +32,8 @@ struct Log: ParsableCommand {
     @OptionGroup var output: JSONFlag
 
     func validate() throws {
-        if let s = since, Timestamp.normalize(s) == nil { throw ValidationError("--since \"\(s)\" is not an ISO-8601 time with a zone") }
-        if let u = until, Timestamp.normalize(u) == nil { throw ValidationError("--until \"\(u)\" is not an ISO-8601 time with a zone") }
+        if let s = since, Timestamp.normalize(s) == nil { throw ValidationError("--since \"\(s)\" is not an ISO-8601 time with a zone (or a date, taken as 00:00 UTC)") }
+        if let u = until, Timestamp.normalize(u) == nil { throw ValidationError("--until \"\(u)\" is not an ISO-8601 time with a zone (or a date, taken as 00:00 UTC)") }
         if let s = since.flatMap(Timestamp.parse), let u = until.flatMap(Timestamp.parse), s >= u {
             throw ValidationError("--since must be earlier than --until")
         }

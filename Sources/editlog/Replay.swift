@@ -44,7 +44,7 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var log: LogOptions
 
-    @Option(name: .customLong("as-of"), help: "A position (events 1...N) or an ISO-8601 time with a zone.")
+    @Option(name: .customLong("as-of"), help: "A position (events 1...N) or an ISO-8601 time with a zone (or a date, taken as 00:00 UTC).")
     var asOf: String
 
     @OptionGroup var clock: ClockOption
@@ -59,7 +59,7 @@ struct Replay: ParsableCommand {
     @OptionGroup var json: JSONFlag
 
     func validate() throws {
-        if LogMoment(asOf) == nil { throw ValidationError("--as-of \"\(asOf)\" is neither a position nor an ISO-8601 time with a zone") }
+        if LogMoment(asOf) == nil { throw ValidationError("--as-of \"\(asOf)\" is neither a position nor an ISO-8601 time with a zone (or a date, taken as 00:00 UTC)") }
     }
 
     func run() throws {

@@ -53,7 +53,7 @@ public struct ScriptParser {
             device = d
         }
         if let t = try r.string("at") {
-            guard let n = Timestamp.normalize(t) else { throw bad("\"at\" is not an ISO-8601 time with a zone: \"\(t.prefix(40))\"") }
+            guard let n = Timestamp.normalize(t) else { throw bad("\"at\" is not an ISO-8601 time with a zone (or a date, taken as 00:00 UTC): \"\(t.prefix(40))\"") }
             at = n
         }
         let session = try r.string("session")
