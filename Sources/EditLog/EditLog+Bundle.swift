@@ -45,6 +45,9 @@ extension EditLog {
         return try BundleExport.run(store: store, to: out, options: options, progress: progress)
     }
 
+    /// Who runs this process (`$USER`, `$LOGNAME`, else the effective user's account), for default actors.
+    public static var currentUser: String? { BundleExport.currentUser() }
+
     /// What deflates the bundles this process exports by default: the system libdeflate's level where it loads, else
     /// zlib's.
     public static var bundleDeflater: String { BundleDeflate.auto.deflater }

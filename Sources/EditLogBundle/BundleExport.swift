@@ -57,9 +57,14 @@ public struct BundleExportOptions: Sendable {
 /// Reads a store and writes a bundle: two passes over the range in one read transaction (the first counts and
 /// finds the blobs for the manifest, which comes first; the second writes), so nothing is held whole.
 public enum BundleExport {
+    /// Who runs this process: `$USER`, else `$LOGNAME`, else the account of the effective user id (cron, systemd and
+    /// containers often set neither variable); nil only when none names one.
     public static func currentUser() -> String? {
         let env = ProcessInfo.processInfo.environment
-        return env["USER"] ?? env["LOGNAME"]
+        if let u = env["USER"] ?? env["LOGNAME"], !u.isEmpty { return u }
+        guard let pw = getpwuid(geteuid()), let name = pw.pointee.pw_name else { return nil }
+        let s = String(cString: name)
+        return s.isEmpty ? nil : s
     }
 
     /// The position a `--since` names in this store, for an export of `layers` (given names; nil: every layer; and

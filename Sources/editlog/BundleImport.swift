@@ -30,7 +30,7 @@ struct BundleImportCommand: ParsableCommand {
     var trust: [String] = []
 
     @Option(name: .long, help: "Who runs the import (the actor of its decisions and derived values).")
-    var actor: String = ProcessInfo.processInfo.environment["USER"] ?? "editlog"
+    var actor: String = EditLog.currentUser ?? "editlog"
 
     @Option(name: .long, help: "Where the import runs (the device of its decisions).")
     var device: String = ProcessInfo.processInfo.hostName

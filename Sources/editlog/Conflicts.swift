@@ -131,7 +131,7 @@ struct ConflictsResolve: ParsableCommand {
     var value: String?
 
     @Option(name: .long, help: "Who resolves it.")
-    var actor: String = ProcessInfo.processInfo.environment["USER"] ?? "editlog"
+    var actor: String = EditLog.currentUser ?? "editlog"
 
     @Option(name: .long, help: "Where it is resolved.")
     var device: String = ProcessInfo.processInfo.hostName

@@ -34,7 +34,7 @@ struct Sync: ParsableCommand {
     var dryRun = false
 
     @Option(name: .long, help: "Who runs the sync (the actor of its decisions and state events).")
-    var actor: String = ProcessInfo.processInfo.environment["USER"] ?? "editlog-sync"
+    var actor: String = EditLog.currentUser ?? "editlog-sync"
 
     @Option(name: .long, help: "Where the sync runs (the device of its decisions and state events).")
     var device: String = ProcessInfo.processInfo.hostName

@@ -50,6 +50,20 @@ import Testing
 
     /// A public key file is never a signing key: `--sign ops.pub` is refused, names the file and what it is, and
     /// writes nothing (the public key's bytes used as a private seed would let anyone holding ops.pub sign as it).
+    /// Without $USER or $LOGNAME (cron, systemd, containers), the bundle still names who made it, and an import's
+    /// actor is that account rather than a placeholder.
+    @Test func theCreatorIsTheAccountWhenNoVariableNamesIt() throws {
+        let d = TempDir()
+        try SharedBundle.shared.copyLog(to: d.file("log.sqlite"))
+        let account = try CLI.sh("id -un").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try #require(!account.isEmpty)
+        let r = try CLI.sh("env -u USER -u LOGNAME '\(CLI.binary)' bundle export '\(d.file("log.sqlite"))' --out '\(d.file("u.bundle"))' --until 50 --json")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try JSONParser.parse(r.stdout)["manifest"]?["creator"]?.stringValue == "editlog \(EditLogVersion.current) (user \(account))", "\(r.stdout)")
+        let help = try CLI.sh("env -u USER -u LOGNAME '\(CLI.binary)' bundle import --help")
+        #expect(help.stdout.contains("(default: \(account))"), "\(help.stdout)")
+    }
+
     @Test func aPublicKeyFileDoesNotSign() throws {
         let d = TempDir(), logs = TempDir()
         let db = logs.file("log.sqlite")
