@@ -317,16 +317,20 @@ public enum BundleExport {
         // whose SHA-256 is not their name.
         for (sha, size) in present {
             guard let key = Hex.decode(sha), key.count == 32 else { throw EditLogError(.corrupt, "blob \(sha) is not a SHA-256", at: store.path) }
-            var found = false
-            let digest: [UInt8]
-            do {
-                digest = try writer.add(BundleLayout.blobsPrefix + sha, size: size) { write in
-                    found = try BlobReading.pieces(db, sha256: key) { try write($0) } != nil
+            let digest = try writer.add(BundleLayout.blobsPrefix + sha, size: size) { write in
+                var held: Int64 = 0
+                let listed = try BlobReading.pieces(db, sha256: key) { piece in
+                    held += Int64(piece.count)
+                    guard held <= size else {
+                        throw EditLogError(.corrupt, "the stored blob \(sha) holds more than the \(size) bytes the log lists (run editlog verify)", at: store.path)
+                    }
+                    try write(piece)
                 }
-            } catch let e as EditLogError where e.kind == .corrupt && found {
-                throw EditLogError(.corrupt, "the stored blob \(sha) does not hold the \(size) bytes the log lists (run editlog verify): \(e.message)", at: store.path)
+                guard listed != nil else { throw EditLogError(.corrupt, "blob \(sha) vanished during the export", at: store.path) }
+                guard held == size else {
+                    throw EditLogError(.corrupt, "the stored blob \(sha) holds \(held) of the \(size) bytes the log lists (run editlog verify)", at: store.path)
+                }
             }
-            guard found else { throw EditLogError(.corrupt, "blob \(sha) vanished during the export", at: store.path) }
             guard digest == key else {
                 throw EditLogError(.corrupt, "the stored blob \(sha) does not have that SHA-256 (run editlog verify)", at: store.path)
             }

@@ -56,8 +56,11 @@ import Testing
         let bytes = Self.noise(Self.size, seed: 7)
         let a = try Fixture.treesLog(at: d.file("a.sqlite"), logId: "log-a")
         let small = Self.noise(1_000, seed: 8)
+        // Inline, but more than one piece of a bundle's reader: stored whole after its pieces.
+        let middle = Self.noise(BlobStorage.chunkBytes * 2 + 77, seed: 10)
         let sha = try Self.attach(a, bytes, tree: 100)
         let smallSha = try Self.attach(a, small, tree: 110)
+        let middleSha = try Self.attach(a, middle, tree: 130)
         #expect(try a.blob(sha256: sha) == bytes)
         #expect(try a.blob(sha256: smallSha) == small)
         #expect(try a.verify().ok)
@@ -78,8 +81,8 @@ import Testing
         })
         #expect(pieces == 9 && largest == BlobStorage.chunkBytes)
         let (contents, _, blobs) = try BundleFixture.read(d.file("a.bundle"))
-        #expect(blobs[sha] == bytes && blobs[smallSha] == small)
-        #expect(contents.manifest.blobBytes >= Int64(bytes.count + small.count))
+        #expect(blobs[sha] == bytes && blobs[smallSha] == small && blobs[middleSha] == middle)
+        #expect(contents.manifest.blobBytes >= Int64(bytes.count + small.count + middle.count))
         if BundleFixture.has("tar") {
             let t = try CLI.sh("tar -xzOf '\(d.file("a.bundle"))' blobs/\(sha) | sha256sum")
             #expect(t.status == 0 && t.stdout.hasPrefix(sha), "\(t.stdout)\(t.stderr)")
@@ -88,8 +91,10 @@ import Testing
         // Imported: the same bytes in the same chunks; a second import stores nothing.
         let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "log-b")
         let first = try b.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub").report
-        #expect(first.blobs >= 2)
-        #expect(try b.blob(sha256: sha) == bytes)
+        #expect(first.blobs >= 3)
+        #expect(try b.blob(sha256: sha) == bytes && b.blob(sha256: middleSha) == middle)
+        let middleRows = try Self.rows(d.file("b.sqlite"), middleSha)
+        #expect(middleRows.inline == middle.count && middleRows.chunks.isEmpty)
         let copied = try Self.rows(d.file("b.sqlite"), sha)
         #expect(copied.size == stored.size && copied.inline == 0 && copied.chunks.map(\.0) == stored.chunks.map(\.0))
         #expect(copied.chunks.map(\.1) == stored.chunks.map(\.1))
@@ -154,8 +159,19 @@ import Testing
         let short = try EditLog.verify(at: d.file("short.sqlite"))
         #expect(!short.ok && short.problems.contains { $0.contains("\(8 * BlobStorage.chunkBytes) bytes of \(Self.size)") }, "\(short.problems)")
         let s = try EditLog.open(at: d.file("short.sqlite"), readonly: true)
-        expectBundleError(.corrupt, "does not hold the \(Self.size) bytes the log lists") { _ = try s.exportBundle(to: d.file("s.bundle")) }
+        expectBundleError(.corrupt, "holds \(8 * BlobStorage.chunkBytes) of the \(Self.size) bytes the log lists") { _ = try s.exportBundle(to: d.file("s.bundle")) }
         s.close()
+
+        // The last chunk a byte longer.
+        try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("long.sqlite"))
+        try RawLog.writeWithoutTransaction(d.file("long.sqlite")) { db in
+            try db.execute(sql: "DROP TRIGGER blob_chunks_append_only_update; UPDATE blob_chunks SET data = data || x'00' WHERE sha256 = \(key) AND seq = 8;")
+        }
+        let long = try EditLog.verify(at: d.file("long.sqlite"))
+        #expect(!long.ok && long.problems.contains { $0.contains("\(Self.size + 1) bytes of \(Self.size)") }, "\(long.problems)")
+        let l = try EditLog.open(at: d.file("long.sqlite"), readonly: true)
+        expectBundleError(.corrupt, "holds more than the \(Self.size) bytes the log lists") { _ = try l.exportBundle(to: d.file("l.bundle")) }
+        l.close()
 
         // A chunk of no blob.
         try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("stray.sqlite"))
