@@ -152,6 +152,20 @@ extension EditLog {
         try read { db in try EventReading.blob(db, sha256: sha256) }
     }
 
+    /// A stored blob's size and the number of pieces `blobPiece` gives it in (1 up to 4 MiB; 1 MiB pieces above),
+    /// or nil when the log does not hold it: for a caller that sends an attachment without holding it whole.
+    public func blobLayout(sha256: String) throws(EditLogError) -> (size: Int64, pieces: Int)? {
+        guard let key = Hex.decode(sha256), key.count == 32 else { return nil }
+        return try read { db in try BlobReading.layout(db, sha256: key) }
+    }
+
+    /// Piece `index` (from 0) of a stored blob's bytes (`blobLayout`), or nil past its last piece. Each call is a
+    /// read of its own: a blob never changes once stored, so pieces read apart make the same bytes.
+    public func blobPiece(sha256: String, index: Int) throws(EditLogError) -> [UInt8]? {
+        guard let key = Hex.decode(sha256), key.count == 32 else { return nil }
+        return try read { db in try BlobReading.piece(db, sha256: key, index: index) }
+    }
+
     /// Aggregate figures for summaries.
     public func stats() throws(EditLogError) -> JSONValue {
         try read { db in

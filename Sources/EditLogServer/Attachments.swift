@@ -35,7 +35,7 @@ extension FeatureService {
         try requireAttachments(layer)
         let g = try liveGlobalId(layer, oid)
         guard let a = try handles.read({ try $0.attachmentInfo(id: id) }), a.parentGlobalId == g,
-              let bytes = try handles.read({ try $0.blob(sha256: a.sha256) }) else {
+              let layout = try handles.read({ try $0.blobLayout(sha256: a.sha256) }) else {
             throw ServiceError(code: 404, message: "Attachment not found.", details: [], status: .notFound)
         }
         var headers = HTTPFields()
@@ -43,7 +43,19 @@ extension FeatureService {
         let safeName = a.name.replacingOccurrences(of: "\"", with: "'").unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }
         headers[.contentDisposition] = "inline; filename=\"\(String(String.UnicodeScalarView(safeName)))\""
         headers[.eTag] = "\"\(a.sha256)\""
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        // Sent a piece at a time (1 MiB above 4 MiB, `BlobStorage`), each read when the last was written: a large
+        // attachment is never held whole, whatever its size and however many download it at once.
+        let handles = self.handles, sha = a.sha256
+        let body = ResponseBody(contentLength: Int(layout.size)) { writer in
+            for index in 0..<layout.pieces {
+                guard let piece = try handles.read({ try $0.blobPiece(sha256: sha, index: index) }) else {
+                    throw EditLogError(.corrupt, "attachment bytes \(sha) lack piece \(index) of \(layout.pieces) (run editlog verify)")
+                }
+                try await writer.write(ByteBuffer(bytes: piece))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
     }
 
     /// `queryAttachments`: `objectIds`, `globalIds` and/or `definitionExpression` choose the parents.

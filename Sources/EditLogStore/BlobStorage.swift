@@ -146,6 +146,27 @@ public enum BlobReading {
         return size
     }
 
+    /// How a stored blob is read piece by piece (`piece`): its size and its pieces' count (1 for a blob stored
+    /// inline, its chunks' for one stored in chunks), or nil when the log does not hold it.
+    public static func layout(_ db: Database, sha256: [UInt8]) throws -> (size: Int64, pieces: Int)? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT size, length(data) FROM blobs WHERE sha256 = ?"), arguments: [Data(sha256)]) else { return nil }
+        let size: Int64 = row[0], inline: Int = row[1]
+        guard isChunkedRow(size: size, inlineBytes: inline) else { return (size, 1) }
+        let n = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM blob_chunks WHERE sha256 = ?"), arguments: [Data(sha256)]) ?? 0
+        return (size, n)
+    }
+
+    /// Piece `index` of a stored blob (`layout`): its bytes for a blob stored inline (index 0), else chunk `index`;
+    /// nil when there is no such piece.
+    public static func piece(_ db: Database, sha256: [UInt8], index: Int) throws -> [UInt8]? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT size, data FROM blobs WHERE sha256 = ?"), arguments: [Data(sha256)]) else { return nil }
+        let size: Int64 = row[0]
+        let inline = row.dataNoCopy(atIndex: 1) ?? Data()
+        guard isChunkedRow(size: size, inlineBytes: inline.count) else { return index == 0 ? [UInt8](inline) : nil }
+        return try Data.fetchOne(db.cachedStatement(sql: "SELECT data FROM blob_chunks WHERE sha256 = ? AND seq = ?"),
+                                 arguments: [Data(sha256), index]).map { [UInt8]($0) }
+    }
+
     /// Whether a `blobs` row of `size` bytes whose `data` holds `inlineBytes` keeps its bytes in `blob_chunks`.
     public static func isChunkedRow(size: Int64, inlineBytes: Int) -> Bool { inlineBytes == 0 && size > 0 }
 

@@ -1,5 +1,6 @@
 import EditLog
 import EditLogServer
+import EditLogStore
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -10,6 +11,28 @@ import Testing
 struct ServerReadTests {
     static let base = ServedLog.base
     static let trees = try! Fixture.features("Trees")
+
+    /// An attachment stored in chunks is sent piece by piece: the same bytes, with its length announced.
+    @Test func aLargeAttachmentIsServedWhole() async throws {
+        try await ServedLog.run { client, log in
+            let gid = Self.trees[0]["GlobalID"]!.stringValue!
+            let photo = BlobChunkTests.noise(Int(BlobStorage.inlineLimit) + 3 * BlobStorage.chunkBytes / 2, seed: 21)
+            var cmds = try script([#"{"op":"edit","layer":"Trees","globalId":"\#(gid)","session":"s-big"}"#,
+                                   #"{"op":"attach","attachmentId":"{00000000-0000-4000-8000-0000000000B1}","name":"scan.tif","contentType":"image/tiff","dataBase64":"AAEC"}"#,
+                                   #"{"op":"finish"}"#])
+            cmds[1].op = .attach(attachmentId: "{00000000-0000-4000-8000-0000000000B1}", name: "scan.tif", contentType: "image/tiff", data: photo, preferredSize: "actual")
+            _ = try log.value.record(cmds, name: "big", sha256: Hex.encode(EventHash.sha256(photo)))
+            let layout = try #require(try log.value.blobLayout(sha256: Hex.encode(EventHash.sha256(photo))))
+            #expect(layout.size == Int64(photo.count) && layout.pieces == 6)
+            let list = try await client.getJSON(Self.base + "/0/1/attachments?f=json")
+            let id = try #require(list.json["attachmentInfos"]?.arrayValue?.first?["id"]?.intValue, "\(list.text)")
+            let got = try await client.execute(uri: Self.base + "/0/1/attachments/\(id)", method: .get) { r in
+                (r.status, Array(r.body.readableBytesView), r.headers[.contentLength])
+            }
+            #expect(got.0 == .ok && got.2 == String(photo.count))
+            #expect(got.1 == photo)
+        }
+    }
 
     @Test func attachmentsAreListedQueriedAndServed() async throws {
         try await ServedLog.run { client, log in
