@@ -15,7 +15,9 @@ struct EditLogBench: ParsableCommand {
         discussion: """
             Scenarios (default: all, in this order): append-bulk, append-session, rebuild, verify, history \
             (history and show; `show` is accepted as a name too), replay, export, report, diff, bundle-export, \
-            bundle-import, bundle-verify, serve (editlog serve under wrk: queries and applyEdits, 16 connections; its rows say peer unavailable without wrk). The read and bundle scenarios (all but append-session and diff) use the big log \
+            bundle-import, bundle-verify, bundle-big-attachment (one attachment of --attachment-mib MiB through export, verify and \
+            import: peak RSS of each), serve (editlog serve under wrk: queries and applyEdits, 16 connections; its rows say peer unavailable without wrk), sync. \
+            The read and bundle scenarios (all but append-session, diff and bundle-big-attachment) use the big log \
             append-bulk leaves (bundle-import and bundle-verify the bundle bundle-export makes of it); each is built first, \
             unreported, when only later scenarios are asked for. Each scenario runs in a child \
             process, measuring the operation and then its floor; the table prints each ratio (throughput / floor \
