@@ -76,9 +76,10 @@ public final class BundleReader {
 
     /// Streams the rest: each event (decoded, its chain hash re-computed from `previousHash` and checked; the
     /// manifest's count, first and last hash checked at the end), each blob in pieces (`BlobPiece`, in order; the last
-    /// one handed over only once the bytes' SHA-256 matched the blob's name), then SHA256SUMS (every entry's hash and the entry list) and the signature (checked; with a non-empty
-    /// `trust` the signer must be one of them and a signature is required). The callbacks run before the final
-    /// checks: do the work in a transaction and roll it back on a throw. Can be called once.
+    /// one handed over only once the bytes' SHA-256 matched the blob's name), then SHA256SUMS (every entry's hash and
+    /// the entry list) and the signature (checked; with a non-empty `trust` the signer must be one of them and a
+    /// signature is required). The callbacks run before the final checks: do the work in a transaction and roll it
+    /// back on a throw. Can be called once.
     public func read(trust: [[UInt8]] = [], event: (RecordedEvent) throws -> Void,
                      blob: (BlobPiece) throws -> Void) throws(EditLogError) -> BundleContents {
         try read(trust: trust, checked: { e, _, _ in try event(e) }, blob: blob)
