@@ -133,9 +133,9 @@ public enum BlobReading {
     /// not hold it. The bytes are not checked against the SHA-256: a caller that needs them right hashes them.
     @discardableResult
     public static func pieces(_ db: Database, sha256: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64? {
-        let key = Data(sha256)
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT size, data FROM blobs WHERE sha256 = ?"), arguments: [key])
-        guard let row = try rows.next() else { return nil }
+        // One row, read whole (an inline blob is at most `BlobStorage.inlineLimit` bytes): no statement is left
+        // stepping while `body` runs.
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT size, data FROM blobs WHERE sha256 = ?"), arguments: [Data(sha256)]) else { return nil }
         let size: Int64 = row[0]
         let inline = row.dataNoCopy(atIndex: 1) ?? Data()
         if inline.isEmpty && size > 0 {
