@@ -107,6 +107,33 @@ import Testing
         #expect(try BundleFixture.read(d.file("b.bundle")).2[sha] == bytes)
     }
 
+    /// The sizes around the limits: stored inline up to `inlineLimit`, in chunks above (no empty last chunk), the same
+    /// rows after a bundle's round trip, and the same bytes.
+    @Test func sizesAroundTheLimitsAreStoredAndCarriedExactly() throws {
+        let d = TempDir()
+        let chunk = BlobStorage.chunkBytes, inline = Int(BlobStorage.inlineLimit)
+        let sizes = [1, chunk - 1, chunk, chunk + 1, inline, inline + 1, 2 * inline]
+        let a = try Fixture.treesLog(at: d.file("a.sqlite"), logId: "log-a")
+        var shas: [(Int, String)] = []
+        for (i, n) in sizes.enumerated() { shas.append((n, try Self.attach(a, Self.noise(n, seed: UInt64(100 + i)), tree: 200 + 10 * i))) }
+        _ = try a.exportBundle(to: d.file("a.bundle"))
+        let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "log-b")
+        _ = try b.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub")
+        for (i, (n, sha)) in shas.enumerated() {
+            let bytes = Self.noise(n, seed: UInt64(100 + i))
+            for path in ["a.sqlite", "b.sqlite"] {
+                let r = try Self.rows(d.file(path), sha)
+                let chunked = n > inline
+                #expect(r.size == Int64(n) && r.inline == (chunked ? 0 : n), "\(path) \(n)")
+                #expect(r.chunks.count == (chunked ? (n + chunk - 1) / chunk : 0), "\(path) \(n)")
+                #expect(r.chunks.allSatisfy { !$0.1.isEmpty }, "\(path) \(n)")
+            }
+            #expect(try b.blob(sha256: sha) == bytes, "\(n)")
+            #expect(try b.blobLayout(sha256: sha)?.pieces == (n > inline ? (n + chunk - 1) / chunk : 1))
+        }
+        #expect(try b.verify().ok)
+    }
+
     /// A large blob whose bytes in the bundle are not its name's fails at its last piece: nothing of it, or of the
     /// import, is written.
     @Test func aLargeBlobWithOtherBytesIsRefusedAndTheLogIsUnchanged() throws {
