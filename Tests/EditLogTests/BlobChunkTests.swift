@@ -163,42 +163,34 @@ import Testing
         let sha = try Self.attach(a, Self.noise(Self.size, seed: 11), tree: 100)
         a.close()
         let key = "x'\(sha)'"
-        // One byte of chunk 3 changed.
-        try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("changed.sqlite"))
-        try RawLog.writeWithoutTransaction(d.file("changed.sqlite")) { db in
-            try db.execute(sql: """
-                DROP TRIGGER blob_chunks_append_only_update;
-                UPDATE blob_chunks SET data = substr(data, 1, 99) || x'00' || substr(data, 101) WHERE sha256 = \(key) AND seq = 3;
-                """)
+        /// A copy of the log changed by `sql`: `verify` names `problem`, and an export refuses with `message`, leaving
+        /// no file.
+        func expectFound(_ name: String, _ sql: String, verify problem: String, export message: String) throws {
+            let path = d.file(name + ".sqlite")
+            try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: path)
+            try RawLog.writeWithoutTransaction(path) { db in try db.execute(sql: sql) }
+            let r = try EditLog.verify(at: path)
+            #expect(!r.ok && r.problems.contains { $0.contains(problem) }, "\(name): \(r.problems)")
+            let log = try EditLog.open(at: path, readonly: true)
+            expectBundleError(.corrupt, message) { _ = try log.exportBundle(to: d.file(name + ".bundle")) }
+            log.close()
+            #expect(!FileManager.default.fileExists(atPath: d.file(name + ".bundle")), "\(name)")
         }
-        let changed = try EditLog.verify(at: d.file("changed.sqlite"))
-        #expect(!changed.ok && changed.problems.contains { $0.contains("blob \(sha) does not match its content") }, "\(changed.problems)")
-        let c = try EditLog.open(at: d.file("changed.sqlite"), readonly: true)
-        expectBundleError(.corrupt, "does not have that SHA-256") { _ = try c.exportBundle(to: d.file("c.bundle")) }
-        c.close()
-        #expect(!FileManager.default.fileExists(atPath: d.file("c.bundle")))
-
-        // The last chunk gone.
-        try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("short.sqlite"))
-        try RawLog.writeWithoutTransaction(d.file("short.sqlite")) { db in
-            try db.execute(sql: "DROP TRIGGER blob_chunks_append_only_delete; DELETE FROM blob_chunks WHERE sha256 = \(key) AND seq = 8;")
-        }
-        let short = try EditLog.verify(at: d.file("short.sqlite"))
-        #expect(!short.ok && short.problems.contains { $0.contains("\(8 * BlobStorage.chunkBytes) bytes of \(Self.size)") }, "\(short.problems)")
-        let s = try EditLog.open(at: d.file("short.sqlite"), readonly: true)
-        expectBundleError(.corrupt, "holds \(8 * BlobStorage.chunkBytes) of the \(Self.size) bytes the log lists") { _ = try s.exportBundle(to: d.file("s.bundle")) }
-        s.close()
-
-        // The last chunk a byte longer.
-        try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("long.sqlite"))
-        try RawLog.writeWithoutTransaction(d.file("long.sqlite")) { db in
-            try db.execute(sql: "DROP TRIGGER blob_chunks_append_only_update; UPDATE blob_chunks SET data = data || x'00' WHERE sha256 = \(key) AND seq = 8;")
-        }
-        let long = try EditLog.verify(at: d.file("long.sqlite"))
-        #expect(!long.ok && long.problems.contains { $0.contains("\(Self.size + 1) bytes of \(Self.size)") }, "\(long.problems)")
-        let l = try EditLog.open(at: d.file("long.sqlite"), readonly: true)
-        expectBundleError(.corrupt, "holds more than the \(Self.size) bytes the log lists") { _ = try l.exportBundle(to: d.file("l.bundle")) }
-        l.close()
+        let size = Self.size, eight = 8 * BlobStorage.chunkBytes
+        try expectFound("changed", """
+            DROP TRIGGER blob_chunks_append_only_update;
+            UPDATE blob_chunks SET data = CAST(substr(data, 1, 99) || x'00' || substr(data, 101) AS BLOB) WHERE sha256 = \(key) AND seq = 3;
+            """, verify: "blob \(sha) does not match its content", export: "does not have that SHA-256")
+        try expectFound("short", "DROP TRIGGER blob_chunks_append_only_delete; DELETE FROM blob_chunks WHERE sha256 = \(key) AND seq = 8;",
+                        verify: "\(eight) bytes of \(size)", export: "holds \(eight) of the \(size) bytes the log lists")
+        try expectFound("long", "DROP TRIGGER blob_chunks_append_only_update; UPDATE blob_chunks SET data = CAST(data || x'00' AS BLOB) WHERE sha256 = \(key) AND seq = 8;",
+                        verify: "\(size + 1) bytes of \(size)", export: "holds more than the \(size) bytes the log lists")
+        try expectFound("swapped", """
+            DROP TRIGGER blob_chunks_append_only_update;
+            UPDATE blob_chunks SET seq = 100 WHERE sha256 = \(key) AND seq = 1;
+            UPDATE blob_chunks SET seq = 1 WHERE sha256 = \(key) AND seq = 2;
+            UPDATE blob_chunks SET seq = 2 WHERE sha256 = \(key) AND seq = 100;
+            """, verify: "blob \(sha) does not match its content", export: "does not have that SHA-256")
 
         // A chunk of no blob.
         try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("stray.sqlite"))
