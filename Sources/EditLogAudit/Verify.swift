@@ -116,27 +116,43 @@ public enum Verifier {
         // Blobs: each is stored under the SHA-256 of its bytes.
         // A large one's bytes are in `blob_chunks`, read a chunk at a time (`BlobStorage`).
         let hasChunks = try db.tableExists("blob_chunks")
-        let blobs = try Row.fetchCursor(db, sql: "SELECT sha256, size, data FROM blobs")
+        // Each row as EditLog writes it: an integer size, bytes as a BLOB (text would read otherwise elsewhere), and
+        // for a chunked blob its chunks numbered 0, 1, … with integers, 1 MiB each but the last.
+        let blobs = try Row.fetchCursor(db, sql: "SELECT sha256, size, data, typeof(size), typeof(data) FROM blobs")
+        let chunkBytes = Int64(BlobStorage.chunkBytes)
         while let row = try blobs.next() {
             let key = [UInt8](row[0] as Data)
+            let name = "blob \(Hex.encode(key))"
+            r.blobs += 1
+            let sizeType: String = row[3], dataType: String = row[4]
+            guard sizeType == "integer", dataType == "blob" else {
+                r.fail(nil, "\(name) is not as EditLog writes it (its size is stored as \(sizeType), its bytes as \(dataType))"); continue
+            }
             let size: Int64 = row[1]
             let data = row.dataNoCopy(atIndex: 2) ?? Data()
-            r.blobs += 1
             if BlobReading.isChunkedRow(size: size, inlineBytes: data.count) {
                 // A log of an earlier version read without its migration has no chunk table: and no chunked blob.
-                guard hasChunks else { r.fail(nil, "blob \(Hex.encode(key)) does not match its content (empty, listed as \(size) bytes)"); continue }
-                var digest = ContentDigest(), count: Int64 = 0, expected: Int64 = 0, inOrder = true
-                try BlobReading.chunks(db, sha256: key) { seq, chunk in
-                    if seq != expected { inOrder = false }
-                    expected += 1
-                    count += Int64(chunk.count)
-                    digest.update(chunk)
+                guard hasChunks else { r.fail(nil, "\(name) does not match its content (empty, listed as \(size) bytes)"); continue }
+                let pieces = (size + chunkBytes - 1) / chunkBytes
+                var digest = ContentDigest(), count: Int64 = 0, seen: Int64 = 0, inOrder = true, typed = true, cut = true
+                let chunks = try Row.fetchCursor(db.cachedStatement(sql: "SELECT seq, data, typeof(seq), typeof(data) FROM blob_chunks WHERE sha256 = ? ORDER BY seq"),
+                                                 arguments: [Data(key)])
+                while let c = try chunks.next() {
+                    if (c[2] as String) != "integer" || (c[3] as String) != "blob" { typed = false }
+                    if (c[0] as Int64) != seen { inOrder = false }
+                    let bytes = c.dataNoCopy(atIndex: 1) ?? Data()
+                    if Int64(bytes.count) != (seen < pieces - 1 ? chunkBytes : size - (pieces - 1) * chunkBytes) { cut = false }
+                    seen += 1
+                    count += Int64(bytes.count)
+                    digest.update(bytes)
                 }
-                if !inOrder || count != size || digest.finalize() != key {
-                    r.fail(nil, "blob \(Hex.encode(key)) does not match its content (its chunks are \(inOrder ? "" : "not numbered in order, ")\(count) bytes of \(size))")
+                if !typed || !inOrder || count != size || digest.finalize() != key {
+                    r.fail(nil, "\(name) does not match its content (its chunks are \(typed ? "" : "not all integer-numbered blobs, ")\(inOrder ? "" : "not numbered in order, ")\(count) bytes of \(size))")
+                } else if !cut || seen != pieces {
+                    r.fail(nil, "\(name) is not stored as EditLog writes it: \(seen) chunks where \(pieces) of \(chunkBytes) bytes (the last shorter) are expected")
                 }
             } else if EventHash.sha256(data) != key || size != Int64(data.count) {
-                r.fail(nil, "blob \(Hex.encode(key)) does not match its content")
+                r.fail(nil, "\(name) does not match its content")
             }
         }
         // Chunks belong to a blob listed as chunked: any other was written outside EditLog.

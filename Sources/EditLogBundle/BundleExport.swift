@@ -256,10 +256,15 @@ public enum BundleExport {
             var missing: [String] = []
             do {
                 for sha in pass.blobs {
-                    let size = try Hex.decode(sha).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"), arguments: [Data($0)]) }
-                    if let size { present.append((sha, size)) } else { missing.append(sha) }
+                    let size = try Hex.decode(sha).flatMap { $0.count == 32 ? try BlobReading.size(db, sha256: $0) : nil }
+                    guard let size else { missing.append(sha); continue }
+                    // A tar entry holds at most 8 GiB (and the manifest's sum stays far from overflowing).
+                    guard size <= Ustar.maxSize else {
+                        throw EditLogError(.invalidInput, "attachment bytes \(sha) are \(size) bytes, more than a bundle entry can hold (8 GiB)", at: store.path)
+                    }
+                    present.append((sha, size))
                 }
-            } catch { throw EditLogError.wrapping(error, at: store.path) }
+            } catch let e as EditLogError { throw e.location == nil ? e.at(store.path) : e } catch { throw EditLogError.wrapping(error, at: store.path) }
             let manifest = BundleManifest(
                 originLogId: store.logId, schemaFingerprint: SchemaFingerprint.of(schemaPayload: schemaEvent.payload), fromPosition: from,
                 toPosition: until, eventCount: pass.count, firstEventHash: pass.firstHash.map(Hex.encode), lastEventHash: pass.lastHash.map(Hex.encode),

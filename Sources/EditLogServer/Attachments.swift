@@ -44,15 +44,29 @@ extension FeatureService {
         headers[.contentDisposition] = "inline; filename=\"\(String(String.UnicodeScalarView(safeName)))\""
         headers[.eTag] = "\"\(a.sha256)\""
         // Sent a piece at a time (1 MiB above 4 MiB, `BlobStorage`), each read when the last was written: a large
-        // attachment is never held whole, whatever its size and however many download it at once.
-        let handles = self.handles, sha = a.sha256
-        let body = ResponseBody(contentLength: Int(layout.size)) { writer in
-            for index in 0..<layout.pieces {
-                guard let piece = try handles.read({ try $0.blobPiece(sha256: sha, index: index) }) else {
-                    throw EditLogError(.corrupt, "attachment bytes \(sha) lack piece \(index) of \(layout.pieces) (run editlog verify)")
-                }
-                try await writer.write(ByteBuffer(bytes: piece))
+        // attachment is never held whole, whatever its size and however many download it at once. The bytes are
+        // counted and hashed on the way and the last piece is held back until both match (as a bundle's reader
+        // does): stored bytes that are not the attachment's end the transfer short, never as a complete response,
+        // and nothing is ever written past the announced length.
+        let handles = self.handles, sha = a.sha256, size = layout.size, pieces = layout.pieces, logError = r.logError
+        let body = ResponseBody(contentLength: Int(size)) { writer in
+            var digest = ContentDigest(), sent: Int64 = 0, held: [UInt8]?
+            func fail(_ what: String) -> EditLogError {
+                let e = EditLogError(.corrupt, "attachment bytes \(sha): \(what); the download was cut short (run editlog verify)")
+                logError(e.description)
+                return e
             }
+            for index in 0..<pieces {
+                guard let piece = try handles.read({ try $0.blobPiece(sha256: sha, index: index) }) else { throw fail("piece \(index) of \(pieces) is missing") }
+                sent += Int64(piece.count)
+                guard sent <= size else { throw fail("the stored bytes are more than the \(size) listed") }
+                digest.update(piece)
+                if let held { try await writer.write(ByteBuffer(bytes: held)) }
+                held = piece
+            }
+            guard sent == size else { throw fail("the stored bytes are \(sent) of the \(size) listed") }
+            guard Hex.encode(digest.finalize()) == sha.lowercased() else { throw fail("the stored bytes have another SHA-256") }
+            if let held { try await writer.write(ByteBuffer(bytes: held)) }
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: headers, body: body)

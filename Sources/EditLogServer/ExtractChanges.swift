@@ -122,10 +122,14 @@ struct AttachmentChanges {
 }
 
 extension FeatureService {
+    /// The most attachment bytes one `extractChanges` response embeds (`returnAttachmentsDataByUrl=false`): 32 MiB.
+    static let maxEmbeddedAttachmentBytes: Int64 = 32 << 20
+
     /// `{"adds", "updates", "deleteIds"}` for `AttachmentChanges`: each live attachment with its URL on this
     /// service or its bytes in base64. One that is gone by now (removed after the window) is left out.
     func attachmentEdits(_ changes: AttachmentChanges, layer: LayerSchema, byURL: Bool, _ r: ServiceRequest) throws -> JSONValue {
         let ref = String(layer.id)
+        var embedded: Int64 = 0
         func infos(_ ids: [String]) throws -> [JSONValue] {
             try handles.read { log in
                 var out: [JSONValue] = []
@@ -136,6 +140,14 @@ extension FeatureService {
                     if byURL {
                         o["url"] = .string("\(r.serviceURL)/\(layer.id)/\(parent.objectId)/attachments/\(a.id)")
                     } else {
+                        // Embedded bytes are held whole, in base64, in the response: bounded, so that a few requests
+                        // cannot take the server's memory. Larger windows ask for URLs, which stream.
+                        embedded += a.size
+                        guard embedded <= Self.maxEmbeddedAttachmentBytes else {
+                            throw ServiceError(code: 400, message: "Unable to extract changes.",
+                                               details: ["the attachments of this window hold more than \(Self.maxEmbeddedAttachmentBytes) bytes: "
+                                                         + "ask for them by URL (returnAttachmentsDataByUrl=true)"])
+                        }
                         guard let bytes = try log.blob(sha256: a.sha256) else { continue }
                         o["data"] = .string(Data(bytes).base64EncodedString())
                     }

@@ -39,6 +39,8 @@ struct ServiceRequest: Sendable {
     var device: String
     /// `http://host:port/arcgis/rest/services/<name>/FeatureServer` as the client addressed it (links in answers).
     var serviceURL: String = ""
+    /// Reports a failure that no response can carry any more (a body that fails while it is sent), to the server's log.
+    var logError: @Sendable (String) -> Void = { _ in }
     var pretty: Bool { params["f"]?.lowercased() == "pjson" }
     var format: String { params["f"]?.lowercased() ?? "json" }
 }
@@ -108,6 +110,8 @@ final class FeatureService: Sendable {
         }
         let agent = request.headers[.userAgent].map { String($0.prefix(256)) } ?? "unknown"
         var req = ServiceRequest(params: params, user: user, device: agent.isEmpty ? "unknown" : agent)
+        let logger = context.logger
+        req.logError = { message in logger.error("\(message)") }
         let authority = request.head.authority ?? "\(options.host):\(options.port)"
         let prefix = request.uri.path.lowercased().hasPrefix("/arcgis/") ? "/arcgis" : ""
         req.serviceURL = "http://\(authority)\(prefix)/rest/services/\(options.serviceName.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? options.serviceName)/FeatureServer"

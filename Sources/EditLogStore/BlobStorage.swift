@@ -117,54 +117,75 @@ extension Appender {
     public func beginBlob(sha256: [UInt8], size: Int64) throws -> BlobWriter? {
         precondition(sha256.count == 32, "a blob is keyed by its 32-byte SHA-256")
         guard try BlobReading.size(db, sha256: sha256) == nil else { return nil }
+        if BlobStorage.isChunked(size: size), try BlobReading.chunkCount(db, sha256: sha256) > 0 {
+            throw EditLogError(.corrupt, "the log holds chunks of attachment bytes \(Hex.encode(sha256)) that no blob lists: they were written outside EditLog (run editlog verify)")
+        }
         return BlobWriter(db: db, sha256: sha256, size: size)
     }
 }
 
-/// Reads stored blobs, whole or piece by piece.
+/// Reads stored blobs, whole or piece by piece. A row that is not as EditLog writes it (a size that is not a
+/// non-negative integer, bytes stored as text, a chunk number that is not an integer: only a change made outside
+/// EditLog does that) is a `corrupt` error naming the blob, never a crash; `editlog verify` reports each.
 public enum BlobReading {
+    static func altered(_ sha256: [UInt8], _ what: String) -> EditLogError {
+        EditLogError(.corrupt, "the stored blob \(Hex.encode(sha256)) is not as EditLog writes it: \(what) (run editlog verify)")
+    }
+
     /// A stored blob's size, or nil when the log does not hold it.
     public static func size(_ db: Database, sha256: [UInt8]) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE sha256 = ?"), arguments: [Data(sha256)])
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT size, typeof(size) FROM blobs WHERE sha256 = ?"), arguments: [Data(sha256)]) else { return nil }
+        guard (row[1] as String) == "integer", let size = row[0] as Int64?, size >= 0 else { throw altered(sha256, "its size is not a byte count") }
+        return size
+    }
+
+    /// A stored blob's `blobs` row: its size and its inline bytes (empty for a blob stored in chunks).
+    static func storedRow(_ db: Database, sha256: [UInt8]) throws -> (size: Int64, inline: Data)? {
+        let sql = "SELECT size, data, typeof(size), typeof(data) FROM blobs WHERE sha256 = ?"
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [Data(sha256)]) else { return nil }
+        guard (row[2] as String) == "integer", let size = row[0] as Int64?, size >= 0 else { throw altered(sha256, "its size is not a byte count") }
+        guard (row[3] as String) == "blob" else { throw altered(sha256, "its bytes are stored as \(row[3] as String)") }
+        return (size, row.dataNoCopy(atIndex: 1) ?? Data())
     }
 
     /// Hands a stored blob's bytes to `body` in order, in pieces of at most `BlobStorage.inlineLimit` bytes (valid
     /// during the call only). Returns the size the log lists for it, or nil (and calls nothing) when the log does
-    /// not hold it. The bytes are not checked against the SHA-256: a caller that needs them right hashes them.
+    /// not hold it. The bytes are not checked against the SHA-256 or the size: a caller that needs them right
+    /// counts and hashes them.
     @discardableResult
     public static func pieces(_ db: Database, sha256: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64? {
         // One row, read whole (an inline blob is at most `BlobStorage.inlineLimit` bytes): no statement is left
         // stepping while `body` runs.
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT size, data FROM blobs WHERE sha256 = ?"), arguments: [Data(sha256)]) else { return nil }
-        let size: Int64 = row[0]
-        let inline = row.dataNoCopy(atIndex: 1) ?? Data()
-        if inline.isEmpty && size > 0 {
+        guard let row = try storedRow(db, sha256: sha256) else { return nil }
+        if isChunkedRow(size: row.size, inlineBytes: row.inline.count) {
             try chunks(db, sha256: sha256) { _, data in try data.withUnsafeBytes { try body($0) } }
         } else {
-            try inline.withUnsafeBytes { try body($0) }
+            try row.inline.withUnsafeBytes { try body($0) }
         }
-        return size
+        return row.size
     }
 
-    /// How a stored blob is read piece by piece (`piece`): its size and its pieces' count (1 for a blob stored
-    /// inline, its chunks' for one stored in chunks), or nil when the log does not hold it.
+    /// How a stored blob is read piece by piece (`piece`): its size and the number of pieces that size makes (1 for
+    /// a blob stored inline; one per `BlobStorage.chunkBytes` for one stored in chunks), or nil when the log does
+    /// not hold it. What is stored may differ: the caller counts the bytes it gets.
     public static func layout(_ db: Database, sha256: [UInt8]) throws -> (size: Int64, pieces: Int)? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT size, length(data) FROM blobs WHERE sha256 = ?"), arguments: [Data(sha256)]) else { return nil }
-        let size: Int64 = row[0], inline: Int = row[1]
-        guard isChunkedRow(size: size, inlineBytes: inline) else { return (size, 1) }
-        let n = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM blob_chunks WHERE sha256 = ?"), arguments: [Data(sha256)]) ?? 0
-        return (size, n)
+        let sql = "SELECT size, length(data), typeof(size) FROM blobs WHERE sha256 = ?"
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [Data(sha256)]) else { return nil }
+        guard (row[2] as String) == "integer", let size = row[0] as Int64?, size >= 0 else { throw altered(sha256, "its size is not a byte count") }
+        guard isChunkedRow(size: size, inlineBytes: row[1] as Int? ?? 0) else { return (size, 1) }
+        let chunk = Int64(BlobStorage.chunkBytes)
+        return (size, Int((size + chunk - 1) / chunk))
     }
 
     /// Piece `index` of a stored blob (`layout`): its bytes for a blob stored inline (index 0), else chunk `index`;
     /// nil when there is no such piece.
     public static func piece(_ db: Database, sha256: [UInt8], index: Int) throws -> [UInt8]? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT size, data FROM blobs WHERE sha256 = ?"), arguments: [Data(sha256)]) else { return nil }
-        let size: Int64 = row[0]
-        let inline = row.dataNoCopy(atIndex: 1) ?? Data()
-        guard isChunkedRow(size: size, inlineBytes: inline.count) else { return index == 0 ? [UInt8](inline) : nil }
-        return try Data.fetchOne(db.cachedStatement(sql: "SELECT data FROM blob_chunks WHERE sha256 = ? AND seq = ?"),
-                                 arguments: [Data(sha256), index]).map { [UInt8]($0) }
+        guard let row = try storedRow(db, sha256: sha256) else { return nil }
+        guard isChunkedRow(size: row.size, inlineBytes: row.inline.count) else { return index == 0 ? [UInt8](row.inline) : nil }
+        let sql = "SELECT data, typeof(data) FROM blob_chunks WHERE sha256 = ? AND seq = ?"
+        guard let chunk = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [Data(sha256), index]) else { return nil }
+        guard (chunk[1] as String) == "blob" else { throw altered(sha256, "chunk \(index) is stored as \(chunk[1] as String)") }
+        return [UInt8](chunk.dataNoCopy(atIndex: 0) ?? Data())
     }
 
     /// Whether a `blobs` row of `size` bytes whose `data` holds `inlineBytes` keeps its bytes in `blob_chunks`.
@@ -172,9 +193,19 @@ public enum BlobReading {
 
     /// The `blob_chunks` rows of a blob in order: each one's number and bytes (valid during the call only).
     public static func chunks(_ db: Database, sha256: [UInt8], _ body: (Int64, Data) throws -> Void) throws {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT seq, data FROM blob_chunks WHERE sha256 = ? ORDER BY seq"),
-                                       arguments: [Data(sha256)])
-        while let row = try rows.next() { try body(row[0], row.dataNoCopy(atIndex: 1) ?? Data()) }
+        let sql = "SELECT seq, data, typeof(seq), typeof(data) FROM blob_chunks WHERE sha256 = ? ORDER BY seq"
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: [Data(sha256)])
+        while let row = try rows.next() {
+            guard (row[2] as String) == "integer", (row[3] as String) == "blob" else {
+                throw altered(sha256, "a chunk's number or bytes have another type (\(row[2] as String), \(row[3] as String))")
+            }
+            try body(row[0], row.dataNoCopy(atIndex: 1) ?? Data())
+        }
+    }
+
+    /// How many `blob_chunks` rows hold pieces of a blob (a blob not yet stored has none: any are strays).
+    static func chunkCount(_ db: Database, sha256: [UInt8]) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM blob_chunks WHERE sha256 = ?"), arguments: [Data(sha256)]) ?? 0
     }
 
     /// A whole stored blob (for a caller that sends it whole: an HTTP response, an upload), or nil.

@@ -101,8 +101,11 @@ public final class EventStore: Sendable {
             guard appId == StoreMigrations.applicationId, let logId else {
                 throw EditLogError(.corrupt, "not an EditLog log (SQLite application_id is \(appId))", at: path)
             }
-            if superseded || (format ?? 0) > formatVersion {
+            if (format ?? 0) > formatVersion {
                 throw EditLogError(.unsupported, "this log was written by a newer EditLog (format \(format ?? 0)); this build reads format \(formatVersion). Upgrade editlog.", at: path)
+            }
+            if superseded {
+                throw EditLogError(.unsupported, "this log was migrated by a newer EditLog (it has store migrations this build does not know). Upgrade editlog.", at: path)
             }
             if !complete {
                 if readonly {

@@ -155,6 +155,16 @@ import Testing
         #expect(BundleImportTests.fileBytes(d.file("b.sqlite")) == before, "the log is byte-identical")
         #expect(try RawLog.read(d.file("b.sqlite")) { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM blob_chunks") } == 0)
         expectBundleError(.corrupt, "not its name") { _ = try EditLog.verifyBundle(at: d.file("bad.bundle")) }
+
+        // Chunks of this blob written into the log outside EditLog, before it is imported: refused, naming them.
+        try RawLog.write(d.file("b.sqlite")) { db in
+            try db.execute(sql: "INSERT INTO blob_chunks (sha256, seq, data) VALUES (x'\(sha)', 0, x'01')")
+        }
+        let strayed = try EditLog.open(at: d.file("b.sqlite"))
+        expectBundleError(.corrupt, "the log holds chunks of attachment bytes \(sha) that no blob lists") {
+            _ = try strayed.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub")
+        }
+        strayed.close()
     }
 
     @Test func aChangedOrMissingChunkIsFoundByVerifyAndStopsAnExport() throws {
@@ -191,6 +201,28 @@ import Testing
             UPDATE blob_chunks SET seq = 1 WHERE sha256 = \(key) AND seq = 2;
             UPDATE blob_chunks SET seq = 2 WHERE sha256 = \(key) AND seq = 100;
             """, verify: "blob \(sha) does not match its content", export: "does not have that SHA-256")
+
+        // Values of other types, which read otherwise through other paths: reported, refused, never a crash.
+        try expectFound("sizeText", "DROP TRIGGER blobs_append_only_update; UPDATE blobs SET size = 'abc' WHERE sha256 = \(key);",
+                        verify: "is not as EditLog writes it (its size is stored as text", export: "its size is not a byte count")
+        try expectFound("seqReal", "DROP TRIGGER blob_chunks_append_only_update; UPDATE blob_chunks SET seq = 3.5 WHERE sha256 = \(key) AND seq = 3;",
+                        verify: "not all integer-numbered blobs", export: "a chunk's number or bytes have another type")
+        try expectFound("dataText", "DROP TRIGGER blob_chunks_append_only_update; UPDATE blob_chunks SET data = CAST(data AS TEXT) WHERE sha256 = \(key) AND seq = 4;",
+                        verify: "not all integer-numbered blobs", export: "a chunk's number or bytes have another type")
+        // The right bytes in other chunks (an extra empty one; cut elsewhere): they still export, but verify says the
+        // layout is not EditLog's.
+        for (name, sql) in [("extraEmpty", "INSERT INTO blob_chunks (sha256, seq, data) VALUES (\(key), 9, x'')"),
+                            ("resplit", """
+                                DROP TRIGGER blob_chunks_append_only_update;
+                                UPDATE blob_chunks SET data = CAST(data || substr((SELECT data FROM blob_chunks WHERE sha256 = \(key) AND seq = 1), 1, 1000) AS BLOB) WHERE sha256 = \(key) AND seq = 0;
+                                UPDATE blob_chunks SET data = CAST(substr(data, 1001) AS BLOB) WHERE sha256 = \(key) AND seq = 1;
+                                """)] {
+            let path = d.file(name + ".sqlite")
+            try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: path)
+            try RawLog.writeWithoutTransaction(path) { db in try db.execute(sql: sql) }
+            let r = try EditLog.verify(at: path)
+            #expect(!r.ok && r.problems.contains { $0.contains("is not stored as EditLog writes it") }, "\(name): \(r.problems)")
+        }
 
         // A chunk of no blob.
         try FileManager.default.copyItem(atPath: d.file("a.sqlite"), toPath: d.file("stray.sqlite"))

@@ -54,6 +54,25 @@ import Testing
         }
     }
 
+    /// Bytes no checksum or signature covers: an entry's padding to 512 and the end-of-archive marker must be zeros,
+    /// or the same signed bundle could be many files.
+    @Test func nonZeroPaddingOrEndMarkerIsRefused() throws {
+        let d = TempDir()
+        let tar = try BundleFixture.tarBytes(shared.bundle)
+        let manifestSize = try BundleFixture.unpack(shared.bundle)[0].data.count
+        #expect(manifestSize % 512 != 0)
+        var padded = tar
+        padded[512 + manifestSize] = 0x41
+        try write(GzipMember.compress(padded), d.file("pad.bundle"))
+        expectBundleError(.corrupt, "manifest.json: its padding to 512 bytes is not all NULs") { try read(d.file("pad.bundle")) }
+        var marker = tar
+        marker[marker.count - 100] = 0x01
+        try write(GzipMember.compress(marker), d.file("end.bundle"))
+        expectBundleError(.corrupt, "end-of-archive marker's second block is not all zeros") { try read(d.file("end.bundle")) }
+        try write(GzipMember.compress(tar), d.file("same.bundle"))
+        try read(d.file("same.bundle"))
+    }
+
     @Test func wrongMagicIsNotABundle() throws {
         let d = TempDir()
         var b = try bytes(shared.bundle)

@@ -1,5 +1,5 @@
 import EditLog
-import EditLogServer
+@testable import EditLogServer
 import EditLogStore
 import Foundation
 import Hummingbird
@@ -31,6 +31,61 @@ struct ServerReadTests {
             }
             #expect(got.0 == .ok && got.2 == String(photo.count))
             #expect(got.1 == photo)
+        }
+    }
+
+    /// Stored bytes that are not the attachment's (a chunk changed, missing or longer, outside EditLog) never make a
+    /// complete response: the transfer is cut short (the last piece is held back until the count and the SHA-256
+    /// match), and nothing is written past the announced length.
+    @Test(arguments: ["changed", "missing", "longer"])
+    func aDamagedStoredAttachmentIsNeverServedAsComplete(damage: String) async throws {
+        try await ServedLog.run { client, log in
+            let gid = Self.trees[0]["GlobalID"]!.stringValue!
+            let photo = BlobChunkTests.noise(Int(BlobStorage.inlineLimit) + BlobStorage.chunkBytes + 5, seed: 22)
+            let sha = Hex.encode(EventHash.sha256(photo))
+            var cmds = try script([#"{"op":"edit","layer":"Trees","globalId":"\#(gid)","session":"s-big"}"#,
+                                   #"{"op":"attach","attachmentId":"{00000000-0000-4000-8000-0000000000B1}","name":"scan.tif","contentType":"image/tiff","dataBase64":"AAEC"}"#,
+                                   #"{"op":"finish"}"#])
+            cmds[1].op = .attach(attachmentId: "{00000000-0000-4000-8000-0000000000B1}", name: "scan.tif", contentType: "image/tiff", data: photo, preferredSize: "actual")
+            _ = try log.value.record(cmds, name: "big", sha256: sha)
+            let sql = switch damage {
+            case "changed": "DROP TRIGGER blob_chunks_append_only_update; UPDATE blob_chunks SET data = CAST(x'00' || substr(data, 2) AS BLOB) WHERE sha256 = x'\(sha)' AND seq = 2"
+            case "missing": "DROP TRIGGER blob_chunks_append_only_delete; DELETE FROM blob_chunks WHERE sha256 = x'\(sha)' AND seq = 5"
+            default: "DROP TRIGGER blob_chunks_append_only_update; UPDATE blob_chunks SET data = CAST(data || x'0102' AS BLOB) WHERE sha256 = x'\(sha)' AND seq = 5"
+            }
+            try RawLog.writeWithoutTransaction(log.value.path) { db in try db.execute(sql: sql) }
+            let list = try await client.getJSON(Self.base + "/0/1/attachments?f=json")
+            let id = try #require(list.json["attachmentInfos"]?.arrayValue?.first?["id"]?.intValue, "\(list.text)")
+            var received: [UInt8]?
+            do {
+                received = try await client.execute(uri: Self.base + "/0/1/attachments/\(id)", method: .get) { r in Array(r.body.readableBytesView) }
+            } catch {
+                received = nil  // the transfer failed: what a client must see
+            }
+            if let received {
+                #expect(received.count < photo.count, "\(damage): \(received.count) bytes received as a complete response")
+            }
+        }
+    }
+
+    /// `extractChanges` embeds attachment bytes up to a bound; past it, the client is told to ask for URLs.
+    @Test func extractChangesEmbedsAttachmentBytesUpToABound() async throws {
+        try await ServedLog.run { client, log in
+            let gid = Self.trees[0]["GlobalID"]!.stringValue!
+            let gen = try log.value.lastPosition()
+            let big = [UInt8](repeating: 7, count: Int(FeatureService.maxEmbeddedAttachmentBytes) + 1)
+            var cmds = try script([#"{"op":"edit","layer":"Trees","globalId":"\#(gid)","session":"s-big"}"#,
+                                   #"{"op":"attach","attachmentId":"{00000000-0000-4000-8000-0000000000B1}","name":"scan.tif","contentType":"image/tiff","dataBase64":"AAEC"}"#,
+                                   #"{"op":"finish"}"#])
+            cmds[1].op = .attach(attachmentId: "{00000000-0000-4000-8000-0000000000B1}", name: "scan.tif", contentType: "image/tiff", data: big, preferredSize: "actual")
+            _ = try log.value.record(cmds, name: "big", sha256: Hex.encode(EventHash.sha256(big)))
+            let q = [("layers", "[0]"), ("serverGens", "[\(gen)]"), ("returnAttachments", "true")]
+            let embedded = try await client.getJSON(Self.base + "/extractChanges" + queryString(q + [("returnAttachmentsDataByUrl", "false")]))
+            #expect(embedded.json["error"]?["code"] == 400, "\(embedded.text.prefix(300))")
+            #expect(embedded.text.contains("returnAttachmentsDataByUrl=true"), "\(embedded.text.prefix(300))")
+            let byURL = try await client.getJSON(Self.base + "/extractChanges" + queryString(q))
+            let adds = byURL.json["edits"]?.arrayValue?.first?["attachments"]?["adds"]?.arrayValue ?? []
+            #expect(adds.count == 1 && adds.first?["url"]?.stringValue != nil, "\(byURL.text.prefix(300))")
         }
     }
 

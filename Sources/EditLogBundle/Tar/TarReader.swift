@@ -43,11 +43,18 @@ final class TarReader {
     func next() throws(EditLogError) -> Entry? {
         if ended { return nil }
         if let current, remaining > 0 { throw corrupt("\(current): \(remaining) bytes left unread") }
-        if padding > 0 { _ = try readFully(padding, what: "the padding of \(current ?? "an entry")"); padding = 0 }
+        if padding > 0 {
+            // NULs, as ustar writes them: other bytes there are covered by no checksum or signature.
+            let pad = try readFully(padding, what: "the padding of \(current ?? "an entry")")
+            guard pad.allSatisfy({ $0 == 0 }) else { throw corrupt("\(current ?? "an entry"): its padding to 512 bytes is not all NULs") }
+            padding = 0
+        }
         current = nil
         let h = try readFully(Ustar.block, what: "an entry header")
         if h.allSatisfy({ $0 == 0 }) {
-            _ = try readFully(Ustar.block, what: "the end-of-archive marker")
+            guard try readFully(Ustar.block, what: "the end-of-archive marker").allSatisfy({ $0 == 0 }) else {
+                throw corrupt("the end-of-archive marker's second block is not all zeros")
+            }
             // Nothing but zeros may follow (reading to the end also checks the last member's CRC), and no more of them
             // than a tar record's padding: a stream of zeros deflates about 1000 to 1, so past the archive's end it
             // would be a decompression bomb that no ratio check over the whole bundle catches.

@@ -72,6 +72,17 @@ enum BundleFixture {
         _ = try file.finish()
     }
 
+    /// A bundle's whole tar stream (gunzipped).
+    static func tarBytes(_ path: String) throws -> [UInt8] {
+        let gz = try GzipInputStream(path: path, limits: .default)
+        var out: [UInt8] = [], buf = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = try gz.read(into: &buf, at: 0, count: buf.count)
+            if n == 0 { return out }
+            out += buf[..<n]
+        }
+    }
+
     /// Rewrites one entry's JSON (manifest, or one line of an event chunk) and repacks with fresh checksums.
     static func edit(_ path: String, to out: String, _ body: (inout [(name: String, data: [UInt8])]) throws -> Void) throws {
         var entries = try unpack(path)
