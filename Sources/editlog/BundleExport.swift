@@ -69,7 +69,9 @@ struct BundleExportCommand: ParsableCommand {
         try handleErrors {
             let key = try sign.map { try BundleSignature.readKeyFile($0, as: .privateKey) }
             if let key { _ = try BundleSignature.publicKey(ofPrivate: key) }
-            let editLog = try EditLog.open(at: log.db)
+            // Read-only unless the export is recorded for a peer: an export writes nothing else to the log (and so
+            // does not migrate a log of an earlier version either).
+            let editLog = try EditLog.open(at: log.db, readonly: peer == nil)
             defer { editLog.close() }
             let bar = ProgressBar(label: "export")
             let s: BundleExportSummary

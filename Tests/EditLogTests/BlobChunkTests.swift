@@ -252,6 +252,10 @@ import Testing
         let report = try EditLog.verify(at: d.file("old.sqlite"))
         #expect(report.ok, "\(report.problems)")
         #expect(try !hasChunkTable(), "a read-only open writes nothing")
+        // An export not recorded for a peer writes nothing to the log either.
+        let export = try CLI.run("bundle", "export", d.file("old.sqlite"), "--out", d.file("old.bundle"))
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect(try !hasChunkTable(), "an export without --peer writes nothing")
         // A blob listed as chunked in a log without chunks is found, not a crash.
         try FileManager.default.copyItem(atPath: d.file("old.sqlite"), toPath: d.file("odd.sqlite"))
         try RawLog.write(d.file("odd.sqlite")) { db in
