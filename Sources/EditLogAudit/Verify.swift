@@ -119,40 +119,16 @@ public enum Verifier {
         // Each row as EditLog writes it: an integer size, bytes as a BLOB (text would read otherwise elsewhere), and
         // for a chunked blob its chunks numbered 0, 1, … with integers, 1 MiB each but the last.
         let blobs = try Row.fetchCursor(db, sql: "SELECT sha256, size, data, typeof(size), typeof(data) FROM blobs")
-        let chunkBytes = Int64(BlobStorage.chunkBytes)
         while let row = try blobs.next() {
             let key = [UInt8](row[0] as Data)
-            let name = "blob \(Hex.encode(key))"
             r.blobs += 1
             let sizeType: String = row[3], dataType: String = row[4]
             guard sizeType == "integer", dataType == "blob" else {
-                r.fail(nil, "\(name) is not as EditLog writes it (its size is stored as \(sizeType), its bytes as \(dataType))"); continue
+                r.fail(nil, "blob \(Hex.encode(key)) is not as EditLog writes it (its size is stored as \(sizeType), its bytes as \(dataType))"); continue
             }
             let size: Int64 = row[1]
-            let data = row.dataNoCopy(atIndex: 2) ?? Data()
-            if BlobReading.isChunkedRow(size: size, inlineBytes: data.count) {
-                // A log of an earlier version read without its migration has no chunk table: and no chunked blob.
-                guard hasChunks else { r.fail(nil, "\(name) does not match its content (empty, listed as \(size) bytes)"); continue }
-                let pieces = (size + chunkBytes - 1) / chunkBytes
-                var digest = ContentDigest(), count: Int64 = 0, seen: Int64 = 0, inOrder = true, typed = true, cut = true
-                let chunks = try Row.fetchCursor(db.cachedStatement(sql: "SELECT seq, data, typeof(seq), typeof(data) FROM blob_chunks WHERE sha256 = ? ORDER BY seq"),
-                                                 arguments: [Data(key)])
-                while let c = try chunks.next() {
-                    if (c[2] as String) != "integer" || (c[3] as String) != "blob" { typed = false }
-                    if (c[0] as Int64) != seen { inOrder = false }
-                    let bytes = c.dataNoCopy(atIndex: 1) ?? Data()
-                    if Int64(bytes.count) != (seen < pieces - 1 ? chunkBytes : size - (pieces - 1) * chunkBytes) { cut = false }
-                    seen += 1
-                    count += Int64(bytes.count)
-                    digest.update(bytes)
-                }
-                if !typed || !inOrder || count != size || digest.finalize() != key {
-                    r.fail(nil, "\(name) does not match its content (its chunks are \(typed ? "" : "not all integer-numbered blobs, ")\(inOrder ? "" : "not numbered in order, ")\(count) bytes of \(size))")
-                } else if !cut || seen != pieces {
-                    r.fail(nil, "\(name) is not stored as EditLog writes it: \(seen) chunks where \(pieces) of \(chunkBytes) bytes (the last shorter) are expected")
-                }
-            } else if EventHash.sha256(data) != key || size != Int64(data.count) {
-                r.fail(nil, "\(name) does not match its content")
+            try row.withUnsafeData(atIndex: 2) { data in
+                try verifyBlob(db, key: key, size: size, inline: data ?? Data(), hasChunks: hasChunks, into: &r)
             }
         }
         // Chunks belong to a blob listed as chunked: any other was written outside EditLog.
@@ -168,6 +144,38 @@ public enum Verifier {
             if try Bool.fetchOne(present, arguments: [Data(key)]) != true {
                 r.fail(pos, "attachment bytes \(sha.prefix(16))… are missing")
             }
+        }
+    }
+
+    /// One `blobs` row of the right types: its inline bytes, or its chunks, hold the bytes of its SHA-256 and size.
+    static func verifyBlob(_ db: Database, key: [UInt8], size: Int64, inline data: Data, hasChunks: Bool, into r: inout VerifyReport) throws {
+        let name = "blob \(Hex.encode(key))"
+        guard BlobReading.isChunkedRow(size: size, inlineBytes: data.count) else {
+            if EventHash.sha256(data) != key || size != Int64(data.count) { r.fail(nil, "\(name) does not match its content") }
+            return
+        }
+        // A log of an earlier version read without its migration has no chunk table: and no chunked blob.
+        guard hasChunks else { r.fail(nil, "\(name) does not match its content (empty, listed as \(size) bytes)"); return }
+        let chunkBytes = Int64(BlobStorage.chunkBytes)
+        let pieces = (size + chunkBytes - 1) / chunkBytes
+        var digest = ContentDigest(), count: Int64 = 0, seen: Int64 = 0, inOrder = true, typed = true, cut = true
+        let chunks = try Row.fetchCursor(db.cachedStatement(sql: "SELECT seq, data, typeof(seq), typeof(data) FROM blob_chunks WHERE sha256 = ? ORDER BY seq"),
+                                         arguments: [Data(key)])
+        while let c = try chunks.next() {
+            if (c[2] as String) != "integer" || (c[3] as String) != "blob" { typed = false }
+            if (c[0] as Int64) != seen { inOrder = false }
+            let n = try c.withUnsafeData(atIndex: 1) { bytes -> Int64 in
+                digest.update(bytes ?? Data())
+                return Int64(bytes?.count ?? 0)
+            }
+            if n != (seen < pieces - 1 ? chunkBytes : size - (pieces - 1) * chunkBytes) { cut = false }
+            seen += 1
+            count += n
+        }
+        if !typed || !inOrder || count != size || digest.finalize() != key {
+            r.fail(nil, "\(name) does not match its content (its chunks are \(typed ? "" : "not all integer-numbered blobs, ")\(inOrder ? "" : "not numbered in order, ")\(count) bytes of \(size))")
+        } else if !cut || seen != pieces {
+            r.fail(nil, "\(name) is not stored as EditLog writes it: \(seen) chunks where \(pieces) of \(chunkBytes) bytes (the last shorter) are expected")
         }
     }
 

@@ -67,12 +67,6 @@ final class BundleWriter {
         try gzip.fillHead()
     }
 
-    /// One whole entry; `sha256`, when the caller has it, must be the data's (SHA256SUMS lists it).
-    func add(_ name: String, _ data: [UInt8], sha256: [UInt8]? = nil) throws(EditLogError) {
-        try flushEvents()
-        try tar.add(name, data, sha256: sha256)
-    }
-
     /// One entry of `size` bytes written piece by piece (`body` hands each to `write`); returns their SHA-256.
     func add(_ name: String, size: Int64, _ body: (_ write: (UnsafeRawBufferPointer) throws(EditLogError) -> Void) throws -> Void) throws -> [UInt8] {
         try flushEvents()

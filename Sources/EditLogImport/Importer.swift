@@ -409,17 +409,14 @@ public struct Importer {
             guard blobInProgress == nil else { throw EditLogError(.invalidInput, "a blob begins before the one before it ended", at: "blobs/\(piece.shaText)") }
             blobInProgress = (piece.sha256, try appender.beginBlob(sha256: piece.sha256, size: piece.size))
         }
-        guard let current = blobInProgress, current.sha256 == piece.sha256 else {
+        guard blobInProgress?.sha256 == piece.sha256 else {
             throw EditLogError(.invalidInput, "a piece of a blob that did not begin", at: "blobs/\(piece.shaText)")
         }
-        var writer = current.writer
+        try blobInProgress!.writer?.write(piece.bytes)
+        guard piece.isLast else { return }
+        let writer = blobInProgress!.writer
         blobInProgress = nil
-        try writer?.write(piece.bytes)
-        if piece.isLast {
-            if let writer { try writer.finish(); report.blobs += 1 }
-        } else {
-            blobInProgress = (current.sha256, writer)
-        }
+        if let writer { try writer.finish(); report.blobs += 1 }
     }
 
     /// After the last event: every referenced blob must be here; a parent deleted on one side while the other

@@ -145,7 +145,7 @@ public enum BlobReading {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [Data(sha256)]) else { return nil }
         guard (row[2] as String) == "integer", let size = row[0] as Int64?, size >= 0 else { throw altered(sha256, "its size is not a byte count") }
         guard (row[3] as String) == "blob" else { throw altered(sha256, "its bytes are stored as \(row[3] as String)") }
-        return (size, row.dataNoCopy(atIndex: 1) ?? Data())
+        return (size, row[1] as Data? ?? Data())  // a fetched row owns its values: no copy
     }
 
     /// Hands a stored blob's bytes to `body` in order, in pieces of at most `BlobStorage.inlineLimit` bytes (valid
@@ -185,7 +185,7 @@ public enum BlobReading {
         let sql = "SELECT data, typeof(data) FROM blob_chunks WHERE sha256 = ? AND seq = ?"
         guard let chunk = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [Data(sha256), index]) else { return nil }
         guard (chunk[1] as String) == "blob" else { throw altered(sha256, "chunk \(index) is stored as \(chunk[1] as String)") }
-        return [UInt8](chunk.dataNoCopy(atIndex: 0) ?? Data())
+        return [UInt8](chunk[0] as Data? ?? Data())
     }
 
     /// Whether a `blobs` row of `size` bytes whose `data` holds `inlineBytes` keeps its bytes in `blob_chunks`.
@@ -199,7 +199,7 @@ public enum BlobReading {
             guard (row[2] as String) == "integer", (row[3] as String) == "blob" else {
                 throw altered(sha256, "a chunk's number or bytes have another type (\(row[2] as String), \(row[3] as String))")
             }
-            try body(row[0], row.dataNoCopy(atIndex: 1) ?? Data())
+            try row.withUnsafeData(atIndex: 1) { try body(row[0], $0 ?? Data()) }
         }
     }
 
@@ -210,10 +210,8 @@ public enum BlobReading {
 
     /// A whole stored blob (for a caller that sends it whole: an HTTP response, an upload), or nil.
     public static func whole(_ db: Database, sha256: [UInt8]) throws -> [UInt8]? {
-        guard let size = try size(db, sha256: sha256) else { return nil }
         var out: [UInt8] = []
-        out.reserveCapacity(Int(size))
-        try pieces(db, sha256: sha256) { out.append(contentsOf: $0) }
+        guard try pieces(db, sha256: sha256, { out.append(contentsOf: $0) }) != nil else { return nil }
         return out
     }
 }

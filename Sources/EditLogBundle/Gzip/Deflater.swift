@@ -64,8 +64,8 @@ extension GzipMember {
     /// A member written with a plain 10-byte header (no extra field, name, comment or header CRC: what zlib and
     /// libdeflate write), given the FHCRC flag and the CRC-16 of its header (RFC 1952 §2.3.1: the low 16 bits of the
     /// header's CRC-32). Then no bit of a header can change unseen: the CRC-32 of the trailer covers only the data,
-    /// so a flipped bit in MTIME, XFL, OS or a flag would otherwise pass every gunzip. Readers check it (zlib's
-    /// inflate, `gzip -t`, pigz, Python's gzip module skip it).
+    /// so a flipped bit in MTIME, XFL, OS or a flag would otherwise pass every gunzip. zlib's inflate and GNU gzip
+    /// check it; pigz and Python's gzip module skip it.
     static func withHeaderCRC(_ member: some Collection<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(member.count + 2)

@@ -1,4 +1,5 @@
 import EditLogCore
+import Foundation
 
 /// POSIX ustar (POSIX.1-1988) entries: a 512-byte header, the data, zero padding to 512; two zero blocks end the archive.
 /// Only regular files with names under 100 bytes are written, so no extension headers are ever needed.
@@ -59,16 +60,11 @@ final class TarWriter {
         self.mtime = mtime
     }
 
-    /// Writes one whole entry; `sha256`, when the caller has it, must be the data's (debug builds check it).
-    func add(_ name: String, _ data: [UInt8], sha256: [UInt8]? = nil) throws(EditLogError) {
-        assert(sha256 == nil || sha256 == EventHash.sha256(data), "the SHA-256 given for \(name) is not its data's")
-        precondition(name.utf8.count < 100, "tar entry names stay under 100 bytes")
-        guard Int64(data.count) <= Ustar.maxSize else { throw EditLogError(.invalidInput, "\(name) is larger than a ustar entry can hold (8 GiB)") }
-        try sink.write(Ustar.header(name: name, size: Int64(data.count), mtime: mtime))
-        try sink.write(data)
-        let pad = Ustar.padding(for: Int64(data.count))
-        if pad > 0 { try sink.write([UInt8](repeating: 0, count: pad)) }
-        entries.append((name, sha256 ?? EventHash.sha256(data)))
+    /// Writes one whole entry.
+    func add(_ name: String, _ data: [UInt8]) throws(EditLogError) {
+        try begin(name, size: Int64(data.count))
+        try write(data)
+        _ = try end()
     }
 
     /// An entry being written piece by piece (`begin`, `write`, `end`).
@@ -84,15 +80,13 @@ final class TarWriter {
     }
 
     /// The open entry's next bytes.
-    func write(_ piece: UnsafeRawBufferPointer) throws(EditLogError) {
-        guard var o = open else { preconditionFailure("no tar entry is open") }
+    func write(_ piece: some DataProtocol) throws(EditLogError) {
+        guard let o = open else { preconditionFailure("no tar entry is open") }
         guard o.written + Int64(piece.count) <= o.size else {
             throw EditLogError(.corrupt, "\(o.name): more than the \(o.size) bytes its header announced")
         }
-        open = nil
-        o.written += Int64(piece.count)
-        o.digest.update(piece)
-        open = o
+        open!.written += Int64(piece.count)
+        open!.digest.update(piece)
         try sink.write(piece)
     }
 
