@@ -18,6 +18,8 @@ struct SharedBundle: Sendable {
         let log = try! BundleFixture.log(at: dir + "/log.sqlite")
         defer { log.close() }
         _ = try! log.exportBundle(to: dir + "/full.bundle")
+        // Swift Testing has no end-of-run hook: the directory goes when the test process exits.
+        atexit { try? FileManager.default.removeItem(atPath: SharedBundle.shared.dir) }
         return SharedBundle(dir: dir, log: dir + "/log.sqlite", bundle: dir + "/full.bundle", head: try! log.eventCount())
     }()
 
