@@ -35,6 +35,7 @@ extension Importer {
             appended(r)
             report.decisions += 1
             report.conflicts += d.conflicts
+            try reviveCascaded(parent, p.globalId, from: childWriter?.logId ?? engine.ownLog, db: db, appender: &appender, projector: projector)
         }
         // Parents this import deleted that live children still point at.
         for (lid, g) in deletedParents {
@@ -170,5 +171,56 @@ extension Importer {
             }
         }
         return false
+    }
+}
+
+extension Importer {
+    /// The parent a cascaded delete came with (cause `cascade:<parent>`), when that parent lives here: its own
+    /// delete, earlier in the same commit of the other log, was not applied (or it was revived since). nil for any
+    /// other delete, or when the parent is deleted here too.
+    func liveCascadeParent(of e: RecordedEvent, layer: LayerSchema, _ world: ProjectedState) throws -> String? {
+        guard e.cause.hasPrefix(Self.cascadePrefix), let parent = GlobalID.normalize(String(e.cause.dropFirst(Self.cascadePrefix.count))) else { return nil }
+        for rel in layer.relationships where rel.role == .destination {
+            guard let (parentLayer, _) = schema.counterpart(of: rel, in: layer),
+                  let p = try world.feature(layer: parentLayer.id, globalId: parent) else { continue }
+            return p.deleted ? nil : parent
+        }
+        return nil
+    }
+
+    static let cascadePrefix = Cause.cascade(from: "")
+
+    /// A feature this import revived takes back the records its delete took along: each record of a composite
+    /// relationship under it whose last delete came with it (cause `cascade:<feature>`) is live again (a standalone
+    /// `MergeDecided` naming the feature in `cascadeOf`), and so on down. So a kept or revived tree keeps its
+    /// inspections, and both sides of an exchange hold the same records whichever side deleted.
+    mutating func reviveCascaded(_ layer: LayerSchema, _ g: String, from logId: String, db: Database, appender: inout Appender, projector: Projector) throws {
+        let world = ProjectedState(db: db, schema: schema, projector: projector)
+        guard let p = try world.feature(layer: layer.id, globalId: g), !p.deleted else { return }
+        let cause = Cause.cascade(from: g)
+        for rel in layer.relationships where rel.role == .origin && rel.composite {
+            guard let (child, side) = schema.counterpart(of: rel, in: layer), let fk = child.field(named: side.keyField)?.name else { continue }
+            let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
+            for c in try world.deletedFeatures(layer: child.id, where: fk, equals: key) {
+                let stream = StreamName.feature(layer: child.id, globalId: c.globalId)
+                guard try String.fetchOne(db.cachedStatement(sql: "SELECT cause FROM events WHERE stream = ? AND type = ? ORDER BY stream_version DESC LIMIT 1"),
+                                          arguments: [stream, EventType.featureDeleted.rawValue]) == cause else { continue }
+                var d = MergeDecision(log: engine.ownLog, event: nil, layer: child.id, globalId: c.globalId)
+                d.revive = true
+                d.cascadeOf = g
+                d.reviveAttachments = try detachedWithFeature(stream, c.globalId, db)
+                let r = try appender.append(NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
+                                                     session: nil, cause: Cause.merge(from: logId)))
+                let key = GlobalIDKey(c.globalId)
+                track(r, key: key)
+                try projector.apply(r, db)
+                appended(r)
+                report.decisions += 1
+                // Its stream is no longer as its own log wrote it, and the rules derive again after it (a rollup of its parent).
+                note(child, c.globalId, before: c, type: .mergeDecided, writer: Writer.Order(millis: 0, logId: logId, position: 0))
+                touched[key]?.origin = -1
+                try reviveCascaded(child, c.globalId, from: logId, db: db, appender: &appender, projector: projector)
+            }
+        }
     }
 }

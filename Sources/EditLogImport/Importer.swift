@@ -289,6 +289,8 @@ public struct Importer {
         }
         let feature = StreamName.parseFeature(e.stream)
         let featureKey = feature.map { GlobalIDKey($0.globalId) }
+        // A feature this event's decision revives: the records its delete took along are revived after the event.
+        var revived: LayerSchema?
         if type == .sessionCommitted, let feature { try checkAddedAttachments(e, feature: feature, world) }
         if let key = featureKey, let origin = touched[key]?.origin, origin >= 0, !keepsOrigin(e, type, origin: origin) { touched[key]?.origin = -1 }
         if let feature, let key = featureKey, Self.merged.contains(type) {
@@ -344,9 +346,13 @@ public struct Importer {
             let local = LocalFeature(layer: layer.id, globalId: feature.globalId, snapshot: before,
                                      attachments: !attachmentsNeeded ? [:] : Dictionary(try world.attachments(of: feature.globalId, includeDeleted: true).map { ($0.globalId, ($0.name, $0.deleted)) },
                                                                                          uniquingKeysWith: { a, _ in a }),
-                                     history: before == nil ? FeatureHistory(ownLog: engine.ownLog) : try history(of: e.stream, db))
+                                     history: before == nil ? FeatureHistory(ownLog: engine.ownLog) : try history(of: e.stream, db),
+                                     liveCascadeParent: type == .featureDeleted && before?.deleted == false ? try liveCascadeParent(of: e, layer: layer, world) : nil)
             var decision = try engine.decide(e, local: local)
-            if decision.revive { decision.reviveAttachments += try detachedWithFeature(e.stream, feature.globalId, db) }
+            if decision.revive {
+                decision.reviveAttachments += try detachedWithFeature(e.stream, feature.globalId, db)
+                revived = layer
+            }
             if !decision.isPlain {
                 for i in decision.conflicts.indices { decision.conflicts[i].id = appender.ids.next().lowercasedString }
                 let d = NewEvent(id: appender.ids.next(), stream: e.stream, type: .mergeDecided, payload: decision.json, context: context,
@@ -373,6 +379,9 @@ public struct Importer {
         }
         // Another log's MergeDecided events are its record: their conflicts are listed here too; their decisions do not apply.
         try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
+        if let layer = revived, let feature {
+            try reviveCascaded(layer, feature.globalId, from: e.origin.logId, db: db, appender: &appender, projector: projector)
+        }
     }
 
     /// Appends an imported event as it came (after its decision, if any), in place (`e` becomes this log's record of

@@ -22,6 +22,10 @@ public struct MergeDecision: Sendable, Hashable {
     public var skipAttachments: [String] = []
     /// Attachments detached here that are live again before the event applies.
     public var reviveAttachments: [String] = []
+    /// The parent (GlobalID) this record was deleted with, through a composite relationship (its delete's cause is
+    /// `cascade:<parent>`), when the decision follows the parent's: the record's delete is skipped because the parent
+    /// lives here, or the record is live again with the parent. The conflict, if any, is the parent's.
+    public var cascadeOf: String?
     public var conflicts: [Conflict] = []
 
     public init(log: String, event: String?, layer: Int, globalId: String) {
@@ -41,6 +45,7 @@ public struct MergeDecision: Sendable, Hashable {
         if revive { o["revive"] = true }
         if !skipAttachments.isEmpty { o["skipAttachments"] = .array(skipAttachments.map(JSONValue.string)) }
         if !reviveAttachments.isEmpty { o["reviveAttachments"] = .array(reviveAttachments.map(JSONValue.string)) }
+        if let cascadeOf { o["cascadeOf"] = .string(cascadeOf) }
         o["conflicts"] = .array(conflicts.map(\.json))
         return .object(o)
     }
@@ -57,6 +62,7 @@ public struct MergeDecision: Sendable, Hashable {
         revive = json["revive"]?.boolValue ?? false
         skipAttachments = strings("skipAttachments")
         reviveAttachments = strings("reviveAttachments")
+        cascadeOf = json["cascadeOf"]?.stringValue
         var cs: [Conflict] = []
         for c in json["conflicts"]?.arrayValue ?? [] { cs.append(try Conflict(json: c)) }
         conflicts = cs

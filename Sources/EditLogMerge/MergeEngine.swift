@@ -8,6 +8,8 @@ import EditLogCore
 ///   a conflict; changed to different values, it is (the policy picks the winner).
 /// - Update against delete, and a GlobalID created on both sides with different content, are conflicts.
 /// - Attachments added on both sides are both kept; rename against rename and rename against detach are conflicts.
+/// - A record deleted with its parent (a composite relationship's cascade) follows the parent: while the parent lives
+///   here, the record's delete is skipped (the importer revives such records with a parent it revives).
 /// - Under `last-in-wins` every field, the feature's existence and each attachment's name are last-writer-wins
 ///   registers (by `Writer` order), so logs that exchange everything in any order converge.
 /// - Fields a rule derives and editor-tracking fields never conflict: they are `excluded` (the importer derives
@@ -123,6 +125,13 @@ public struct MergeEngine: Sendable {
         case .featureDeleted:
             guard let snap = local.snapshot else { throw missing() }
             guard !snap.deleted else { return d }  // deleted on both sides: nothing to decide
+            if let parent = local.liveCascadeParent {
+                // Deleted there with its parent (a composite relationship's cascade), whose delete did not apply here:
+                // neither does this one, whatever the policy. The parent's decision is the conflict.
+                d.skipDelete = true
+                d.cascadeOf = parent
+                return d
+            }
             let base = remote.payload["attributes"]?.objectValue ?? [:]
             var changed: [String] = []
             for (f, v) in snap.attributes where !skip.contains(f) && (base[f] ?? .null) != v { changed.append(f) }

@@ -159,6 +159,16 @@ public struct ProjectedState: CurrentState {
         return try featureRows(l, statement)
     }
 
+    /// As `features(layer:where:equals:)`, the deleted features only.
+    public func deletedFeatures(layer: Int, where field: String, equals value: JSONValue) throws -> [FeatureSnapshot] {
+        guard let l = schema.layer(id: layer), let f = l.field(field) else { return [] }
+        try sync()
+        let column = f.name.lowercased() == l.globalIdField?.lowercased() ? "_globalid" : ProjectionTables.quoted(f.name)
+        let statement = try db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 1 ORDER BY _oid")
+        try statement.setArguments([Projector.databaseValue(value)])
+        return try featureRows(l, statement)
+    }
+
     public func features(layer: Int, containing x: Double, _ y: Double) throws -> [FeatureSnapshot] {
         guard let l = schema.layer(id: layer), try db.tableExists(ProjectionTables.featureTable(layer)) else { return [] }
         try sync()

@@ -322,6 +322,72 @@ import Testing
         #expect(try a.digestOfContent() == (try b.digestOfContent()))
     }
 
+    // MARK: A delete's cascade follows its parent
+
+    /// Device a deletes a tree with its inspections (the delete cascades, 10:01); device b edits the tree later
+    /// (10:30). Whichever side's decision keeps the tree (b's kept update, a's revival) keeps its inspections: the
+    /// cascade is part of the tree's delete, so it loses with it. Both exchange orders, every policy.
+    @Test(arguments: MergePolicy.allCases, [false, true])
+    func aKeptOrRevivedTreeKeepsTheInspectionsItsDeleteTookAlong(policy: MergePolicy, aFirst: Bool) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        let (t, inspections) = try Fixture.treeWithInspections()
+        #expect(inspections.count >= 2)
+        for cmd in try script([#"{"op":"delete","layer":"Trees","globalId":"\#(t)","at":"2026-06-20T10:01:00Z"}"#], actor: "ann") { try a.apply(cmd) }
+        try Self.set(b, t, [("PlantedBy", "\"still here\"")], at: 30, actor: "bob", session: "bob-5")
+        if aFirst { try Self.exchange(a, into: b, policy: policy); try Self.exchange(b, into: a, policy: policy) }
+        else { try Self.exchange(b, into: a, policy: policy); try Self.exchange(a, into: b, policy: policy) }
+        // The tree lives where the policy keeps the update: b (its own) under every policy but remote-wins; a (b's
+        // later update) under last-in-wins and remote-wins.
+        let lives: [(EditLog, Bool)] = [(a, policy == .lastInWins || policy == .remoteWins), (b, policy != .remoteWins)]
+        for (log, live) in lives {
+            let name = log === a ? "a" : "b"
+            #expect(try log.show(globalId: t)["deleted"] == .bool(!live), "\(policy) \(name): the tree")
+            for g in inspections {
+                #expect(try log.show(globalId: g)["deleted"] == .bool(!live), "\(policy) \(name): inspection \(g) follows its tree")
+            }
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()), "\(policy) \(name)")
+            #expect(try log.verify().ok, "\(policy) \(name)")
+        }
+        if policy == .lastInWins { #expect(try a.digestOfContent() == (try b.digestOfContent())) }
+        // Each log's own decisions about the inspections name the tree they follow: b skips their cascaded deletes while
+        // it keeps the tree; a revives them with the tree.
+        for (log, decides) in [(a, policy == .lastInWins || policy == .remoteWins), (b, policy != .remoteWins)] {
+            let followed = try log.events().filter {
+                $0.type == EventType.mergeDecided.rawValue && $0.payload["log"]?.stringValue == log.logId && $0.payload["cascadeOf"]?.stringValue == t
+            }
+            #expect(Set(followed.compactMap { $0.payload["globalId"]?.stringValue }) == (decides ? Set(inspections) : []), "\(policy) \(log.logId)")
+        }
+    }
+
+    /// Device a deletes a tree with its inspections; device b adds an inspection under it. The tree is kept so the new
+    /// inspection is no orphan, and the inspections the delete took along come back with it: on both sides, in both
+    /// orders, whatever the policy.
+    @Test(arguments: [MergePolicy.lastInWins, .localWins], [false, true])
+    func aTreeKeptForAnOrphanKeepsItsOtherInspections(policy: MergePolicy, aFirst: Bool) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        let (t, inspections) = try Fixture.treeWithInspections()
+        for cmd in try script([#"{"op":"delete","layer":"Trees","globalId":"\#(t)","at":"2026-06-20T10:01:00Z"}"#], actor: "ann") { try a.apply(cmd) }
+        let insp = newGID(40)
+        let lines = [
+            #"{"op":"create","layer":"Inspections","globalId":"\#(insp)","session":"bob-i","parent":{"relationship":"Tree_Inspections","globalId":"\#(t)"},"attributes":{"Condition":"Poor","DBH":4,"CollectedDate":"2026-06-01T00:00:00Z"},"at":"2026-06-20T10:30:00Z"}"#,
+            #"{"op":"finish","session":"bob-i","at":"2026-06-20T10:31:00Z"}"#,
+        ]
+        for cmd in try script(lines, actor: "bob") { try b.apply(cmd) }
+        if aFirst { try Self.exchange(a, into: b, policy: policy); try Self.exchange(b, into: a, policy: policy) }
+        else { try Self.exchange(b, into: a, policy: policy); try Self.exchange(a, into: b, policy: policy) }
+        for log in [a, b] {
+            #expect(try log.show(globalId: t)["deleted"] == false, "\(policy): the tree, kept for the new inspection")
+            for g in inspections + [insp] {
+                #expect(try log.show(globalId: g)["deleted"] == false, "\(policy): inspection \(g)")
+                #expect(try log.attributes(g)["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == t)
+            }
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
+        }
+        #expect(try a.digestOfContent() == (try b.digestOfContent()))
+    }
+
     // MARK: Relationships never break (geodiff issue 39)
 
     @Test(arguments: [false, true])
