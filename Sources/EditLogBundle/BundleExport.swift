@@ -80,10 +80,8 @@ public enum BundleExport {
             let p = try store.read { db in
                 try Int64.fetchOne(db, sql: "SELECT to_position FROM bundle_exports WHERE peer = ? ORDER BY id DESC LIMIT 1", arguments: [peer])
             }
-            guard let p else {
-                throw EditLogError(.notFound, "no export to peer \"\(peer)\" is recorded in this log; export with --since 0 --peer \(peer) first", at: store.path)
-            }
-            return p
+            // Nothing sent to that peer yet: from the start (the manifest's `since` still names the peer).
+            return p ?? 0
         case .bundle(let path):
             let reader = try BundleReader(path: path)
             let manifest = reader.manifest

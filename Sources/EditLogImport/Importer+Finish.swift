@@ -22,6 +22,8 @@ extension Importer {
             let childHistory = try history(of: StreamName.feature(layer: child.id, globalId: c.globalId), db)
             let childWriter = childHistory.lastWrite
             let childIsLocal = childWriter.map { $0.logId == engine.ownLog } ?? true
+            // The other log of the conflict: the delete's when the child is this log's, else the child's.
+            let remoteLog = (childIsLocal ? parentHistory.lastDelete?.logId : childWriter?.logId) ?? engine.ownLog
             let del = SideValue(value: .null, writer: parentHistory.lastDelete)
             let kept = SideValue(value: .string(c.globalId), writer: childWriter)
             d.conflicts = [Conflict(id: appender.ids.next().lowercasedString, kind: .orphan, layer: parent.id, globalId: p.globalId,
@@ -29,13 +31,13 @@ extension Importer {
                                     local: childIsLocal ? kept : del, remote: childIsLocal ? del : kept,
                                     policy: engine.policy, winner: childIsLocal ? .local : .remote)]
             let e = NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
-                             session: nil, cause: Cause.merge(from: childWriter?.logId ?? engine.ownLog))
+                             session: nil, cause: Cause.merge(from: remoteLog))
             let r = try appender.append(e)
             try projector.apply(r, db)
             appended(r)
             report.decisions += 1
             report.conflicts += d.conflicts
-            try reviveCascaded(parent, p.globalId, from: childWriter?.logId ?? engine.ownLog, db: db, appender: &appender, projector: projector)
+            try reviveCascaded(parent, p.globalId, from: remoteLog, db: db, appender: &appender, projector: projector)
         }
         // Parents this import deleted that live children still point at.
         for (lid, g) in deletedParents {

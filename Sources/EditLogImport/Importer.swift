@@ -19,7 +19,8 @@ public struct ImportReport: Sendable, Hashable {
     public var derived = 0
     /// Attachment blobs stored (new to this log).
     public var blobs = 0
-    /// This log's positions of the first and last event the import appended (nil when nothing was appended).
+    /// This log's positions of the first and last event the import appended, its own decisions and derived values
+    /// included (nil when nothing was appended).
     public var firstPosition: Int64?
     public var lastPosition: Int64?
 
@@ -402,8 +403,6 @@ public struct Importer {
         appended(e)
         if type == .sessionStarted, let s = e.session { knownSessions?.insert(s) }
         report.imported += 1
-        if report.firstPosition == nil { report.firstPosition = e.position }
-        report.lastPosition = e.position
     }
 
     /// Stores an attachment's bytes (content-addressed; bytes already here are not stored twice), as its pieces come
@@ -553,6 +552,8 @@ public struct Importer {
     /// Every event the import appends goes through here: a history read before folds it too, so it stays what
     /// reading the stream again would give.
     mutating func appended(_ r: RecordedEvent) {
+        if report.firstPosition == nil { report.firstPosition = r.position }
+        report.lastPosition = r.position
         knownIds?.insert(r.id)
         knownStreams?.insert(r.stream)
         // Not while it is empty: the subscript's modify accessor made the empty dictionary unique (an allocation)

@@ -9,7 +9,7 @@ struct BundleExportCommand: ParsableCommand {
         commandName: "export",
         abstract: "Write the events in a range, and every attachment they reference, to a bundle file.",
         discussion: """
-            --since is exclusive (a position, last-export:<peer> for after what the last --peer export sent, or \
+            --since is exclusive (a position, last-export:<peer> for after what the last --peer export sent, from the start when nothing was sent to it yet, or \
             bundle:<file> for after that bundle's last position; it must come from this log, and is read and checked whole first, \
             as bundle verify does, and its last event must be this log's event at that position); --until is inclusive \
             (a position or an ISO-8601 time on the --by clock; default: the last event). --layer keeps the named \

@@ -251,7 +251,9 @@ struct SharedBundle: Sendable {
         let other = try EditLog.create(at: d.file("other.sqlite"), service: [("service.json", try Fixture.json("service.json"))], logId: "other-log")
         defer { other.close() }
         expectBundleError(.invalidInput, "not from this log") { _ = try other.exportBundle(to: d.file("5.bundle"), since: .bundle(path: d.file("1.bundle"))) }
-        expectBundleError(.notFound, "no export to peer \"nobody\"") { _ = try log.exportBundle(to: d.file("6.bundle"), since: .lastExport(peer: "nobody")) }
+        // Nothing sent to a peer yet: from the start.
+        let sixth = try log.exportBundle(to: d.file("6.bundle"), since: .lastExport(peer: "nobody"))
+        #expect(sixth.manifest.fromPosition == 0 && sixth.manifest.toPosition == newHead && sixth.manifest.since == "last-export:nobody")
         #expect(!FileManager.default.fileExists(atPath: d.file("5.bundle")) && !FileManager.default.fileExists(atPath: d.file("5.bundle.partial")))
     }
 

@@ -375,8 +375,17 @@ import Testing
             #"{"op":"finish","session":"bob-i","at":"2026-06-20T10:31:00Z"}"#,
         ]
         for cmd in try script(lines, actor: "bob") { try b.apply(cmd) }
-        if aFirst { try Self.exchange(a, into: b, policy: policy); try Self.exchange(b, into: a, policy: policy) }
-        else { try Self.exchange(b, into: a, policy: policy); try Self.exchange(a, into: b, policy: policy) }
+        for (from, to) in aFirst ? [(a, b), (b, a)] : [(b, a), (a, b)] {
+            let r = try Self.exchange(from, into: to, policy: policy)
+            // The report's positions cover what the import appended, its own decisions (the orphan's) included.
+            #expect(r.lastPosition == (try to.lastPosition()))
+        }
+        for (log, other) in [(a, b), (b, a)] {
+            // This log's decisions name the other log, whose events they decide about.
+            for e in try log.events() where e.type == EventType.mergeDecided.rawValue && e.payload["log"]?.stringValue == log.logId {
+                #expect(e.cause == "merge:\(other.logId)", "\(e.payload.serialized())")
+            }
+        }
         for log in [a, b] {
             #expect(try log.show(globalId: t)["deleted"] == false, "\(policy): the tree, kept for the new inspection")
             for g in inspections + [insp] {
