@@ -41,7 +41,7 @@ public final class BundleReader {
         func first(_ name: String, max: Int64) throws(EditLogError) -> JSONValue {
             guard let e = try tar.next() else { throw EditLogError(.corrupt, "the archive is empty; \(name) must come first", at: path) }
             guard e.name == name else { throw EditLogError(.corrupt, "the entry \"\(e.name.prefix(100))\" is where \(name) must be", at: path) }
-            guard e.size <= max else { throw EditLogError(.corrupt, "\(name) is \(e.size) bytes, more than the \(max) a bundle's \(name) may have", at: path) }
+            guard e.size <= max else { throw EditLogError(.invalidInput, "refused: \(name) is \(e.size) bytes, more than the \(max) a bundle's \(name) may have", at: path) }
             let bytes = try tar.readAll()
             sums.append(.named(name, EventHash.sha256(bytes)))
             do { return try JSONParser.parse(bytes) } catch {
@@ -102,6 +102,10 @@ public final class BundleReader {
         func corrupt(_ m: String, _ entry: String? = nil) -> EditLogError {
             EditLogError(.corrupt, m, at: entry.map { "\(path): \($0)" } ?? path)
         }
+        /// An entry larger than a reader takes (`schemas/bundle.md`, Limits): refused as input, before it is read.
+        func tooLarge(_ what: String, _ size: Int64, max: Int64, _ entry: String) -> EditLogError {
+            EditLogError(.invalidInput, "refused: \(what) is \(size) bytes, more than the \(max) a bundle's \(what) may have", at: "\(path): \(entry)")
+        }
         func callback(_ body: () throws -> Void, _ entry: @autoclosure () -> String) throws(EditLogError) {
             do { try body() } catch let e as EditLogError { throw e } catch { throw EditLogError.wrapping(error, at: "\(path): \(entry())") }
         }
@@ -115,7 +119,7 @@ public final class BundleReader {
                 guard state.blobs.isEmpty else { throw corrupt("an event chunk after the blobs: events come first", name) }
                 let expected = BundleLayout.chunkName(state.chunks + 1)
                 guard name == expected else { throw corrupt("the event chunk \"\(name.prefix(100))\" is where \(expected) must be") }
-                guard entry.size <= BundleLayout.maxChunkBytes else { throw corrupt("the chunk is \(entry.size) bytes, more than \(BundleLayout.maxChunkBytes)", name) }
+                guard entry.size <= BundleLayout.maxChunkBytes else { throw tooLarge("an event chunk", entry.size, max: Int64(BundleLayout.maxChunkBytes), name) }
                 state.chunks += 1
                 guard entry.size > 0 else { throw corrupt("the chunk does not end with a newline", name) }
                 // Read in pieces, each line decoded once it is whole: a chunk (up to 4 MiB) is never held at once.
@@ -170,7 +174,7 @@ public final class BundleReader {
                 state.blobs.insert(ref)
                 state.blobBytes += entry.size
             } else if name == BundleLayout.sums {
-                guard entry.size <= 64 << 20 else { throw corrupt("SHA256SUMS is \(entry.size) bytes", name) }
+                guard entry.size <= 64 << 20 else { throw tooLarge("SHA256SUMS", entry.size, max: 64 << 20, name) }
                 // Checked line by line as it is read: the list is about 140 bytes per entry, megabytes for a bundle of
                 // many attachments, and not held (`SumsCheck.bytes()` gives it back for a signature).
                 var check = SumsCheck(entries: sums, path: path)
@@ -179,7 +183,7 @@ public final class BundleReader {
                 sumsChecked = check
             } else if name == BundleLayout.signature {
                 guard sumsChecked != nil else { throw corrupt("SHA256SUMS.sig comes before SHA256SUMS") }
-                guard entry.size <= 1 << 16 else { throw corrupt("SHA256SUMS.sig is \(entry.size) bytes", name) }
+                guard entry.size <= 1 << 16 else { throw tooLarge("SHA256SUMS.sig", entry.size, max: 1 << 16, name) }
                 signatureBytes = try tar.readAll()
             } else {
                 throw corrupt("unexpected entry \"\(name.prefix(100))\" (a bundle holds manifest.json, schema.json, events/, blobs/, SHA256SUMS and SHA256SUMS.sig)")
@@ -286,7 +290,13 @@ struct ReadState {
         } else if manifest.layers == nil, e.position != manifest.fromPosition + 1 {
             throw EditLogError(.corrupt, "the first event must be at position \(manifest.fromPosition + 1), after the manifest's fromPosition", at: at)
         }
-        if e.position == 1, previous != EventHash.genesis { throw EditLogError(.corrupt, "the first event of a log follows the genesis hash (zeros)", at: at) }
+        if e.position == 1 {
+            guard previous == EventHash.genesis else { throw EditLogError(.corrupt, "the first event of a log follows the genesis hash (zeros)", at: at) }
+            // A log's first event defines its schema: schema.json (checked against the manifest's fingerprint) is its payload.
+            guard e.type == EventType.schemaDefined.rawValue, SchemaFingerprint.of(schemaPayload: e.payload) == manifest.schemaFingerprint else {
+                throw EditLogError(.corrupt, "the log's first event is not the SchemaDefined event schema.json holds (the manifest's schemaFingerprint)", at: at)
+            }
+        }
         count += 1
         if first == nil { first = e.hash }
         last = e

@@ -145,6 +145,42 @@ import Testing
         }
     }
 
+    /// schema.json replaced along with the manifest's fingerprint (an unsigned bundle can be rewritten so): the log's
+    /// first event, carried in the bundle, still defines the schema, and the two must agree.
+    @Test func aSchemaJsonThatIsNotTheFirstEventsPayloadIsCaught() throws {
+        let d = TempDir()
+        try BundleFixture.edit(shared.bundle, to: d.file("schema.bundle")) { entries in
+            var schema = try BundleFixture.json(entries[1].data)
+            schema = .object((schema.objectValue ?? [:]).merging(["note": "replaced"]) { $1 })
+            entries[1].data = schema.serializedBytes()
+            var manifest = try BundleFixture.json(entries[0].data).objectValue ?? [:]
+            manifest["schemaFingerprint"] = .string(SchemaFingerprint.of(schemaPayload: schema))
+            entries[0].data = JSONValue.object(manifest).serializedBytes() + [0x0A]
+        }
+        expectBundleError(.corrupt, "not the SchemaDefined event schema.json holds") { try read(d.file("schema.bundle")) }
+    }
+
+    /// Entries larger than a reader takes (`schemas/bundle.md`, Limits) are refused as input (65) from their header,
+    /// before any of their bytes are read: a manifest over 1 MiB, an event chunk over 64 MiB, SHA256SUMS over 64 MiB,
+    /// a signature over 64 KiB.
+    @Test func entriesLargerThanAReaderTakesAreRefusedAsInput() throws {
+        let d = TempDir()
+        let entries = try BundleFixture.unpack(shared.bundle)
+        let roomy = BundleLimits(maxTotalBytes: 1 << 40, maxRatio: 1 << 20, ratioGrace: 1 << 40)
+        func refused(_ tar: [UInt8], _ fragment: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            try write(GzipMember.compress(tar + [UInt8](repeating: 0, count: 1 << 20), level: 1), d.file("big.bundle"))
+            expectBundleError(.invalidInput, fragment, sourceLocation: sourceLocation) { try read(d.file("big.bundle"), limits: roomy) }
+        }
+        try refused(Ustar.header(name: BundleLayout.manifest, size: 2 << 20, mtime: 0), "manifest.json is 2097152 bytes")
+        let head = entries.prefix(2).flatMap { Ustar.entry(name: $0.name, data: $0.data, mtime: 0) }
+        try refused(head + Ustar.header(name: BundleLayout.chunkName(1), size: 65 << 20, mtime: 0), "an event chunk is 68157440 bytes")
+        let upToSums = entries.filter { $0.name != BundleLayout.signature && $0.name != BundleLayout.sums }.flatMap { Ustar.entry(name: $0.name, data: $0.data, mtime: 0) }
+        try refused(upToSums + Ustar.header(name: BundleLayout.sums, size: 65 << 20, mtime: 0), "SHA256SUMS is 68157440 bytes")
+        let sums = try #require(entries.first { $0.name == BundleLayout.sums })
+        try refused(upToSums + Ustar.entry(name: sums.name, data: sums.data, mtime: 0) + Ustar.header(name: BundleLayout.signature, size: 100_000, mtime: 0),
+                    "SHA256SUMS.sig is 100000 bytes")
+    }
+
     @Test func aManifestThatLiesIsCaught() throws {
         let d = TempDir()
         let lies: [(String, JSONValue, String)] = [
