@@ -98,6 +98,9 @@ extension Importer {
                 if let g = p.payload["globalId"]?.stringValue, created(g) { continue }
                 var payload = p.payload.objectValue ?? [:]
                 payload["import"] = .string(source)
+                // Derived again here, not written by anyone: the editor tracking stays the latest write's (so logs that
+                // merged the same events show the same editors, whichever derived again).
+                payload["keepTracking"] = true
                 let e = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: .object(payload), context: context,
                                  session: p.session, cause: p.cause)
                 let r = try appender.append(e)

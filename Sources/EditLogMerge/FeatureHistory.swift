@@ -12,6 +12,14 @@ public struct FeatureHistory: Sendable, Hashable {
     public private(set) var lastWrite: Writer?
     /// The latest delete, applied or not.
     public private(set) var lastDelete: Writer?
+    /// The writer of the feature's editor-tracking values here: the latest (in last-in-wins order) of its creates,
+    /// baselines, commits, resolutions and rule values (a rule's values derived again after an import, marked
+    /// `keepTracking`, and deletes leave the layer's tracking fields as they were). An imported event before it keeps the tracking (`MergeDecision.keepTracking`),
+    /// so every log that holds the same events names the same editor.
+    public private(set) var lastTracked: Writer?
+    /// The creation whose creator the feature shows: the latest of its creates and baselines (one GlobalID created
+    /// on two sides: the later creation, whose content wins each field under last-in-wins).
+    public private(set) var createdBy: Writer?
     /// The writer of each attachment's current name, and of its detach.
     public private(set) var attachmentWriters: [String: Writer] = [:]
     public private(set) var detachWriters: [String: Writer] = [:]
@@ -46,13 +54,19 @@ public struct FeatureHistory: Sendable, Hashable {
             let attrs = e.payload["attributes"]?.objectValue ?? [:]
             if created == nil { created = attrs; createdGeometry = e.payload["geometry"] ?? .null }
             for k in attrs.keys { write(k) }
+            lastTracked = latest(lastTracked, w)
+            createdBy = latest(createdBy, w)
         case .featureDerived:
             for k in (e.payload["changes"]?.objectValue ?? [:]).keys { write(k) }
+            if e.payload["keepTracking"] != true { lastTracked = latest(lastTracked, w) }
         case .sessionCommitted, .conflictResolved:
             let changes = e.payload["changes"]?.objectValue ?? [:]
             if created == nil, e.payload["kind"]?.stringValue == "create" {
                 created = changes.mapValues { $0["new"] ?? .null }; createdGeometry = e.payload["geometry"] ?? .null
             }
+            // A resolution that closes a conflict as this log held it (no field) changes nothing, tracking included.
+            if type == .sessionCommitted || e.payload["field"] != nil { lastTracked = latest(lastTracked, w) }
+            if e.payload["kind"]?.stringValue == "create" { createdBy = latest(createdBy, w) }
             for k in changes.keys { write(k) }
             lastWrite = latest(lastWrite, w)
             let atts = e.payload["attachments"]

@@ -16,6 +16,11 @@ public struct MergeDecision: Sendable, Hashable {
     public var asUpdate = false
     /// A delete not applied.
     public var skipDelete = false
+    /// The feature's editor-tracking values stay as they are: the event comes before the write they name
+    /// (`FeatureHistory.lastTracked`), in last-in-wins order.
+    public var keepTracking = false
+    /// A create applied as an update (`asUpdate`) that is the later creation: the feature's creator becomes its.
+    public var takeCreator = false
     /// The feature, deleted here, is live again (with the attachments its delete detached) before the event applies.
     public var revive = false
     /// Attachment renames or detaches of the event not applied.
@@ -34,7 +39,7 @@ public struct MergeDecision: Sendable, Hashable {
 
     /// Nothing to do differently from a plain application, and nothing to record.
     public var isPlain: Bool {
-        skipFields.isEmpty && !asUpdate && !skipDelete && !revive && skipAttachments.isEmpty && reviveAttachments.isEmpty && conflicts.isEmpty
+        skipFields.isEmpty && !asUpdate && !skipDelete && !revive && !keepTracking && skipAttachments.isEmpty && reviveAttachments.isEmpty && conflicts.isEmpty
     }
 
     public var json: JSONValue {
@@ -42,6 +47,8 @@ public struct MergeDecision: Sendable, Hashable {
         if !skipFields.isEmpty { o["skipFields"] = .array(skipFields.map(JSONValue.string)) }
         if asUpdate { o["asUpdate"] = true }
         if skipDelete { o["skipDelete"] = true }
+        if keepTracking { o["keepTracking"] = true }
+        if takeCreator { o["takeCreator"] = true }
         if revive { o["revive"] = true }
         if !skipAttachments.isEmpty { o["skipAttachments"] = .array(skipAttachments.map(JSONValue.string)) }
         if !reviveAttachments.isEmpty { o["reviveAttachments"] = .array(reviveAttachments.map(JSONValue.string)) }
@@ -59,6 +66,8 @@ public struct MergeDecision: Sendable, Hashable {
         skipFields = strings("skipFields")
         asUpdate = json["asUpdate"]?.boolValue ?? false
         skipDelete = json["skipDelete"]?.boolValue ?? false
+        keepTracking = json["keepTracking"]?.boolValue ?? false
+        takeCreator = json["takeCreator"]?.boolValue ?? false
         revive = json["revive"]?.boolValue ?? false
         skipAttachments = strings("skipAttachments")
         reviveAttachments = strings("reviveAttachments")

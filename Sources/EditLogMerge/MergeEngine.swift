@@ -49,6 +49,8 @@ public struct MergeEngine: Sendable {
         case _ where type == .featureBaselined || (type == .sessionCommitted && remote.payload["kind"]?.stringValue == "create"):
             guard let snap = local.snapshot else { return d }  // a new feature: plain
             d.asUpdate = true
+            d.keepTracking = !local.history.lastTracked.isBefore(w)
+            d.takeCreator = local.history.createdBy.isBefore(w)
             let attrs: [String: JSONValue] = type == .featureBaselined
                 ? (remote.payload["attributes"]?.objectValue ?? [:])
                 : (remote.payload["changes"]?.objectValue ?? [:]).mapValues { $0["new"] ?? .null }
@@ -87,6 +89,7 @@ public struct MergeEngine: Sendable {
             guard let snap = local.snapshot else { throw missing() }
             // Another log closed a conflict as it held it (no field): nothing to apply, nothing to revive.
             if type == .conflictResolved, remote.payload["field"] == nil { return d }
+            d.keepTracking = !local.history.lastTracked.isBefore(w)
             for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
                 let base = change["old"] ?? .null, r = change["new"] ?? .null, l = snap.attributes[f] ?? .null
                 let lw = local.history.fieldWriters[f]
@@ -116,6 +119,8 @@ public struct MergeEngine: Sendable {
         case .featureDerived:
             // A rule's value never conflicts; under last-in-wins the later writer's stays (the importer derives it again).
             guard local.snapshot != nil else { throw missing() }
+            // A rule's values derived again after an import leave the tracking as it is wherever they apply.
+            d.keepTracking = remote.payload["keepTracking"] != true && !local.history.lastTracked.isBefore(w)
             guard policy == .lastInWins else { return d }
             for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
                 let l = local.value(f), r = change["new"] ?? .null

@@ -3,8 +3,9 @@ import GRDB
 
 extension Projections {
     /// A digest of what the data says, independent of the log that holds it: per layer, each feature by
-    /// GlobalID with its attribute values (editor-tracking fields left out: they name the last event applied
-    /// here), geometry and deleted flag; each attachment by id with its parent, name, type, size, bytes' hash
+    /// GlobalID with its attribute values (the layer's editor-tracking fields included: they name the latest write
+    /// in last-in-wins order, `FeatureHistory.lastTracked`, the same in every log that merged the same events),
+    /// geometry and deleted flag; each attachment by id with its parent, name, type, size, bytes' hash
     /// and detached flag. ObjectIDs, positions, versions and recording times differ between logs that hold the
     /// same data, so they are not in it. Two logs that merged the same events converge when these are equal.
     public static func contentDigest(_ db: Database, schema: ServiceSchema) throws -> String {
@@ -21,9 +22,7 @@ extension Projections {
         for layer in schema.layers.sorted(by: { $0.id < $1.id }) {
             let table = ProjectionTables.featureTable(layer.id)
             guard try db.tableExists(table) else { continue }
-            let tracking = Set((layer.editFieldsInfo?.all ?? []).map { $0.lowercased() })
-            let cols = ["_globalid"] + layer.attributeFields.filter { !tracking.contains($0.name.lowercased()) }.map { ProjectionTables.quoted($0.name) }
-                + ["_geometry", "_deleted"]
+            let cols = ["_globalid"] + layer.attributeFields.map { ProjectionTables.quoted($0.name) } + ["_geometry", "_deleted"]
             all.update(Array("\(table)(\(cols.joined(separator: ",")))".utf8))
             let rows = try Row.fetchCursor(db, sql: "SELECT \(cols.joined(separator: ", ")) FROM \(table) ORDER BY _globalid")
             while let r = try rows.next() { for i in 0..<cols.count { put(r[i]) } }

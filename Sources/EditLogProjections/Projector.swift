@@ -118,6 +118,8 @@ public final class Projector {
         case .featureDeleted:
             if decision?.skipDelete == true { return }
             let l = try p.layer(in: schema), g = try p.string("globalId")
+            // The layer's editor-tracking fields stay the last edit's (a feature revived, here or where the delete lost,
+            // shows the same on both sides); the internal columns name the delete.
             try fold(l, globalId: g, insertAt: nil) { c, row in
                 row[c.deleted] = 1.databaseValue
                 row[c.editor] = e.actor.databaseValue
@@ -126,7 +128,10 @@ public final class Projector {
             }
             try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0", [e.position, g])
         case .featureDerived:
-            try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db)
+            // A rule's values derived again after an import (`keepTracking` in the payload) leave the tracking as it is:
+            // every log that merged the same events names the same editor, whichever of them derived again.
+            try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db,
+                              tracking: decision?.keepTracking == true || e.payload["keepTracking"] == true ? .keep : .edit)
         case .mergeDecided:
             let d: MergeDecision
             do { d = try MergeDecision(json: e.payload) } catch { throw p.corrupt(error.message) }
@@ -141,7 +146,8 @@ public final class Projector {
             if e.payload["field"] == nil { return }
             let l = try p.layer(in: schema), g = try p.string("globalId")
             try revive(decision, e, db)
-            try updateFeature(l, globalId: g, changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db)
+            try updateFeature(l, globalId: g, changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db,
+                              tracking: decision?.keepTracking == true ? .keep : .edit)
         case .syncPulled, .syncPushed:
             return  // sync state: read from the events by `editlog sync`; no projection
         case .scriptRecorded:
@@ -239,8 +245,27 @@ public final class Projector {
         row[c.ymax] = b?.maxY.databaseValue ?? .null
     }
 
-    func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database) throws {
-        let tracked = layer.editorTrackingValues(of: e, create: false)
+    /// What an update does to a feature's editor tracking: whether it names the event's actor and time as the last
+    /// editor, as the creator, and whether in the layer's editor-tracking fields too (`fields`) or in the `_editor` and
+    /// `_creator` columns only (a baseline's tracking fields are data, the service's own values).
+    struct Tracking {
+        var editor: Bool
+        var creator: Bool = false
+        var fields = true
+        static let keep = Tracking(editor: false)
+        static let edit = Tracking(editor: true)
+    }
+
+    func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database,
+                       tracking: Tracking = .edit) throws {
+        let editor = tracking.editor, creator = tracking.creator
+        var tracked: [String: JSONValue] = [:]
+        if tracking.fields, editor || creator {
+            tracked = layer.editorTrackingValues(of: e, create: creator)
+            if !editor, let info = layer.editFieldsInfo {
+                for f in [info.editorField, info.editDateField] { if let name = f.flatMap({ layer.field(named: $0)?.name }) { tracked[name] = nil } }
+            }
+        }
         try fold(layer, globalId: globalId, insertAt: nil) { c, row in
             for (k, change) in changes {
                 guard let f = layer.field(k), let i = c.attribute[f.name] else {
@@ -251,8 +276,14 @@ public final class Projector {
             // Editor tracking after the changes, as a field the tracking fills is not the crew's to set.
             for (k, v) in tracked { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
             if let g = geometry, !g.isNull { Self.setGeometry(g, c, &row) }
-            row[c.editor] = e.actor.databaseValue
-            row[c.edited] = e.recordedTime.databaseValue
+            if editor {
+                row[c.editor] = e.actor.databaseValue
+                row[c.edited] = e.recordedTime.databaseValue
+            }
+            if creator {
+                row[c.creator] = e.actor.databaseValue
+                row[c.created] = e.recordedTime.databaseValue
+            }
             row[c.position] = e.position.databaseValue
         }
     }
@@ -266,11 +297,12 @@ public final class Projector {
         if let decision, decision.asUpdate {
             try applyAsUpdate(e, attributes: changes.mapValues { $0["new"] ?? .null }, decision, db)
         } else if let decision, !decision.skipFields.isEmpty {
-            try updateFeature(layer, globalId: g, changes: Self.without(decision.skipFields, changes), geometry: nil, e, db)
+            try updateFeature(layer, globalId: g, changes: Self.without(decision.skipFields, changes), geometry: nil, e, db,
+                              tracking: decision.keepTracking ? .keep : .edit)
         } else if try p.string("kind") == "create" {
             try insertFeature(e, attributes: changes.mapValues { $0["new"] ?? .null }, geometry: p.optional("geometry"), db, tracking: true)
         } else {
-            try updateFeature(layer, globalId: g, changes: changes, geometry: nil, e, db)
+            try updateFeature(layer, globalId: g, changes: changes, geometry: nil, e, db, tracking: decision?.keepTracking == true ? .keep : .edit)
         }
         let atts = try p.object("attachments")
         for a in try p.array("added", in: atts, parentKey: "attachments") {
@@ -316,7 +348,10 @@ public final class Projector {
         var changes: [String: JSONValue] = [:]
         for (k, v) in attributes where !d.skipFields.contains(k) && layer.field(k) != nil { changes[k] = ["new": v] }
         let geometry = d.skipFields.contains(MergeEngine.geometryField) ? nil : e.fields.optional("geometry")
-        try updateFeature(layer, globalId: g, changes: changes, geometry: geometry, e, db)
+        // The tracking follows the later writer; a baseline's editor-tracking fields are data (the service's), merged
+        // with the rest, so only the internal columns follow it.
+        let tracking = Tracking(editor: !d.keepTracking, creator: d.takeCreator, fields: e.type != EventType.featureBaselined.rawValue)
+        try updateFeature(layer, globalId: g, changes: changes, geometry: geometry, e, db, tracking: tracking)
     }
 
     /// A feature (and the attachments its delete detached) live again, when a decision says so.

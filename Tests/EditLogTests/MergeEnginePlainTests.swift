@@ -60,7 +60,7 @@ import Testing
                 let remote = Self.event(type, payload: .object(payload), minute: minute, log: remoteLog, originPosition: Int64(1_000 + round), id: 10_000 + n)
                 let w = Writer(remote)
                 let writers = Array(history.fieldWriters.values) + Array(history.attachmentWriters.values) + Array(history.detachWriters.values)
-                    + [history.lastWrite, history.lastDelete].compactMap { $0 }
+                    + [history.lastWrite, history.lastDelete, history.lastTracked, history.createdBy].compactMap { $0 }
                 guard writers.allSatisfy({ $0.isBefore(w) }) else { continue }
                 var attrs: [String: JSONValue] = [:]
                 for f in Self.fields { attrs[f] = Self.values.randomElement(using: &rng)! }

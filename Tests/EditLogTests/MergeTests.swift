@@ -53,6 +53,8 @@ import Testing
             #expect(t["SiteWidth"] == .double(20) || t["SiteWidth"] == .int(20), "the later write wins: \(String(describing: t["SiteWidth"]))")
             #expect(t["PlantedBy"] == "crew A")  // changed on A only
             #expect(t["PlantedDate"] == .int(1777334400000))  // changed on B only
+            // The editor tracking names the latest write on both sides (the winner), not the last event applied there.
+            #expect(t["Editor"] == "bob", "\(log.logId): \(String(describing: t["Editor"]))")
         }
         #expect(try a.digestOfContent() == (try b.digestOfContent()))
         // One conflict each way, on SiteWidth only (Wires: the same value on both sides).
@@ -318,6 +320,34 @@ import Testing
         for (r, log) in [(intoA, a), (intoB, b)] {
             #expect(r.conflicts.isEmpty, "\(policy): \(r.conflicts.map { "\($0.kind) \($0.globalId)" })")
             for g in [t] + inspections { #expect(try log.show(globalId: g)["deleted"] == true, "\(policy): \(g)") }
+        }
+        #expect(try a.digestOfContent() == (try b.digestOfContent()))
+    }
+
+    /// One GlobalID created on both sides (ann at 10:02, bob at 10:07), then edited by ann (10:20): under
+    /// last-in-wins both logs show the later creation's creator and the latest editor, in either exchange order.
+    @Test(arguments: [false, true])
+    func theEditorTrackingOfACreateCreateFollowsTheLaterWrites(aFirst: Bool) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        let g = newGID(77)
+        func create(_ log: EditLog, actor: String, minute: Int, dbh: Int) throws {
+            let lines = [
+                #"{"op":"create","layer":"Trees","globalId":"\#(g)","session":"\#(actor)-c","geometry":{"x":-122.63,"y":45.52},"attributes":{"DBH":\#(dbh)},"at":"2026-06-20T10:\#(String(format: "%02d", minute)):00Z"}"#,
+                #"{"op":"finish","session":"\#(actor)-c","at":"2026-06-20T10:\#(String(format: "%02d", minute)):30Z"}"#,
+            ]
+            for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
+        }
+        try create(a, actor: "ann", minute: 2, dbh: 3)
+        try create(b, actor: "bob", minute: 7, dbh: 5)
+        try Self.set(a, g, [("PlantedBy", "\"crew A\"")], at: 20, actor: "ann", session: "ann-e")
+        if aFirst { try Self.exchange(a, into: b); try Self.exchange(b, into: a) } else { try Self.exchange(b, into: a); try Self.exchange(a, into: b) }
+        for log in [a, b] {
+            let t = try log.attributes(g)
+            #expect(t["DBH"] == .double(5) || t["DBH"] == .int(5), "\(log.logId): the later creation's value")
+            #expect(t["Creator"] == "bob", "\(log.logId): \(String(describing: t["Creator"]))")
+            #expect(t["Editor"] == "ann", "\(log.logId): \(String(describing: t["Editor"]))")
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
         }
         #expect(try a.digestOfContent() == (try b.digestOfContent()))
     }
