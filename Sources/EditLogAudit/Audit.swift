@@ -192,8 +192,11 @@ public enum Audit {
             default: break
             }
         }
-        // Children (one-to-many, origin side): each child created or deleted under this feature. The projections
-        // find the children whose key points here (deleted ones too); their streams say when.
+        // Children (one-to-many, origin side): each child whose key points here now (the projection finds them,
+        // deleted ones too), from when its stream says it came under this feature (created or baselined here,
+        // re-pointed here, revived) and whenever it left (deleted, re-pointed away and back). A child re-pointed away
+        // for good is not found here (no index leads from a key to the children it had; reading every child's events
+        // made a history 50 times slower on the bench's log): its own history shows the re-point.
         // Composite relationships only (the child belongs to the parent: an inspection under its tree). A species'
         // trees are not its history; each tree's history shows its re-point instead, and listing hundreds of
         // children would make a lookup table's history cost grow with its use.
@@ -208,23 +211,45 @@ public enum Audit {
             }
             guard let key else { continue }
             // Keys are stored as validated (GUIDs in `{UPPER}` form): an exact match, so the key's index answers it.
-            let candidates = Array(Set([key, GlobalID.normalize(key) ?? key]))
+            let candidates = Array(Set([key, GlobalID.normalize(key) ?? key])).sorted()
+            func pointsHere(_ v: JSONValue?) -> Bool {
+                guard let s = v?.stringValue else { return false }
+                return candidates.contains(s) || GlobalID.normalize(s).map(candidates.contains) == true
+            }
             let children = try String.fetchAll(db, sql: """
                 SELECT _globalid FROM \(ProjectionTables.featureTable(child.id))
                 WHERE \(ProjectionTables.quoted(fk.name)) IN (\(candidates.map { _ in "?" }.joined(separator: ", "))) ORDER BY _oid
                 """, arguments: StatementArguments(candidates))
             let field = "@related:\(child.name)"
             for c in children {
-                try EventReading.forEach(db, where: "stream = ? AND type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDeleted')",
+                // The child's key and life as this log applied them, event by event (this log's decisions honoured).
+                var pointing = false, live = false, here = false
+                var pending: [String: MergeDecision] = [:]
+                try EventReading.forEach(db, where: "stream = ? AND type IN ('FeatureBaselined', 'SessionCommitted', 'ConflictResolved', 'FeatureDeleted', 'MergeDecided')",
                                          arguments: [StreamName.feature(layer: child.id, globalId: c)]) { e in
                     guard asOf?.includes(e, clock: clock) ?? true else { return }
+                    let d = pending.isEmpty ? nil : pending.removeValue(forKey: e.id.lowercasedString)
+                    let keyTaken = !(d?.skipFields.contains(fk.name) ?? false)
+                    if d?.revive == true { live = true }
                     switch e.eventType {
-                    case .featureBaselined?: out.append(entry(e, field, .null, .string(c), relationship: r.name))
-                    case .sessionCommitted?:
-                        if try e.fields.string("kind") == "create" { out.append(entry(e, field, .null, .string(c), relationship: r.name)) }
-                    case .featureDeleted?: out.append(entry(e, field, .string(c), .null, relationship: r.name))
+                    case .mergeDecided?:
+                        let decision: MergeDecision
+                        do throws(EditLogError) { decision = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
+                        guard decision.log == ownLog else { return }
+                        if let target = decision.event { pending[target] = decision } else if decision.revive { live = true }
+                    case .featureBaselined?:
+                        if keyTaken { pointing = pointsHere(e.payload["attributes"]?[fk.name]) }
+                        live = true
+                    case .sessionCommitted?, .conflictResolved?:
+                        if let change = e.payload["changes"]?[fk.name], keyTaken { pointing = pointsHere(change["new"]) }
+                        if e.payload["kind"]?.stringValue == "create" { live = true }
+                    case .featureDeleted?:
+                        if d?.skipDelete != true { live = false }
                     default: break
                     }
+                    let now = pointing && live
+                    if now != here { out.append(entry(e, field, here ? .string(c) : .null, now ? .string(c) : .null, relationship: r.name)) }
+                    here = now
                 }
             }
         }

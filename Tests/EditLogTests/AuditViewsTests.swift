@@ -77,6 +77,34 @@ import Testing
         #expect(throws: EditLogError.self) { try log.blame(globalId: newGID(999_999)) }
     }
 
+    /// A tree's history shows each inspection for the time it was the tree's: one re-pointed to it joins when it moved
+    /// (not at its baseline, under the tree it had then); one re-pointed away and back leaves and joins again.
+    @Test func aRepointedChildJoinsAParentsHistoryWhenItMoved() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path)
+        let (from, inspections) = try Fixture.treeWithInspections()
+        let to = try Fixture.treeWithoutInspections()
+        func move(_ inspection: String, to tree: String, _ session: String) throws -> Int64 {
+            let events = try log.run(#"{"op":"edit","layer":"Inspections","globalId":"\#(inspection)","session":"\#(session)"}"#,
+                                     #"{"op":"relate","relationship":"Tree_Inspections","globalId":"\#(tree)"}"#, #"{"op":"finish"}"#, actor: "ivy")
+            return try #require(events.last { $0.type == EventType.sessionCommitted.rawValue }).position
+        }
+        let field = "@related:Inspections"
+        func lines(_ tree: String, _ child: String) throws -> [[String]] {
+            try log.history(globalId: tree).entries.filter { $0.field == field && ($0.old == .string(child) || $0.new == .string(child)) }
+                .map { [$0.cause, $0.old.serialized(), $0.new.serialized(), $0.session ?? "-"] }
+        }
+        let moved = inspections[0], back = inspections[1]
+        let p1 = try move(moved, to: to, "s-move")
+        #expect(try lines(to, moved) == [["session", "null", "\"\(moved)\"", "s-move"]])
+        #expect(try log.history(globalId: to).entries.first { $0.field == field }?.position == p1)
+        #expect(try log.history(globalId: to, asOf: .position(p1 - 1)).entries.filter { $0.field == field }.isEmpty)
+        _ = try move(back, to: to, "s-away")
+        _ = try move(back, to: from, "s-back")
+        #expect(try lines(from, back) == [["baseline", "null", "\"\(back)\"", "-"], ["session", "\"\(back)\"", "null", "s-away"],
+                                          ["session", "null", "\"\(back)\"", "s-back"]])
+    }
+
     @Test func historyShowsRelationshipsAndStopsAtAsOf() throws {
         let tmp = TempPath()
         let log = try Self.fullLog(tmp.path)
