@@ -104,7 +104,7 @@ public final class BundleReader {
         }
         /// An entry larger than a reader takes (`schemas/bundle.md`, Limits): refused as input, before it is read.
         func tooLarge(_ what: String, _ size: Int64, max: Int64, _ entry: String) -> EditLogError {
-            EditLogError(.invalidInput, "refused: \(what) is \(size) bytes, more than the \(max) a bundle's \(what) may have", at: "\(path): \(entry)")
+            EditLogError(.invalidInput, "refused: \(what) is \(size) bytes, more than the \(max) a reader takes (a limit of the format)", at: "\(path): \(entry)")
         }
         func callback(_ body: () throws -> Void, _ entry: @autoclosure () -> String) throws(EditLogError) {
             do { try body() } catch let e as EditLogError { throw e } catch { throw EditLogError.wrapping(error, at: "\(path): \(entry())") }

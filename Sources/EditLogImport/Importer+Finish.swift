@@ -208,8 +208,17 @@ extension Importer {
             let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
             for c in try world.deletedFeatures(layer: child.id, where: fk, equals: key) {
                 let stream = StreamName.feature(layer: child.id, globalId: c.globalId)
-                guard try String.fetchOne(db.cachedStatement(sql: "SELECT cause FROM events WHERE stream = ? AND type = ? ORDER BY stream_version DESC LIMIT 1"),
-                                          arguments: [stream, EventType.featureDeleted.rawValue]) == cause else { continue }
+                // Revived only if the parent's cascade is what keeps it deleted: it went with the parent, and no delete
+                // of its own (here or in another log, applied or met already deleted) comes after its latest write in
+                // last-in-wins order. So a record one log deleted by itself stays deleted in every log, whichever
+                // cascade reached it too.
+                var cascaded = false
+                var ownDelete: Writer?
+                try EventReading.forEach(db, where: "stream = ? AND type = ?", arguments: [stream, EventType.featureDeleted.rawValue], cached: true) { e in
+                    if e.cause == cause { cascaded = true } else { ownDelete = latestWriter(ownDelete, Writer(e)) }
+                }
+                guard cascaded else { continue }
+                if let ownDelete, !(try history(of: stream, db).lastWrite.map { ownDelete.isBefore($0) } ?? false) { continue }
                 var d = MergeDecision(log: engine.ownLog, event: nil, layer: child.id, globalId: c.globalId)
                 d.revive = true
                 d.cascadeOf = g
@@ -228,4 +237,10 @@ extension Importer {
             }
         }
     }
+}
+
+/// The later of two writers in last-in-wins order (nil is the earliest).
+func latestWriter(_ a: Writer?, _ b: Writer) -> Writer {
+    guard let a else { return b }
+    return a.isBefore(b) ? b : a
 }

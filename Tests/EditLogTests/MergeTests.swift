@@ -427,6 +427,35 @@ import Testing
         #expect(try a.digestOfContent() == (try b.digestOfContent()))
     }
 
+    /// Device a deletes one inspection by itself (10:00) and adds another under the tree (10:05); device b deletes the
+    /// tree (10:30), its cascade reaching the first inspection too. The tree is kept for a's new inspection and the
+    /// inspections b's cascade took come back, but not the one a deleted itself: in both logs, in both orders.
+    @Test(arguments: [false, true])
+    func aRecordDeletedByItselfStaysDeletedWhenACascadeThatReachedItIsUndone(aFirst: Bool) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        let (t, inspections) = try Fixture.treeWithInspections()
+        let own = inspections[0]
+        let insp = newGID(41)
+        let lines = [
+            #"{"op":"delete","layer":"Inspections","globalId":"\#(own)","at":"2026-06-20T10:00:00Z"}"#,
+            #"{"op":"create","layer":"Inspections","globalId":"\#(insp)","session":"ann-i","parent":{"relationship":"Tree_Inspections","globalId":"\#(t)"},"attributes":{"Condition":"Poor","DBH":4,"CollectedDate":"2026-06-01T00:00:00Z"},"at":"2026-06-20T10:05:00Z"}"#,
+            #"{"op":"finish","session":"ann-i","at":"2026-06-20T10:05:30Z"}"#,
+        ]
+        for cmd in try script(lines, actor: "ann") { try a.apply(cmd) }
+        for cmd in try script([#"{"op":"delete","layer":"Trees","globalId":"\#(t)","at":"2026-06-20T10:30:00Z"}"#], actor: "bob") { try b.apply(cmd) }
+        for _ in 0..<2 {
+            if aFirst { try Self.exchange(a, into: b); try Self.exchange(b, into: a) } else { try Self.exchange(b, into: a); try Self.exchange(a, into: b) }
+        }
+        for log in [a, b] {
+            #expect(try log.show(globalId: t)["deleted"] == false, "\(log.logId): the tree, kept for the new inspection")
+            #expect(try log.show(globalId: own)["deleted"] == true, "\(log.logId): the inspection a deleted by itself")
+            for g in inspections.dropFirst() + [insp] { #expect(try log.show(globalId: g)["deleted"] == false, "\(log.logId): \(g)") }
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
+        }
+        #expect(try a.digestOfContent() == (try b.digestOfContent()))
+    }
+
     // MARK: Relationships never break (geodiff issue 39)
 
     @Test(arguments: [false, true])
