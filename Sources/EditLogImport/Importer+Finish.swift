@@ -195,9 +195,9 @@ extension Importer {
 
     static let cascadePrefix = Cause.cascade(from: "")
 
-    /// A feature this import revived takes back the records its delete took along: each record of a composite
-    /// relationship under it whose last delete came with it (cause `cascade:<feature>`) is live again (a standalone
-    /// `MergeDecided` naming the feature in `cascadeOf`), and so on down. So a kept or revived tree keeps its
+    /// A feature this import revived takes back the records its delete took along: each deleted record of a composite
+    /// relationship under it that went with it (cause `cascade:<feature>`) and has no delete of its own after its latest
+    /// write is live again (a standalone `MergeDecided` naming the feature in `cascadeOf`), and so on down. So a kept or revived tree keeps its
     /// inspections, and both sides of an exchange hold the same records whichever side deleted.
     mutating func reviveCascaded(_ layer: LayerSchema, _ g: String, from logId: String, db: Database, appender: inout Appender, projector: Projector) throws {
         let world = ProjectedState(db: db, schema: schema, projector: projector)

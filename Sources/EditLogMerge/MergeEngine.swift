@@ -119,7 +119,7 @@ public struct MergeEngine: Sendable {
         case .featureDerived:
             // A rule's value never conflicts; under last-in-wins the later writer's stays (the importer derives it again).
             guard local.snapshot != nil else { throw missing() }
-            // A rule's values derived again after an import leave the tracking as it is wherever they apply.
+            // An older rule value keeps the tracking (one derived again after an import, marked so, leaves it anyway).
             d.keepTracking = remote.payload["keepTracking"] != true && !local.history.lastTracked.isBefore(w)
             guard policy == .lastInWins else { return d }
             for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
