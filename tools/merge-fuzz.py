@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Three-device convergence fuzz of bundle exchange under last-in-wins, through the editlog CLI.
+
+Three devices (A, B, C) start from one hub's Trees of Portland baseline (each made by `init` without data, then
+importing the hub's bundle). Each seed records random sessions aimed at two trees and their inspections (deletes
+of trees and inspections, tree and inspection edits, new inspections, re-points), exchanges bundles between random
+pairs in rounds (`--since last-export:<peer> --peer <peer>`), then runs two full rounds of exchange. The devices
+must then hold the same data: `query --json` of every layer, by GlobalID, every attribute but OBJECTID (editor
+tracking included), and the geometry. Every log must pass `verify`, and no inspection may point at a missing tree.
+
+Clocks are real by default: each step's client time is the machine's time when it is recorded, as on devices whose
+clocks are right. `--scripted-clock` writes times of one scripted day instead (months before the machine's clock, so
+values derived again at import time, stamped with the machine's clock, come after every edit).
+
+    python3 tools/merge-fuzz.py --editlog .build-release/release/editlog --seeds 0 40
+
+Exit status: 0 when every seed converged, 1 otherwise. At `9532391`, real clocks, seeds 0..40: 39 converge; seed 27
+diverges (an inspection re-pointed to a tree that another device's delete reached; not analysed further yet, likely the
+known gap in README, "Merging imports": a parent kept for an orphan stays kept when the orphan is deleted later).
+"""
+import argparse, datetime, json, os, random, shutil, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIX = os.path.join(ROOT, "Fixtures", "trees-of-portland")
+W = "{EA06F94B-E310-4F72-AD62-D0944C4D6E40}"   # a tree with four inspections in the fixture baseline
+W2 = "{9F6FACC1-451D-48FE-8532-FC74A9987BDF}"  # another tree with inspections
+TREES = [W, W2]
+LAYERS = ["Trees", "Neighborhoods", "Species", "Inspections"]
+EDITLOG = "editlog"
+SCRIPTED = False
+
+
+def run(*a):
+    r = subprocess.run([EDITLOG, *a], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"editlog {' '.join(a[:2])}: exit {r.returncode}: {r.stderr.strip()[:300]}")
+    return r.stdout
+
+
+def at(t):
+    if SCRIPTED:
+        return f"2026-07-02T{10 + t // 60:02d}:{t % 60:02d}:00Z"
+    time.sleep(0.002)
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def gid(prefix, n):
+    return "{%s-0000-4000-8000-%012d}" % (prefix, n)
+
+
+class Devices:
+    def __init__(self, work, base, name):
+        self.d = os.path.join(work, name)
+        shutil.rmtree(self.d, ignore_errors=True)
+        os.makedirs(self.d)
+        for x in "ABC":
+            shutil.copy(os.path.join(base, f"{x}.sqlite"), self.db(x))
+        self.n = 0
+
+    def db(self, x):
+        return os.path.join(self.d, f"{x}.sqlite")
+
+    def record(self, x, lines):
+        self.n += 1
+        path = os.path.join(self.d, f"s{self.n}-{x}.ndjson")
+        with open(path, "w") as f:
+            for line in lines:
+                f.write(json.dumps(line) + "\n")
+        run("record", self.db(x), path)
+
+    def exchange(self, src, dst):
+        self.n += 1
+        out = os.path.join(self.d, f"b{self.n}-{src}to{dst}.bundle")
+        run("bundle", "export", self.db(src), "--out", out, "--since", f"last-export:{dst}", "--peer", dst)
+        run("bundle", "import", self.db(dst), out, "--policy", "last-in-wins", "--actor", f"imp-{dst}", "--device", f"dev-{dst}")
+
+    def query(self, x, layer):
+        return {f["attributes"]["GlobalID"]: f for f in json.loads(run("query", self.db(x), "--layer", layer, "--json"))["features"]}
+
+    def state(self, x):
+        st = {}
+        for layer in LAYERS:
+            for g, f in self.query(x, layer).items():
+                st[(layer, g)] = ({k: v for k, v in f["attributes"].items() if k != "OBJECTID"}, f.get("geometry"))
+        return st
+
+
+def make_base(work):
+    """A hub log with the fixture baseline, and three empty devices that imported the hub's bundle."""
+    base = os.path.join(work, "base")
+    os.makedirs(base, exist_ok=True)
+    schema = ["--service", f"{FIX}/service.json", "--webmap", f"{FIX}/webmap.json", "--rules", f"{FIX}/rules.json"]
+    data = []
+    for f in sorted(os.listdir(f"{FIX}/baseline")):
+        data += ["--data", f"{FIX}/baseline/{f}"]
+    run("init", f"{base}/H.sqlite", *schema, *data)
+    run("bundle", "export", f"{base}/H.sqlite", "--out", f"{base}/h.bundle")
+    for x in "ABC":
+        run("init", f"{base}/{x}.sqlite", *schema)
+        run("bundle", "import", f"{base}/{x}.sqlite", f"{base}/h.bundle", "--actor", "setup", "--device", "setup")
+    return base
+
+
+def step(rng, dev, x, t, k):
+    """One random session on device x; a description, or None when nothing fits."""
+    who = {"A": "alice", "B": "bob", "C": "carol"}[x]
+    head = {"actor": who, "device": "dev-" + who, "at": at(t)}
+    inspections = dev.query(x, "Inspections")
+    trees = dev.query(x, "Trees")
+    kind = rng.choice(["deltree", "edittree", "edittree", "newinsp", "editinsp", "delinsp", "relate"])
+    live = [t_ for t_ in TREES if t_ in trees]
+    if kind in ("deltree", "edittree", "newinsp"):
+        if not live:
+            return None
+        tree = rng.choice(live)
+        if kind == "deltree":
+            lines = [{"op": "delete", **head, "layer": "Trees", "globalId": tree}]
+        elif kind == "edittree":
+            lines = [{"op": "edit", **head, "session": f"{x}{k}", "layer": "Trees", "globalId": tree},
+                     {"op": "set", "field": "SiteWidth", "value": rng.randint(1, 30)}, {"op": "finish"}]
+        else:
+            lines = [{"op": "create", **head, "session": f"{x}{k}", "layer": "Inspections", "globalId": gid(x * 4 + "0009", k),
+                      "parent": {"relationship": "Tree_Inspections", "globalId": tree},
+                      "attributes": {"Condition": "Good", "DBH": 11.0, "CollectedBy": who, "CollectedDate": head["at"], "Notes": f"{x}{k}"}},
+                     {"op": "finish"}]
+        desc = f"{x}:{kind}:{tree[1:5]}"
+    else:
+        candidates = sorted(g for g, f in inspections.items() if f["attributes"]["TreeGlobalID"] in TREES)
+        if not candidates:
+            return None
+        ins = rng.choice(candidates)
+        desc = f"{x}:{kind}:{ins[1:5]}"
+        if kind == "editinsp":
+            lines = [{"op": "edit", **head, "session": f"{x}{k}", "layer": "Inspections", "globalId": ins},
+                     {"op": "set", "field": "Notes", "value": f"{x}{k}"}, {"op": "finish"}]
+        elif kind == "delinsp":
+            lines = [{"op": "delete", **head, "layer": "Inspections", "globalId": ins}]
+        else:
+            others = [t_ for t_ in live if t_ != inspections[ins]["attributes"]["TreeGlobalID"]]
+            if not others:
+                return None
+            lines = [{"op": "edit", **head, "session": f"{x}{k}", "layer": "Inspections", "globalId": ins},
+                     {"op": "relate", "relationship": "Tree_Inspections", "globalId": others[0]}, {"op": "finish"}]
+            desc += ">" + others[0][1:5]
+    try:
+        dev.record(x, lines)
+    except RuntimeError:
+        return desc + " refused"
+    return desc + "@" + head["at"][11:16]
+
+
+def fuzz(seed, work, base, rounds=6):
+    rng = random.Random(seed)
+    dev = Devices(work, base, f"seed-{seed}")
+    t = k = 0
+    trace = []
+    for _ in range(rounds):
+        for _ in range(rng.randint(1, 4)):
+            x = rng.choice("ABC")
+            t += rng.randint(1, 9)
+            k += 1
+            d = step(rng, dev, x, t, k)
+            if d:
+                trace.append(d)
+        for _ in range(rng.randint(1, 3)):
+            src, dst = rng.sample("ABC", 2)
+            dev.exchange(src, dst)
+            trace.append(f"{src}>{dst}")
+    for _ in range(2):
+        for src in "ABC":
+            for dst in "ABC":
+                if src != dst:
+                    dev.exchange(src, dst)
+    states = {x: dev.state(x) for x in "ABC"}
+    diffs = []
+    for y in "BC":
+        a, b = states["A"], states[y]
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                diffs.append(f"A/{y} {key[0]} {key[1]}: " + ("absent in " + y if key not in b else "absent in A" if key not in a else "differs"))
+    problems = []
+    for x in "ABC":
+        r = subprocess.run([EDITLOG, "verify", dev.db(x)], capture_output=True, text=True)
+        if r.returncode:
+            problems.append(f"verify {x}: exit {r.returncode}")
+        trees = {g for (layer, g) in states[x] if layer == "Trees"}
+        for (layer, g), (attrs, _) in states[x].items():
+            if layer == "Inspections" and attrs.get("TreeGlobalID") and attrs["TreeGlobalID"] not in trees:
+                problems.append(f"orphan {g} in {x}")
+    return diffs, problems, trace
+
+
+def main():
+    global EDITLOG, SCRIPTED
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--editlog", default=os.path.join(ROOT, ".build-release", "release", "editlog"), help="the editlog binary")
+    ap.add_argument("--seeds", nargs=2, type=int, default=[0, 10], metavar=("FIRST", "END"), help="seeds FIRST..END-1 (default 0 10)")
+    ap.add_argument("--work", help="work directory (default: a temporary one, removed when every seed converged)")
+    ap.add_argument("--scripted-clock", action="store_true", help="client times of one scripted day instead of the machine's clock")
+    args = ap.parse_args()
+    EDITLOG, SCRIPTED = args.editlog, args.scripted_clock
+    work = args.work or tempfile.mkdtemp(prefix="editlog-merge-fuzz-")
+    base = make_base(work)
+    failed = 0
+    for seed in range(*args.seeds):
+        diffs, problems, trace = fuzz(seed, work, base)
+        ok = not diffs and not problems
+        failed += not ok
+        print(f"seed {seed}: {'converged' if ok else 'DIVERGED'}", flush=True)
+        if not ok:
+            for line in (diffs + problems)[:8]:
+                print("    " + line)
+            print("    trace: " + " ".join(trace))
+    n = args.seeds[1] - args.seeds[0]
+    print(f"merge-fuzz: {n - failed} of {n} seeds converged ({'scripted' if SCRIPTED else 'real'} clocks); work dir {work}")
+    if not failed and not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
