@@ -21,6 +21,9 @@ public struct MergeDecision: Sendable, Hashable {
     public var keepTracking = false
     /// A create applied as an update (`asUpdate`) that is the later creation: the feature's creator becomes its.
     public var takeCreator = false
+    /// A baseline applied as an update: the layer's editor-tracking fields stay as the data has them (only the internal
+    /// tracking columns follow the writer). Decisions recorded before this field existed set those fields.
+    public var keepTrackingFields = false
     /// The feature, deleted here, is live again (with the attachments its delete detached) before the event applies.
     public var revive = false
     /// Attachment renames or detaches of the event not applied.
@@ -49,6 +52,7 @@ public struct MergeDecision: Sendable, Hashable {
         if skipDelete { o["skipDelete"] = true }
         if keepTracking { o["keepTracking"] = true }
         if takeCreator { o["takeCreator"] = true }
+        if keepTrackingFields { o["keepTrackingFields"] = true }
         if revive { o["revive"] = true }
         if !skipAttachments.isEmpty { o["skipAttachments"] = .array(skipAttachments.map(JSONValue.string)) }
         if !reviveAttachments.isEmpty { o["reviveAttachments"] = .array(reviveAttachments.map(JSONValue.string)) }
@@ -68,6 +72,7 @@ public struct MergeDecision: Sendable, Hashable {
         skipDelete = json["skipDelete"]?.boolValue ?? false
         keepTracking = json["keepTracking"]?.boolValue ?? false
         takeCreator = json["takeCreator"]?.boolValue ?? false
+        keepTrackingFields = json["keepTrackingFields"]?.boolValue ?? false
         revive = json["revive"]?.boolValue ?? false
         skipAttachments = strings("skipAttachments")
         reviveAttachments = strings("reviveAttachments")

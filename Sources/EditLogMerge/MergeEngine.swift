@@ -51,6 +51,7 @@ public struct MergeEngine: Sendable {
             d.asUpdate = true
             d.keepTracking = !local.history.lastTracked.isBefore(w)
             d.takeCreator = local.history.createdBy.isBefore(w)
+            d.keepTrackingFields = type == .featureBaselined
             let attrs: [String: JSONValue] = type == .featureBaselined
                 ? (remote.payload["attributes"]?.objectValue ?? [:])
                 : (remote.payload["changes"]?.objectValue ?? [:]).mapValues { $0["new"] ?? .null }

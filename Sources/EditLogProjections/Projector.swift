@@ -349,8 +349,9 @@ public final class Projector {
         for (k, v) in attributes where !d.skipFields.contains(k) && layer.field(k) != nil { changes[k] = ["new": v] }
         let geometry = d.skipFields.contains(MergeEngine.geometryField) ? nil : e.fields.optional("geometry")
         // The tracking follows the later writer; a baseline's editor-tracking fields are data (the service's), merged
-        // with the rest, so only the internal columns follow it.
-        let tracking = Tracking(editor: !d.keepTracking, creator: d.takeCreator, fields: e.type != EventType.featureBaselined.rawValue)
+        // with the rest, so only the internal columns follow it (`keepTrackingFields`; older decisions lack it and
+        // set the fields, as they did when recorded, so a rebuild of an older log gives what it held).
+        let tracking = Tracking(editor: !d.keepTracking, creator: d.takeCreator, fields: !d.keepTrackingFields)
         try updateFeature(layer, globalId: g, changes: changes, geometry: geometry, e, db, tracking: tracking)
     }
 
