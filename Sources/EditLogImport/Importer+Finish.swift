@@ -215,7 +215,7 @@ extension Importer {
                 var cascaded = false
                 var ownDelete: Writer?
                 try EventReading.forEach(db, where: "stream = ? AND type = ?", arguments: [stream, EventType.featureDeleted.rawValue], cached: true) { e in
-                    if e.cause == cause { cascaded = true } else { ownDelete = latestWriter(ownDelete, Writer(e)) }
+                    if e.cause == cause { cascaded = true } else { ownDelete = latest(ownDelete, Writer(e)) }
                 }
                 guard cascaded else { continue }
                 if let ownDelete, !(try history(of: stream, db).lastWrite.map { ownDelete.isBefore($0) } ?? false) { continue }
@@ -237,10 +237,4 @@ extension Importer {
             }
         }
     }
-}
-
-/// The later of two writers in last-in-wins order (nil is the earliest).
-func latestWriter(_ a: Writer?, _ b: Writer) -> Writer {
-    guard let a else { return b }
-    return a.isBefore(b) ? b : a
 }

@@ -14,8 +14,8 @@ public struct FeatureHistory: Sendable, Hashable {
     public private(set) var lastDelete: Writer?
     /// The writer of the feature's editor-tracking values here: the latest (in last-in-wins order) of its creates,
     /// baselines, commits, resolutions and rule values (a rule's values derived again after an import, marked
-    /// `keepTracking`, and deletes leave the layer's tracking fields as they were). An imported event before it keeps the tracking (`MergeDecision.keepTracking`),
-    /// so every log that holds the same events names the same editor.
+    /// `keepTracking`, and deletes leave the layer's tracking fields as they were). An imported event before it keeps
+    /// the tracking (`MergeDecision.keepTracking`), so every log that holds the same events names the same editor.
     public private(set) var lastTracked: Writer?
     /// The creation whose creator the feature shows: the latest of its creates and baselines (one GlobalID created
     /// on two sides: the later creation, whose content wins each field under last-in-wins).

@@ -83,7 +83,7 @@ extension Optional where Wrapped == Writer {
 }
 
 /// The later of two writers (nil is the earliest).
-func latest(_ a: Writer?, _ b: Writer?) -> Writer? {
+public func latest(_ a: Writer?, _ b: Writer?) -> Writer? {
     guard let a else { return b }
     guard let b else { return a }
     return a.isBefore(b) ? b : a
