@@ -168,6 +168,7 @@ public enum Audit {
                 do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
                 if d.log == ownLog, let target = d.event { decisions[target] = d }
                 if d.log == ownLog, d.event == nil, d.revive { add("@deleted", true, false) }
+                if d.log == ownLog, d.event == nil, d.deleteAgain { add("@deleted", false, true) }
                 for c in d.conflicts {
                     let kept = c.winner == .remote ? c.remote.value : c.local.value
                     var h = entry(e, c.field ?? c.attachmentId.map { "@attachment:\($0)" } ?? "@\(c.kind.rawValue)", d.log == ownLog ? c.local.value : kept, kept)
@@ -236,7 +237,7 @@ public enum Audit {
                         let decision: MergeDecision
                         do throws(EditLogError) { decision = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
                         guard decision.log == ownLog else { return }
-                        if let target = decision.event { pending[target] = decision } else if decision.revive { live = true }
+                        if let target = decision.event { pending[target] = decision } else if decision.revive { live = true } else if decision.deleteAgain { live = false }
                     case .featureBaselined?:
                         if keyTaken { pointing = pointsHere(e.payload["attributes"]?[fk.name]) }
                         live = true

@@ -137,7 +137,7 @@ public struct BlameFold: Sendable {
             if decision?.skipDelete != true { deleted = entry(e, "@deleted", true) }
         case .mergeDecided?:
             guard let d = try? MergeDecision(json: e.payload), d.log == ownLog else { break }
-            if let target = d.event { decisions[target] = d } else if d.revive { deleted = nil }
+            if let target = d.event { decisions[target] = d } else if d.revive { deleted = nil } else if d.deleteAgain { deleted = entry(e, "@deleted", true) }
         default: break
         }
     }

@@ -39,13 +39,17 @@ extension Importer {
             report.conflicts += d.conflicts
             try reviveCascaded(parent, p.globalId, from: remoteLog, db: db, appender: &appender, projector: projector)
         }
-        // Parents this import deleted that live children still point at.
+        // Parents this import deleted that live children still point at (a child that lives only because the parent
+        // did, its cascade skipped or undone, keeps nothing: it goes with the parent).
         for (lid, g) in deletedParents {
             guard let layer = schema.layer(id: lid), let p = try world.feature(layer: lid, globalId: g), p.deleted else { continue }
-            for rel in layer.relationships where rel.role == .origin {
+            search: for rel in layer.relationships where rel.role == .origin {
                 guard let (child, side) = schema.counterpart(of: rel, in: layer), let fk = child.field(named: side.keyField)?.name else { continue }
                 let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
-                if let c = try world.features(layer: child.id, where: fk, equals: key).first { try revive(layer, p, child: child, c) }
+                for c in try world.features(layer: child.id, where: fk, equals: key) where try keeps(child, c, parent: g, db: db, world: world) {
+                    try revive(layer, p, child: child, c)
+                    break search
+                }
             }
         }
         // Children this import created or changed that point at a parent deleted here (a feature of a layer that is
@@ -57,24 +61,29 @@ extension Importer {
         if startedEmpty == true { return }
         let checkOnly = false
         #endif
-        for (key, entry) in touched.sorted(by: { $0.key < $1.key }) {
-            let g = key.globalId
-            let layer = schema.layers[Int(entry.layerIndex)]
-            guard layer.relationships.contains(where: { $0.role == .destination }),
-                  let c = try world.feature(layer: layer.id, globalId: g), !c.deleted else { continue }
-            for rel in layer.relationships where rel.role == .destination {
-                guard let fk = layer.field(named: rel.keyField)?.name, let v = c.attributes[fk], !v.isNull,
-                      let (parent, side) = schema.counterpart(of: rel, in: layer) else { continue }
-                let p: FeatureSnapshot?
-                if let k = side.keyField, k.lowercased() != parent.globalIdField?.lowercased() {
-                    p = nil  // keyed by an attribute: only live parents can be found by it
-                } else {
-                    p = try v.stringValue.flatMap(GlobalID.normalize).flatMap { try world.feature(layer: parent.id, globalId: $0) }
-                }
-                if let p, checkOnly {
-                    if p.deleted { throw EditLogError(.corrupt, "the import left parent \(p.globalId) deleted, which child \(c.globalId) points at") }
-                } else if let p {
-                    try revive(parent, p, child: layer, c)
+        // Again while it kept a parent: a record revived with it (`reviveCascaded`) may point at another deleted one.
+        var kept = -1
+        while kept < revived.count {
+            kept = revived.count
+            for (key, entry) in touched.sorted(by: { $0.key < $1.key }) {
+                let g = key.globalId
+                let layer = schema.layers[Int(entry.layerIndex)]
+                guard layer.relationships.contains(where: { $0.role == .destination }),
+                      let c = try world.feature(layer: layer.id, globalId: g), !c.deleted else { continue }
+                for rel in layer.relationships where rel.role == .destination {
+                    guard let fk = layer.field(named: rel.keyField)?.name, let v = c.attributes[fk], !v.isNull,
+                          let (parent, side) = schema.counterpart(of: rel, in: layer) else { continue }
+                    let p: FeatureSnapshot?
+                    if let k = side.keyField, k.lowercased() != parent.globalIdField?.lowercased() {
+                        p = nil  // keyed by an attribute: only live parents can be found by it
+                    } else {
+                        p = try v.stringValue.flatMap(GlobalID.normalize).flatMap { try world.feature(layer: parent.id, globalId: $0) }
+                    }
+                    if let p, checkOnly {
+                        if p.deleted { throw EditLogError(.corrupt, "the import left parent \(p.globalId) deleted, which child \(c.globalId) points at") }
+                    } else if let p, p.deleted, try keeps(layer, c, parent: p.globalId, db: db, world: world) {
+                        try revive(parent, p, child: layer, c)
+                    }
                 }
             }
         }
@@ -184,57 +193,41 @@ extension Importer {
     /// delete, earlier in the same commit of the other log, was not applied (or it was revived since). nil for any
     /// other delete, or when the parent is deleted here too.
     func liveCascadeParent(of e: RecordedEvent, layer: LayerSchema, _ world: ProjectedState) throws -> String? {
-        guard e.cause.hasPrefix(Self.cascadePrefix), let parent = GlobalID.normalize(String(e.cause.dropFirst(Self.cascadePrefix.count))) else { return nil }
-        for rel in layer.relationships where rel.role == .destination {
-            guard let (parentLayer, _) = schema.counterpart(of: rel, in: layer),
-                  let p = try world.feature(layer: parentLayer.id, globalId: parent) else { continue }
-            return p.deleted ? nil : parent
-        }
-        return nil
+        guard let p = try cascadeParent(of: e.cause, layer: layer, world), !p.deleted else { return nil }
+        return GlobalID.normalize(String(e.cause.dropFirst(Self.cascadePrefix.count)))
     }
 
     static let cascadePrefix = Cause.cascade(from: "")
 
-    /// A feature this import revived takes back the records its delete took along: each deleted record of a composite
-    /// relationship under it that went with it (cause `cascade:<feature>`) and has no delete of its own after its latest
-    /// write is live again (a standalone `MergeDecided` naming the feature in `cascadeOf`), and so on down. So a kept or revived tree keeps its
-    /// inspections, and both sides of an exchange hold the same records whichever side deleted.
+    /// A feature this import revived takes back the records its delete took along: each deleted record whose delete
+    /// came with it (cause `cascade:<feature>`, whatever key the record has held since) and that no other delete keeps
+    /// deleted (`standing`: none of its own after its latest write in last-in-wins order, here or in another log,
+    /// applied or met already deleted, and no cascade of another parent deleted here) is live again (a standalone
+    /// `MergeDecided` naming the feature in `cascadeOf`), and so on down. So a kept or revived tree keeps its
+    /// inspections, a record one log deleted by itself stays deleted in every log whichever cascade reached it too, and
+    /// both sides of an exchange hold the same records whichever side deleted.
     mutating func reviveCascaded(_ layer: LayerSchema, _ g: String, from logId: String, db: Database, appender: inout Appender, projector: Projector) throws {
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         guard let p = try world.feature(layer: layer.id, globalId: g), !p.deleted else { return }
-        let cause = Cause.cascade(from: g)
-        for rel in layer.relationships where rel.role == .origin && rel.composite {
-            guard let (child, side) = schema.counterpart(of: rel, in: layer), let fk = child.field(named: side.keyField)?.name else { continue }
-            let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
-            for c in try world.deletedFeatures(layer: child.id, where: fk, equals: key) {
-                let stream = StreamName.feature(layer: child.id, globalId: c.globalId)
-                // Revived only if the parent's cascade is what keeps it deleted: it went with the parent, and no delete
-                // of its own (here or in another log, applied or met already deleted) comes after its latest write in
-                // last-in-wins order. So a record one log deleted by itself stays deleted in every log, whichever
-                // cascade reached it too.
-                var cascaded = false
-                var ownDelete: Writer?
-                try EventReading.forEach(db, where: "stream = ? AND type = ?", arguments: [stream, EventType.featureDeleted.rawValue], cached: true) { e in
-                    if e.cause == cause { cascaded = true } else { ownDelete = latest(ownDelete, Writer(e)) }
-                }
-                guard cascaded else { continue }
-                if let ownDelete, !(try history(of: stream, db).lastWrite.map { ownDelete.isBefore($0) } ?? false) { continue }
-                var d = MergeDecision(log: engine.ownLog, event: nil, layer: child.id, globalId: c.globalId)
-                d.revive = true
-                d.cascadeOf = g
-                d.reviveAttachments = try detachedWithFeature(stream, c.globalId, db)
-                let r = try appender.append(NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
-                                                     session: nil, cause: Cause.merge(from: logId)))
-                let key = GlobalIDKey(c.globalId)
-                track(r, key: key)
-                try projector.apply(r, db)
-                appended(r)
-                report.decisions += 1
-                // Its stream is no longer as its own log wrote it, and the rules derive again after it (a rollup of its parent).
-                note(child, c.globalId, before: c, type: .mergeDecided, writer: Writer.Order(millis: 0, logId: logId, position: 0))
-                touched[key]?.origin = -1
-                try reviveCascaded(child, c.globalId, from: logId, db: db, appender: &appender, projector: projector)
-            }
+        for stream in try cascadedStreams(of: g, db) {
+            guard let cf = StreamName.parseFeature(stream), let child = schema.layer(id: cf.layer),
+                  let c = try world.feature(layer: child.id, globalId: cf.globalId), c.deleted,
+                  try standing(of: child, c.globalId, db: db, world: world).deletes.isEmpty else { continue }
+            var d = MergeDecision(log: engine.ownLog, event: nil, layer: child.id, globalId: c.globalId)
+            d.revive = true
+            d.cascadeOf = g
+            d.reviveAttachments = try detachedWithFeature(stream, c.globalId, db)
+            let r = try appender.append(NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
+                                                 session: nil, cause: Cause.merge(from: logId)))
+            let key = GlobalIDKey(c.globalId)
+            track(r, key: key)
+            try projector.apply(r, db)
+            appended(r)
+            report.decisions += 1
+            // Its stream is no longer as its own log wrote it, and the rules derive again after it (a rollup of its parent).
+            note(child, c.globalId, before: c, type: .mergeDecided, writer: Writer.Order(millis: 0, logId: logId, position: 0))
+            touched[key]?.origin = -1
+            try reviveCascaded(child, c.globalId, from: logId, db: db, appender: &appender, projector: projector)
         }
     }
 }

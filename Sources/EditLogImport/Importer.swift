@@ -198,6 +198,10 @@ public struct Importer {
     /// Whether this log did not have the feature before the import.
     func created(_ globalId: String) -> Bool { touched[GlobalIDKey(globalId)]?.created == true }
     var deletedParents: [(layer: Int, globalId: String)] = []
+    /// Parents (by GlobalID key) that a record this log held pointed at before the import deleted it or pointed it
+    /// elsewhere, each once, in the order met: one kept for an orphan may have lost its keeper (`releaseKeptParents`).
+    var leftParents: [(layer: Int, globalId: String)] = []
+    var leftParentsListed: Set<String> = []
     /// Features whose rules' values another log derived, each once, in the order met (a feature this import
     /// created keeps the values it came with, so it is not listed).
     var rederive: [(layer: Int, globalId: String)] = []
@@ -365,6 +369,7 @@ public struct Importer {
                 report.decisions += 1
                 report.conflicts += decision.conflicts
             }
+            if let before, !before.deleted, type == .featureDeleted || !Touched.keyChanges(of: layer, e).isEmpty { noteLeaving(layer, before) }
             if type == .featureDerived {
                 // A rule's value as the other log derived it: derived again here after the merge.
                 if !created(feature.globalId), rederiveListed.insert(e.stream).inserted { rederive.append((feature.layer, feature.globalId)) }
@@ -427,8 +432,10 @@ public struct Importer {
         if let writer { try writer.finish(); report.blobs += 1 }
     }
 
-    /// After the last event: every referenced blob must be here; a parent deleted on one side while the other
-    /// related a record to it is kept (never an orphan); rules derive their values again from the merged state.
+    /// After the last event: every referenced blob must be here; records that lived only because a feature the import
+    /// deleted did go again; a parent deleted on one side while the other related a record to it is kept (never an
+    /// orphan), and one kept before that nothing keeps any more is deleted again; rules derive their values again from
+    /// the merged state.
     public mutating func finish(db: Database, appender: inout Appender, projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
         if let sha = blobInProgress?.sha256 { throw EditLogError(.invalidInput, "the import ended inside a blob", at: "blobs/\(Hex.encode(sha))") }
         for ref in referencedBlobs.sorted() {
@@ -438,7 +445,9 @@ public struct Importer {
                 throw EditLogError(.invalidInput, "an imported event references attachment bytes \(sha), which neither the import nor this log holds", at: "blobs/\(sha)")
             }
         }
+        try releaseHeldByDeleted(db: db, appender: &appender, projector: projector)
         try keepRelationshipsWhole(db: db, appender: &appender, projector: projector)
+        try releaseKeptParents(db: db, appender: &appender, projector: projector)
         try deriveAgain(db: db, appender: &appender, projector: projector, geocoder: geocoder)
     }
 

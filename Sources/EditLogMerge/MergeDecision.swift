@@ -34,6 +34,13 @@ public struct MergeDecision: Sendable, Hashable {
     /// `cascade:<parent>`), when the decision follows the parent's: the record's delete is skipped because the parent
     /// lives here, or the record is live again with the parent. The conflict, if any, is the parent's.
     public var cascadeOf: String?
+    /// A standalone decision: the feature, live here only by an earlier standalone decision of this log (kept for an
+    /// orphan, or live again with such a parent: `cascadeOf`), is deleted again now that nothing keeps it, as the
+    /// deletes that reached it say (the log's latest delete of it, or its parent's cascade). Logs that never needed to
+    /// keep it hold it deleted too.
+    public var deleteAgain = false
+    /// Attachments detached again with the feature (those the decision that kept it made live again).
+    public var detachAttachments: [String] = []
     public var conflicts: [Conflict] = []
 
     public init(log: String, event: String?, layer: Int, globalId: String) {
@@ -42,7 +49,8 @@ public struct MergeDecision: Sendable, Hashable {
 
     /// Nothing to do differently from a plain application, and nothing to record.
     public var isPlain: Bool {
-        skipFields.isEmpty && !asUpdate && !skipDelete && !revive && !keepTracking && skipAttachments.isEmpty && reviveAttachments.isEmpty && conflicts.isEmpty
+        skipFields.isEmpty && !asUpdate && !skipDelete && !revive && !keepTracking && skipAttachments.isEmpty && reviveAttachments.isEmpty && !deleteAgain
+            && detachAttachments.isEmpty && conflicts.isEmpty
     }
 
     public var json: JSONValue {
@@ -57,6 +65,8 @@ public struct MergeDecision: Sendable, Hashable {
         if !skipAttachments.isEmpty { o["skipAttachments"] = .array(skipAttachments.map(JSONValue.string)) }
         if !reviveAttachments.isEmpty { o["reviveAttachments"] = .array(reviveAttachments.map(JSONValue.string)) }
         if let cascadeOf { o["cascadeOf"] = .string(cascadeOf) }
+        if deleteAgain { o["deleteAgain"] = true }
+        if !detachAttachments.isEmpty { o["detachAttachments"] = .array(detachAttachments.map(JSONValue.string)) }
         o["conflicts"] = .array(conflicts.map(\.json))
         return .object(o)
     }
@@ -77,6 +87,8 @@ public struct MergeDecision: Sendable, Hashable {
         skipAttachments = strings("skipAttachments")
         reviveAttachments = strings("reviveAttachments")
         cascadeOf = json["cascadeOf"]?.stringValue
+        deleteAgain = json["deleteAgain"]?.boolValue ?? false
+        detachAttachments = strings("detachAttachments")
         var cs: [Conflict] = []
         for c in json["conflicts"]?.arrayValue ?? [] { cs.append(try Conflict(json: c)) }
         conflicts = cs

@@ -140,6 +140,7 @@ public final class Projector {
                 decisions[target] = d
             } else {
                 try revive(d, e, db)
+                try deleteAgain(d, e, db)
             }
         case .conflictResolved:
             // A conflict closed as this log held it (no field): nothing changes, not even editor tracking.
@@ -353,6 +354,21 @@ public final class Projector {
         // set the fields, as they did when recorded, so a rebuild of an older log gives what it held).
         let tracking = Tracking(editor: !d.keepTracking, creator: d.takeCreator, fields: !d.keepTrackingFields)
         try updateFeature(layer, globalId: g, changes: changes, geometry: geometry, e, db, tracking: tracking)
+    }
+
+    /// A feature kept by an earlier decision of this log deleted again (and the attachments that decision made live
+    /// again detached), when a standalone decision says so. The internal editor columns are left as they are.
+    func deleteAgain(_ d: MergeDecision, _ e: RecordedEvent, _ db: Database) throws {
+        if d.deleteAgain {
+            guard let layer = schema?.layer(id: d.layer) else { throw e.fields.corrupt("deletes again a feature of layer \(d.layer), which the schema does not have") }
+            try fold(layer, globalId: d.globalId, insertAt: nil) { c, row in
+                row[c.deleted] = 1.databaseValue
+                row[c.position] = e.position.databaseValue
+            }
+        }
+        for id in d.detachAttachments {
+            try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?", [e.position, id])
+        }
     }
 
     /// A feature (and the attachments its delete detached) live again, when a decision says so.

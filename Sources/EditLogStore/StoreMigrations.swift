@@ -6,8 +6,9 @@ enum StoreMigrations {
     static let applicationId: Int32 = 0x4544_4C47
 
     /// Migrations a log may lack and still be opened read-only (read where it may not be written): each only adds a
-    /// table that no read of a log without it needs (a log before `v3-blob-chunks` holds no chunked blob).
-    static let readableWhilePending: Set<String> = ["v3-blob-chunks"]
+    /// table that no read of a log without it needs (a log before `v3-blob-chunks` holds no chunked blob), or an index
+    /// only writes use.
+    static let readableWhilePending: Set<String> = ["v3-blob-chunks", "v4-cascade-index"]
 
     static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
@@ -82,6 +83,13 @@ enum StoreMigrations {
                 CREATE TRIGGER blob_chunks_append_only_delete BEFORE DELETE ON blob_chunks
                 BEGIN SELECT RAISE(ABORT, 'blobs are content-addressed: DELETE is not allowed'); END;
                 """)
+        }
+        // The deletes a parent's delete took along (cause `cascade:<GlobalID>`), by parent: an import that revives a
+        // parent, or deletes again one it kept, finds each of them whatever key the record has held since
+        // (`Importer.cascadedStreams`). Partial: only cascaded deletes are in it, so another event's append costs one
+        // comparison. Queries must repeat its WHERE term for SQLite to use it.
+        m.registerMigration("v4-cascade-index") { db in
+            try db.execute(sql: "CREATE INDEX events_cascade ON events(cause) WHERE cause GLOB 'cascade:*'")
         }
         return m
     }

@@ -234,24 +234,31 @@ import Testing
         #expect(try EditLog.verify(at: d.file("a.sqlite")).ok)
     }
 
-    /// A log made before the chunk table existed is read and verified as it is where it is opened read-only (nothing
-    /// written), gets the table at its first read-write open, and stays valid.
+    /// A log made before the chunk table existed (and so before the cascade index, `v4-cascade-index`) is read and
+    /// verified as it is where it is opened read-only (nothing written), gets both at its first read-write open, and
+    /// stays valid.
     @Test func aLogFromBeforeTheChunkTableIsReadAsItIsAndMigratedWhenWritten() throws {
         let d = TempDir()
         let a = try Fixture.treesLog(at: d.file("old.sqlite"), logId: "log-old")
         let smallSha = try Self.attach(a, Self.noise(2_000, seed: 12), tree: 120)
         a.close()
         try RawLog.write(d.file("old.sqlite")) { db in
-            try db.execute(sql: "DROP TABLE blob_chunks; DELETE FROM grdb_migrations WHERE identifier = 'v3-blob-chunks'")
+            try db.execute(sql: """
+                DROP TABLE blob_chunks; DROP INDEX events_cascade;
+                DELETE FROM grdb_migrations WHERE identifier IN ('v3-blob-chunks', 'v4-cascade-index')
+                """)
         }
         func hasChunkTable() throws -> Bool { try RawLog.read(d.file("old.sqlite")) { try $0.tableExists("blob_chunks") } }
+        func hasCascadeIndex() throws -> Bool {
+            try RawLog.read(d.file("old.sqlite")) { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'events_cascade'") == 1 }
+        }
         let reader = try EditLog.open(at: d.file("old.sqlite"), readonly: true)
         #expect(try reader.blob(sha256: smallSha) == Self.noise(2_000, seed: 12))
         #expect(try reader.verify().ok)
         reader.close()
         let report = try EditLog.verify(at: d.file("old.sqlite"))
         #expect(report.ok, "\(report.problems)")
-        #expect(try !hasChunkTable(), "a read-only open writes nothing")
+        #expect(try !hasChunkTable() && !hasCascadeIndex(), "a read-only open writes nothing")
         // An export not recorded for a peer writes nothing to the log either.
         let export = try CLI.run("bundle", "export", d.file("old.sqlite"), "--out", d.file("old.bundle"))
         #expect(export.status == 0, "\(export.stderr)")
@@ -265,7 +272,7 @@ import Testing
         #expect(!odd.ok && odd.problems.contains { $0.contains("empty, listed as 5000000 bytes") }, "\(odd.problems)")
 
         let migrated = try EditLog.open(at: d.file("old.sqlite"))
-        #expect(try hasChunkTable())
+        #expect(try hasChunkTable() && hasCascadeIndex())
         let bytes = Self.noise(Self.size, seed: 13)
         let sha = try Self.attach(migrated, bytes, tree: 100)
         #expect(try migrated.blob(sha256: sha) == bytes)

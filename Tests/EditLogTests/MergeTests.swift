@@ -456,6 +456,166 @@ import Testing
         #expect(try a.digestOfContent() == (try b.digestOfContent()))
     }
 
+    /// Re-points `inspection` to `tree` in one session.
+    static func relate(_ log: EditLog, _ inspection: String, to tree: String, at minute: Int, actor: String) throws {
+        let at = "2026-06-20T10:\(String(format: "%02d", minute)):00Z"
+        let lines = [
+            #"{"op":"edit","layer":"Inspections","globalId":"\#(inspection)","session":"\#(actor)-r\#(minute)","at":"\#(at)"}"#,
+            #"{"op":"relate","relationship":"Tree_Inspections","globalId":"\#(tree)","at":"\#(at)"}"#,
+            #"{"op":"finish","at":"\#(at)"}"#,
+        ]
+        for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
+    }
+
+    static func delete(_ log: EditLog, _ layer: String, _ g: String, at minute: Int, actor: String) throws {
+        for cmd in try script([#"{"op":"delete","layer":"\#(layer)","globalId":"\#(g)","at":"2026-06-20T10:\#(String(format: "%02d", minute)):00Z"}"#], actor: actor) {
+            try log.apply(cmd)
+        }
+    }
+
+    /// Every pair of logs exchanges everything, twice.
+    static func exchangeAll(_ logs: [EditLog], order: [(Int, Int)]) throws {
+        for _ in 0..<2 { for (f, t) in order { try exchange(logs[f], into: logs[t], viaBundle: false) } }
+    }
+
+    /// The orphan gap the three-device fuzz found. Device c re-points inspection i (of tree w2) to tree w (10:01);
+    /// device b deletes w (10:02) and c imports it: w is kept for i, and the inspections b's cascade took come back
+    /// with it. Then b deletes w2 (10:03), whose cascade takes i (on b, i still points at w2). Once all logs hold every
+    /// event, i is deleted (b's cascade is later than c's re-point), so nothing keeps w: c deletes it again with the
+    /// inspections it kept, and holds what a and b hold (they never needed w kept), whatever order the rest comes in.
+    @Test(arguments: [[(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)], [(2, 1), (1, 0), (2, 0), (0, 2), (1, 2), (0, 1)]])
+    func aParentKeptForAnOrphanIsDeletedAgainWhenTheOrphanGoes(order: [(Int, Int)]) throws {
+        let paths = [TempPath("a"), TempPath("b"), TempPath("c")]
+        let logs = try ["a", "b", "c"].enumerated().map { try Self.device($1, paths[$0], seed: UInt64($0 + 1)) }
+        let (a, b, c) = (logs[0], logs[1], logs[2])
+        let trees = try Fixture.treesWithInspections()
+        let (w, kept) = trees[0], (w2, others) = trees[1]
+        let i = others[0]
+        try Self.relate(c, i, to: w, at: 1, actor: "carol")
+        try Self.delete(b, "Trees", w, at: 2, actor: "bob")
+        try Self.exchange(b, into: c, viaBundle: false)
+        #expect(try c.show(globalId: w)["deleted"] == false, "w, kept for i")
+        #expect(try c.show(globalId: kept[0])["deleted"] == false, "w's inspections, back with it")
+        try Self.delete(b, "Trees", w2, at: 3, actor: "bob")
+        try Self.exchangeAll(logs, order: order)
+        for log in logs {
+            #expect(try log.show(globalId: w)["deleted"] == true, "\(log.logId): w")
+            #expect(try log.show(globalId: i)["deleted"] == true, "\(log.logId): i")
+            for g in kept { #expect(try log.show(globalId: g)["deleted"] == true, "\(log.logId): \(g)") }
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()), "\(log.logId): rebuild differs")
+        }
+        let digests = try logs.map { try $0.digestOfContent() }
+        let diff = try Self.differences(logs)
+        #expect(Set(digests).count == 1, "content digests differ: \(diff)")
+        // c's decision, with its own history line; a and b never kept w, so never deleted it again.
+        let again = try c.events().filter { $0.type == EventType.mergeDecided.rawValue && $0.payload["deleteAgain"] == true }
+        #expect(Set(again.compactMap { $0.payload["globalId"]?.stringValue }) == Set([w] + kept), "\(again.map { $0.payload.serialized() })")
+        #expect(again.filter { $0.payload["cascadeOf"]?.stringValue == w }.count == kept.count)
+        for log in [a, b] { #expect(try log.events().allSatisfy { $0.payload["deleteAgain"] == nil || $0.payload["log"]?.stringValue != log.logId }) }
+        let history = try c.history(globalId: w).entries
+        #expect(history.contains { $0.field == "@deleted" && $0.new == true && $0.position == again.first?.position }, "\(history.map { "\($0.position) \($0.field) \($0.new.serialized())" })")
+    }
+
+    /// Device a re-points inspection i (of tree w2) to tree w (10:01); device b, which has not seen it, deletes w2 (10:02),
+    /// its cascade taking i; a edits w2 later (10:03). w2 lives (a's edit is later), so its cascade does not apply: i
+    /// lives, under w, in both logs and both orders, although on b it pointed elsewhere by the time w2 came back.
+    @Test(arguments: [false, true])
+    func aRecordRepointedSinceComesBackWithTheParentWhoseCascadeTookIt(aFirst: Bool) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        let trees = try Fixture.treesWithInspections()
+        let (w, _) = trees[0], (w2, others) = trees[1]
+        let i = others[0]
+        try Self.relate(a, i, to: w, at: 1, actor: "ann")
+        try Self.delete(b, "Trees", w2, at: 2, actor: "bob")
+        try Self.set(a, w2, [("SiteWidth", "7")], at: 3, actor: "ann", session: "ann-w2")
+        for _ in 0..<2 {
+            if aFirst { try Self.exchange(a, into: b); try Self.exchange(b, into: a) } else { try Self.exchange(b, into: a); try Self.exchange(a, into: b) }
+        }
+        for log in [a, b] {
+            #expect(try log.show(globalId: w2)["deleted"] == false, "\(log.logId): w2")
+            #expect(try log.show(globalId: i)["deleted"] == false, "\(log.logId): i")
+            #expect(try log.attributes(i)["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == w, "\(log.logId): i under w")
+            for g in others.dropFirst() { #expect(try log.show(globalId: g)["deleted"] == false, "\(log.logId): \(g)") }
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()), "\(log.logId): rebuild differs")
+        }
+        let diff = try Self.differences([a, b])
+        #expect(try a.digestOfContent() == (try b.digestOfContent()), "\(diff)")
+    }
+
+    /// Device c points inspection i of tree w2 at tree w (10:01); b deletes w (10:02) and c imports it: w is kept for i.
+    /// Then c points i back at w2 (10:03): nothing keeps w, so c deletes it again (with the inspections kept with it) as
+    /// it records the change, and every log ends with w deleted and i under w2.
+    @Test func aParentKeptForAnOrphanIsDeletedAgainWhenTheOrphanIsPointedElsewhereHere() throws {
+        let paths = [TempPath("a"), TempPath("b"), TempPath("c")]
+        let logs = try ["a", "b", "c"].enumerated().map { try Self.device($1, paths[$0], seed: UInt64($0 + 1)) }
+        let (b, c) = (logs[1], logs[2])
+        let trees = try Fixture.treesWithInspections()
+        let (w, kept) = trees[0], (w2, others) = trees[1]
+        let i = others[0]
+        try Self.relate(c, i, to: w, at: 1, actor: "carol")
+        try Self.delete(b, "Trees", w, at: 2, actor: "bob")
+        try Self.exchange(b, into: c, viaBundle: false)
+        #expect(try c.show(globalId: w)["deleted"] == false, "w, kept for i")
+        let before = try c.lastPosition()
+        try Self.relate(c, i, to: w2, at: 3, actor: "carol")
+        let again = try c.events(after: before).filter { $0.type == EventType.mergeDecided.rawValue }
+        #expect(Set(again.compactMap { $0.payload["globalId"]?.stringValue }) == Set([w] + kept) && again.allSatisfy { $0.payload["deleteAgain"] == true },
+                "\(again.map { $0.payload.serialized() })")
+        try Self.exchangeAll(logs, order: [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)])
+        for log in logs {
+            #expect(try log.show(globalId: w)["deleted"] == true, "\(log.logId): w")
+            #expect(try log.attributes(i)["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == w2, "\(log.logId): i under w2")
+            #expect(try log.show(globalId: i)["deleted"] == false, "\(log.logId): i")
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()), "\(log.logId): rebuild differs")
+        }
+        let diff = try Self.differences(logs)
+        #expect(Set(try logs.map { try $0.digestOfContent() }).count == 1, "\(diff)")
+    }
+
+    /// Device b points inspection r of tree p at tree q (10:01); device a, which has not seen it, deletes p (10:02), its
+    /// cascade taking r; b edits p (10:03), so p lives and r with it (under q). Then a deletes p again (10:04): r lives only
+    /// because p did (its earlier cascade undone) and this delete's cascade does not reach it (it points at q), so a
+    /// deletes it again as it records the delete, and b when it imports that delete. Both end with p and r deleted.
+    @Test(arguments: [false, true])
+    func aRecordLivingOnlyByItsOldParentGoesWhenTheParentIsDeletedAgain(aFirst: Bool) throws {
+        let ta = TempPath("a"), tb = TempPath("b")
+        let a = try Self.device("a", ta, seed: 1), b = try Self.device("b", tb, seed: 2)
+        let trees = try Fixture.treesWithInspections()
+        let (p, inspections) = trees[0], q = trees[1].tree
+        let r = inspections[0]
+        try Self.relate(b, r, to: q, at: 1, actor: "bob")
+        try Self.delete(a, "Trees", p, at: 2, actor: "ann")
+        try Self.set(b, p, [("SiteWidth", "7")], at: 3, actor: "bob", session: "bob-p")
+        if aFirst { try Self.exchange(a, into: b); try Self.exchange(b, into: a) } else { try Self.exchange(b, into: a); try Self.exchange(a, into: b) }
+        for log in [a, b] {
+            #expect(try log.show(globalId: p)["deleted"] == false, "\(log.logId): p, edited after its delete")
+            #expect(try log.show(globalId: r)["deleted"] == false, "\(log.logId): r, its cascade undone")
+            #expect(try log.attributes(r)["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == q)
+        }
+        let before = try a.lastPosition()
+        try Self.delete(a, "Trees", p, at: 4, actor: "ann")
+        let again = try a.events(after: before).filter { $0.type == EventType.mergeDecided.rawValue }
+        #expect(again.map { $0.payload["globalId"]?.stringValue } == [r] && again.allSatisfy { $0.payload["deleteAgain"] == true && $0.payload["cascadeOf"]?.stringValue == p },
+                "\(again.map { $0.payload.serialized() })")
+        try Self.exchange(a, into: b)
+        try Self.exchange(b, into: a)
+        for log in [a, b] {
+            #expect(try log.show(globalId: p)["deleted"] == true, "\(log.logId): p")
+            for g in inspections { #expect(try log.show(globalId: g)["deleted"] == true, "\(log.logId): \(g)") }
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()), "\(log.logId): rebuild differs")
+        }
+        let diff = try Self.differences([a, b])
+        #expect(try a.digestOfContent() == (try b.digestOfContent()), "\(diff)")
+        // A log that held nothing, given all of it at once, meets the same deletes (its import deletes r again too).
+        let tc = TempPath("c")
+        let c = try Self.device("c", tc, seed: 3, baseline: false)
+        try Self.exchange(a, into: c)
+        #expect(try c.show(globalId: r)["deleted"] == true)
+        let diffC = try Self.differences([a, c])
+        #expect(try c.digestOfContent() == (try a.digestOfContent()), "\(diffC)")
+    }
+
     // MARK: Relationships never break (geodiff issue 39)
 
     @Test(arguments: [false, true])

@@ -61,14 +61,18 @@ enum Fixture {
     }
 
     static func treeWithInspections() throws -> (tree: String, inspections: [String]) {
+        try treesWithInspections()[0]
+    }
+
+    /// The trees that have inspections, those with the most first (then by GlobalID).
+    static func treesWithInspections() throws -> [(tree: String, inspections: [String])] {
         var byTree: [String: [String]] = [:]
         for f in try features("Inspections") {
             if let t = f["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize), let g = f["GlobalID"]?.stringValue.flatMap(GlobalID.normalize) {
                 byTree[t, default: []].append(g)
             }
         }
-        let best = byTree.sorted { $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.key < $1.key }.first!
-        return (best.key, best.value)
+        return byTree.sorted { $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 }
 
