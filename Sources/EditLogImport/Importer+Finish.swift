@@ -217,17 +217,23 @@ extension Importer {
             d.revive = true
             d.cascadeOf = g
             d.reviveAttachments = try detachedWithFeature(stream, c.globalId, db)
-            let r = try appender.append(NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
-                                                 session: nil, cause: Cause.merge(from: logId)))
-            let key = GlobalIDKey(c.globalId)
-            track(r, key: key)
-            try projector.apply(r, db)
-            appended(r)
-            report.decisions += 1
-            // Its stream is no longer as its own log wrote it, and the rules derive again after it (a rollup of its parent).
-            note(child, c.globalId, before: c, type: .mergeDecided, writer: Writer.Order(millis: 0, logId: logId, position: 0))
-            touched[key]?.origin = -1
+            try recordStandalone(d, layer: child, before: c, from: logId, db: db, appender: &appender, projector: projector)
             try reviveCascaded(child, c.globalId, from: logId, db: db, appender: &appender, projector: projector)
         }
+    }
+
+    /// Appends and applies a standalone decision of this log about a record (revived with its parent, or deleted again):
+    /// its stream is no longer as its own log wrote it, and the rules derive again after it (a rollup of its parent).
+    mutating func recordStandalone(_ d: MergeDecision, layer: LayerSchema, before: FeatureSnapshot, from logId: String, db: Database, appender: inout Appender,
+                                   projector: Projector) throws {
+        let r = try appender.append(NewEvent(id: appender.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: d.globalId), type: .mergeDecided,
+                                             payload: d.json, context: context, session: nil, cause: Cause.merge(from: logId)))
+        let key = GlobalIDKey(d.globalId)
+        track(r, key: key)
+        try projector.apply(r, db)
+        appended(r)
+        report.decisions += 1
+        note(layer, d.globalId, before: before, type: .mergeDecided, writer: Writer.Order(millis: 0, logId: logId, position: 0))
+        touched[key]?.origin = -1
     }
 }

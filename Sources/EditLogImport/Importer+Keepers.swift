@@ -147,7 +147,6 @@ extension Importer {
     mutating func deleteAgain(_ layer: LayerSchema, _ f: FeatureSnapshot, cascadeOf: String?, keptBy: MergeDecision?, from logId: String, db: Database,
                               appender: inout Appender, projector: Projector) throws {
         let world = ProjectedState(db: db, schema: schema, projector: projector)
-        let stream = StreamName.feature(layer: layer.id, globalId: f.globalId)
         var d = MergeDecision(log: engine.ownLog, event: nil, layer: layer.id, globalId: f.globalId)
         d.deleteAgain = true
         d.cascadeOf = cascadeOf
@@ -155,16 +154,8 @@ extension Importer {
         // cascaded delete was skipped rather than undone (its attachments were never detached here).
         let live = try world.attachments(of: f.globalId).map(\.globalId)
         d.detachAttachments = keptBy.map { k in k.reviveAttachments.filter(live.contains) } ?? live.sorted()
-        let r = try appender.append(NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
-                                             session: nil, cause: Cause.merge(from: logId)))
-        let key = GlobalIDKey(f.globalId)
-        track(r, key: key)
-        try projector.apply(r, db)
-        appended(r)
-        report.decisions += 1
-        // The rules derive again after it (a rollup of the parent it points at), and a parent it kept may be free now.
-        note(layer, f.globalId, before: f, type: .mergeDecided, writer: Writer.Order(millis: 0, logId: logId, position: 0))
-        touched[key]?.origin = -1
+        try recordStandalone(d, layer: layer, before: f, from: logId, db: db, appender: &appender, projector: projector)
+        // A parent it kept may be free now.
         for rel in layer.relationships where rel.role == .destination {
             guard let fk = layer.field(named: rel.keyField)?.name, let v = f.attributes[fk]?.stringValue, let g = GlobalID.normalize(v),
                   let (parent, _) = schema.counterpart(of: rel, in: layer) else { continue }

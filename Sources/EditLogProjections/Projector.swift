@@ -359,30 +359,28 @@ public final class Projector {
     /// A feature kept by an earlier decision of this log deleted again (and the attachments that decision made live
     /// again detached), when a standalone decision says so. The internal editor columns are left as they are.
     func deleteAgain(_ d: MergeDecision, _ e: RecordedEvent, _ db: Database) throws {
-        if d.deleteAgain {
-            guard let layer = schema?.layer(id: d.layer) else { throw e.fields.corrupt("deletes again a feature of layer \(d.layer), which the schema does not have") }
-            try fold(layer, globalId: d.globalId, insertAt: nil) { c, row in
-                row[c.deleted] = 1.databaseValue
-                row[c.position] = e.position.databaseValue
-            }
-        }
-        for id in d.detachAttachments {
-            try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?", [e.position, id])
-        }
+        try setDeleted(true, feature: d.deleteAgain ? d : nil, attachments: d.detachAttachments, e, db)
     }
 
     /// A feature (and the attachments its delete detached) live again, when a decision says so.
     func revive(_ d: MergeDecision?, _ e: RecordedEvent, _ db: Database) throws {
         guard let d else { return }
-        if d.revive {
-            guard let layer = schema?.layer(id: d.layer) else { throw e.fields.corrupt("revives a feature of layer \(d.layer), which the schema does not have") }
+        try setDeleted(false, feature: d.revive ? d : nil, attachments: d.reviveAttachments, e, db)
+    }
+
+    /// Sets the deleted flag of the decision's feature (when given) and of the listed attachments, at the decision.
+    func setDeleted(_ deleted: Bool, feature d: MergeDecision?, attachments: [String], _ e: RecordedEvent, _ db: Database) throws {
+        if let d {
+            guard let layer = schema?.layer(id: d.layer) else {
+                throw e.fields.corrupt("\(deleted ? "deletes again" : "revives") a feature of layer \(d.layer), which the schema does not have")
+            }
             try fold(layer, globalId: d.globalId, insertAt: nil) { c, row in
-                row[c.deleted] = 0.databaseValue
+                row[c.deleted] = (deleted ? 1 : 0).databaseValue
                 row[c.position] = e.position.databaseValue
             }
         }
-        for id in d.reviveAttachments {
-            try execute(db, "UPDATE p_attachments SET deleted = 0, position = ? WHERE global_id = ?", [e.position, id])
+        for id in attachments {
+            try execute(db, "UPDATE p_attachments SET deleted = ?, position = ? WHERE global_id = ?", [deleted ? 1 : 0, e.position, id])
         }
     }
 }

@@ -478,6 +478,21 @@ import Testing
         for _ in 0..<2 { for (f, t) in order { try exchange(logs[f], into: logs[t], viaBundle: false) } }
     }
 
+    /// Three devices; c points inspection i of tree w2 at tree w (10:01), b deletes w (10:02), and c imports b's events:
+    /// w is kept for i, with the inspections b's cascade took (`kept`).
+    static func treeKeptForAnOrphan(_ paths: [TempPath]) throws -> (logs: [EditLog], w: String, kept: [String], w2: String, i: String) {
+        let logs = try ["a", "b", "c"].enumerated().map { try device($1, paths[$0], seed: UInt64($0 + 1)) }
+        let trees = try Fixture.treesWithInspections()
+        let (w, kept) = trees[0], (w2, others) = trees[1]
+        let i = others[0]
+        try relate(logs[2], i, to: w, at: 1, actor: "carol")
+        try delete(logs[1], "Trees", w, at: 2, actor: "bob")
+        try exchange(logs[1], into: logs[2], viaBundle: false)
+        #expect(try logs[2].show(globalId: w)["deleted"] == false, "w, kept for i")
+        for g in kept { #expect(try logs[2].show(globalId: g)["deleted"] == false, "w's inspection \(g), back with it") }
+        return (logs, w, kept, w2, i)
+    }
+
     /// The orphan gap the three-device fuzz found. Device c re-points inspection i (of tree w2) to tree w (10:01);
     /// device b deletes w (10:02) and c imports it: w is kept for i, and the inspections b's cascade took come back
     /// with it. Then b deletes w2 (10:03), whose cascade takes i (on b, i still points at w2). Once all logs hold every
@@ -486,16 +501,8 @@ import Testing
     @Test(arguments: [[(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)], [(2, 1), (1, 0), (2, 0), (0, 2), (1, 2), (0, 1)]])
     func aParentKeptForAnOrphanIsDeletedAgainWhenTheOrphanGoes(order: [(Int, Int)]) throws {
         let paths = [TempPath("a"), TempPath("b"), TempPath("c")]
-        let logs = try ["a", "b", "c"].enumerated().map { try Self.device($1, paths[$0], seed: UInt64($0 + 1)) }
+        let (logs, w, kept, w2, i) = try Self.treeKeptForAnOrphan(paths)
         let (a, b, c) = (logs[0], logs[1], logs[2])
-        let trees = try Fixture.treesWithInspections()
-        let (w, kept) = trees[0], (w2, others) = trees[1]
-        let i = others[0]
-        try Self.relate(c, i, to: w, at: 1, actor: "carol")
-        try Self.delete(b, "Trees", w, at: 2, actor: "bob")
-        try Self.exchange(b, into: c, viaBundle: false)
-        #expect(try c.show(globalId: w)["deleted"] == false, "w, kept for i")
-        #expect(try c.show(globalId: kept[0])["deleted"] == false, "w's inspections, back with it")
         try Self.delete(b, "Trees", w2, at: 3, actor: "bob")
         try Self.exchangeAll(logs, order: order)
         for log in logs {
@@ -548,15 +555,8 @@ import Testing
     /// it records the change, and every log ends with w deleted and i under w2.
     @Test func aParentKeptForAnOrphanIsDeletedAgainWhenTheOrphanIsPointedElsewhereHere() throws {
         let paths = [TempPath("a"), TempPath("b"), TempPath("c")]
-        let logs = try ["a", "b", "c"].enumerated().map { try Self.device($1, paths[$0], seed: UInt64($0 + 1)) }
-        let (b, c) = (logs[1], logs[2])
-        let trees = try Fixture.treesWithInspections()
-        let (w, kept) = trees[0], (w2, others) = trees[1]
-        let i = others[0]
-        try Self.relate(c, i, to: w, at: 1, actor: "carol")
-        try Self.delete(b, "Trees", w, at: 2, actor: "bob")
-        try Self.exchange(b, into: c, viaBundle: false)
-        #expect(try c.show(globalId: w)["deleted"] == false, "w, kept for i")
+        let (logs, w, kept, w2, i) = try Self.treeKeptForAnOrphan(paths)
+        let c = logs[2]
         let before = try c.lastPosition()
         try Self.relate(c, i, to: w2, at: 3, actor: "carol")
         let again = try c.events(after: before).filter { $0.type == EventType.mergeDecided.rawValue }
