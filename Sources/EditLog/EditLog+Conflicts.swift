@@ -166,6 +166,9 @@ extension EditLog {
                                  session: nil, cause: p.cause)
                 try projector.apply(try appender.append(d), db)
             }
+            // A parent kept for the record it pointed at before may have nothing to keep it any more.
+            try Self.release(deleted: [], left: Self.parentsLeft(layer: Int64(layer.id), changes: payload["changes"], schema: schema), context, db: db,
+                             appender: &appender, projector: projector, schema: schema, geocoder: geocoder)
             return r
         }
     }

@@ -87,7 +87,8 @@ extension EditLog {
             let committed = try decider.finish(s)
             try emit(committed)
             try emit(try rules.derive(after: .committed(layer: s.layerId, globalId: s.globalId, kind: s.kind, before: before, session: s.id)))
-            try release(deleted: [], left: Self.parentsLeft(by: committed, schema: schema), c, db: db, appender: &appender, projector: projector, schema: schema, geocoder: geocoder)
+            let left = committed.filter { $0.type == .sessionCommitted }.flatMap { Self.parentsLeft(layer: $0.payload["layer"]?.intValue, changes: $0.payload["changes"], schema: schema) }
+            try release(deleted: [], left: left, ctx, db: db, appender: &appender, projector: projector, schema: schema, geocoder: geocoder)
         case .delete(let layer, let gid):
             let pending = try decider.delete(layer: layer, globalId: gid, session: c.session)
             try emit(pending)
@@ -97,7 +98,7 @@ extension EditLog {
                 try emit(try rules.derive(after: .deleted(layer: Int(l), globalId: g, attributes: p.payload["attributes"]?.objectValue ?? [:], session: c.session)))
                 deleted.append((Int(l), g))
             }
-            try release(deleted: deleted, left: [], c, db: db, appender: &appender, projector: projector, schema: schema, geocoder: geocoder)
+            try release(deleted: deleted, left: [], ctx, db: db, appender: &appender, projector: projector, schema: schema, geocoder: geocoder)
         case .resume, .abandon:
             guard let id = c.session else { throw EditLogError(.invalidInput, "\(c.op.name) needs \"session\"") }
             guard let s = try world.session(id: id) else { throw EditLogError(.notFound, "no session \"\(id)\"") }
@@ -109,25 +110,23 @@ extension EditLog {
     /// In a log that merged, a change may leave a record that lived only because a feature it deleted did, or a parent
     /// kept for an orphan that nothing keeps any more: they are deleted again in the change's transaction, as an import
     /// would (`Importer.release`). Elsewhere one cheap look (`Importer.mayRelease`) finds nothing to do.
-    static func release(deleted: [(layer: Int, globalId: String)], left: [(layer: Int, globalId: String)], _ c: ScriptCommand, db: Database, appender: inout Appender,
-                        projector: Projector, schema: ServiceSchema, geocoder: (any ReverseGeocoder)?) throws {
+    static func release(deleted: [(layer: Int, globalId: String)], left: [(layer: Int, globalId: String)], _ context: EventContext, db: Database,
+                        appender: inout Appender, projector: Projector, schema: ServiceSchema, geocoder: (any ReverseGeocoder)?) throws {
         guard let logId = projector.logId, try Importer.mayRelease(deleted: deleted, left: left, schema: schema, db: db) else { return }
-        var importer = try Importer(schema: schema, policy: .lastInWins, ownLog: logId, context: EventContext(actor: c.actor, device: c.device, clientTime: c.at),
-                                    source: "record")
+        var importer = try Importer(schema: schema, policy: .lastInWins, ownLog: logId, context: context, source: "record")
         try importer.release(deleted: deleted, left: left, db: db, appender: &appender, projector: projector, geocoder: geocoder)
     }
 
-    /// The parents (by GlobalID key) a commit pointed its record away from: the old values of the relationship keys it changed.
-    static func parentsLeft(by committed: [PendingEvent], schema: ServiceSchema) -> [(layer: Int, globalId: String)] {
+    /// The parents (by GlobalID key) a change of a record (a commit's or a resolution's `changes`) pointed it away from:
+    /// the old values of the relationship keys it changed.
+    static func parentsLeft(layer id: Int64?, changes: JSONValue?, schema: ServiceSchema) -> [(layer: Int, globalId: String)] {
+        guard let id, let layer = schema.layer(id: Int(id)), let changes = changes?.objectValue, !changes.isEmpty else { return [] }
         var out: [(layer: Int, globalId: String)] = []
-        for p in committed where p.type == .sessionCommitted {
-            guard let l = p.payload["layer"]?.intValue, let layer = schema.layer(id: Int(l)), let changes = p.payload["changes"]?.objectValue, !changes.isEmpty else { continue }
-            for rel in layer.relationships where rel.role == .destination {
-                guard let fk = layer.field(named: rel.keyField)?.name.lowercased(),
-                      let old = changes.first(where: { $0.key.lowercased() == fk })?.value["old"]?.stringValue.flatMap(GlobalID.normalize),
-                      let (parent, _) = schema.counterpart(of: rel, in: layer) else { continue }
-                out.append((parent.id, old))
-            }
+        for rel in layer.relationships where rel.role == .destination {
+            guard let fk = layer.field(named: rel.keyField)?.name.lowercased(),
+                  let old = changes.first(where: { $0.key.lowercased() == fk })?.value["old"]?.stringValue.flatMap(GlobalID.normalize),
+                  let (parent, _) = schema.counterpart(of: rel, in: layer) else { continue }
+            out.append((parent.id, old))
         }
         return out
     }

@@ -573,6 +573,33 @@ import Testing
         #expect(Set(try logs.map { try $0.digestOfContent() }).count == 1, "\(diff)")
     }
 
+    /// c keeps tree w for inspection i (`treeKeptForAnOrphan`). Device a had pointed i at a third tree w3 earlier (10:00):
+    /// when c imports it, i's key is a field conflict that c's later re-point wins. An investigator on c then takes a's
+    /// value: i leaves w, nothing keeps w, and c deletes it again in the resolution's transaction; every log ends so.
+    @Test func aResolutionThatPointsTheOrphanElsewhereDeletesItsKeptParentAgain() throws {
+        let paths = [TempPath("a"), TempPath("b"), TempPath("c")]
+        let (logs, w, kept, _, i) = try Self.treeKeptForAnOrphan(paths)
+        let (a, c) = (logs[0], logs[2])
+        let w3 = try Fixture.treesWithInspections()[2].tree
+        try Self.relate(a, i, to: w3, at: 0, actor: "ann")
+        try Self.exchange(a, into: c, viaBundle: false)
+        let conflict = try #require(try c.conflicts().map(\.conflict).first { $0.globalId == i && $0.field?.lowercased() == "treeglobalid" })
+        #expect(try c.show(globalId: w)["deleted"] == false)
+        let before = try c.lastPosition()
+        try c.resolveConflict(id: conflict.id, take: .remote, actor: "ivy", device: "desk", at: "2026-06-20T10:05:00Z")
+        let again = try c.events(after: before).filter { $0.type == EventType.mergeDecided.rawValue }
+        #expect(Set(again.compactMap { $0.payload["globalId"]?.stringValue }) == Set([w] + kept) && again.allSatisfy { $0.payload["deleteAgain"] == true },
+                "\(again.map { $0.payload.serialized() })")
+        try Self.exchangeAll(logs, order: [(2, 0), (2, 1), (0, 1), (1, 0), (0, 2), (1, 2)])
+        for log in logs {
+            #expect(try log.show(globalId: w)["deleted"] == true, "\(log.logId): w")
+            #expect(try log.attributes(i)["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == w3, "\(log.logId): i under w3")
+            #expect(try log.digestOfProjections() == (try log.digestOfRebuild()), "\(log.logId): rebuild differs")
+        }
+        let diff = try Self.differences(logs)
+        #expect(Set(try logs.map { try $0.digestOfContent() }).count == 1, "\(diff)")
+    }
+
     /// Device b points inspection r of tree p at tree q (10:01); device a, which has not seen it, deletes p (10:02), its
     /// cascade taking r; b edits p (10:03), so p lives and r with it (under q). Then a deletes p again (10:04): r lives only
     /// because p did (its earlier cascade undone) and this delete's cascade does not reach it (it points at q), so a
