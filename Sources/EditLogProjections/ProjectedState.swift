@@ -152,19 +152,10 @@ public struct ProjectedState: CurrentState {
 
     /// The live features of `layer` whose `field` equals `value`, in ObjectID order.
     public func features(layer: Int, where field: String, equals value: JSONValue) throws -> [FeatureSnapshot] {
-        try features(layer: layer, where: field, equals: value, deleted: false)
-    }
-
-    /// As `features(layer:where:equals:)`, the deleted features only.
-    public func deletedFeatures(layer: Int, where field: String, equals value: JSONValue) throws -> [FeatureSnapshot] {
-        try features(layer: layer, where: field, equals: value, deleted: true)
-    }
-
-    private func features(layer: Int, where field: String, equals value: JSONValue, deleted: Bool) throws -> [FeatureSnapshot] {
         guard let l = schema.layer(id: layer), let f = l.field(field) else { return [] }
         try sync()
         let column = f.name.lowercased() == l.globalIdField?.lowercased() ? "_globalid" : ProjectionTables.quoted(f.name)
-        let statement = try db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = \(deleted ? 1 : 0) ORDER BY _oid")
+        let statement = try db.cachedStatement(sql: "SELECT * FROM \(ProjectionTables.featureTable(layer)) WHERE \(column) = ? AND _deleted = 0 ORDER BY _oid")
         try statement.setArguments([Projector.databaseValue(value)])
         return try featureRows(l, statement)
     }
