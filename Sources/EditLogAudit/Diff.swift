@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogMerge
 import EditLogProjections
 import EditLogStore
 import GRDB
@@ -109,11 +110,19 @@ public struct DiffFold: Sendable {
     /// False: only each feature's kind of change and geometry are kept (no field values, actors or sessions),
     /// and nothing at all of the fields of a feature created in the window (the report's map needs no more).
     let detail: Bool
+    /// The log's id: its own standalone decisions (a parent kept for an orphan, a record revived with its parent or
+    /// deleted again) change features as the projection applies them. nil: decisions are not folded.
+    let ownLog: String?
 
-    public init(schema: ServiceSchema, fields detail: Bool = true) {
+    public init(schema: ServiceSchema, fields detail: Bool = true, ownLog: String? = nil) {
         self.schema = schema
         self.detail = detail
+        self.ownLog = ownLog
     }
+
+    /// The event types the fold reads (the SQL of `Audit.diff` and the report selects them).
+    public static let foldedTypes: [EventType] = [.featureBaselined, .sessionCommitted, .featureDerived, .conflictResolved, .featureDeleted, .mergeDecided]
+    static let foldedTypesSQL = "type IN (" + foldedTypes.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
 
     static func note(_ list: inout [String], _ s: String?) { if let s, !list.contains(s) { list.append(s) } }
 
@@ -122,51 +131,84 @@ public struct DiffFold: Sendable {
         if detail { note(&c.actors, e.actor); note(&c.sessions, e.session); note(&c.causes, e.cause) }
     }
 
-    public mutating func apply(_ e: RecordedEvent) throws {
-        guard let type = e.eventType, [.featureBaselined, .sessionCommitted, .featureDerived, .featureDeleted].contains(type),
-              let (layerId, globalId) = StreamName.parseFeature(e.stream) else { return }
+    /// Folds one event; `decision`: this log's decision about it (an imported event merged otherwise than as it came,
+    /// `DecisionLookup`), applied as the projection applies it. A decision event itself is folded only when it is
+    /// this log's and standalone (a decision about an event comes with that event).
+    public mutating func apply(_ e: RecordedEvent, decision: MergeDecision? = nil) throws {
+        guard let type = e.eventType, Self.foldedTypes.contains(type), let (layerId, globalId) = StreamName.parseFeature(e.stream) else { return }
+        if type == .mergeDecided {
+            guard let ownLog, let d = try? MergeDecision(json: e.payload), d.log == ownLog, d.event == nil, d.revive || d.deleteAgain else { return }
+            events += 1
+            Self.apply(standalone: d, e, detail: detail, to: &features[globalId, default: Feature(layer: layerId)])
+            return
+        }
+        // A resolution that closes a conflict as this log held it changes nothing.
+        if type == .conflictResolved, e.payload["field"] == nil { return }
         events += 1
         // Changed in place in the dictionary (one lookup, and its field table is not copied on write).
-        try Self.apply(e, type, layer: schema.layer(id: layerId), detail: detail, to: &features[globalId, default: Feature(layer: layerId)])
+        try Self.apply(e, type, layer: schema.layer(id: layerId), detail: detail, decision: decision, to: &features[globalId, default: Feature(layer: layerId)])
     }
 
-    static func apply(_ e: RecordedEvent, _ type: EventType, layer: LayerSchema?, detail: Bool, to f: inout Feature) throws {
+    /// A standalone decision of this log: the feature live again (kept for an orphan, or with its parent), or deleted
+    /// again. Live again while the fold holds it live: it was deleted at the window's start, so it appears in it.
+    static func apply(standalone d: MergeDecision, _ e: RecordedEvent, detail: Bool, to f: inout Feature) {
+        f.seen = true
+        if detail { note(&f.actors, e.actor) }
+        if d.revive {
+            revive(&f)
+        } else if d.deleteAgain {
+            f.deleted = true
+            if detail { f.deletedBy = (e.actor, nil, e.cause) }
+        }
+    }
+
+    /// Live again: deleted in the window, it is not deleted; deleted before it, it appears in it.
+    static func revive(_ f: inout Feature) {
+        if f.deleted { f.deleted = false; f.deletedBy = nil; f.deletedAttributes = [:] } else { f.created = true }
+    }
+
+    static func apply(_ e: RecordedEvent, _ type: EventType, layer: LayerSchema?, detail: Bool, decision: MergeDecision?, to f: inout Feature) throws {
         let p = e.fields
+        let skip = Set(decision?.skipFields ?? []), skipAttachments = Set(decision?.skipAttachments ?? [])
         func name(_ k: String) -> String { layer?.field(k)?.name ?? k }
         func change(_ k: String, _ old: JSONValue, _ new: JSONValue) {
             if !detail && f.created { return }
             Self.change(&f.fields[k, default: Field(old: old, new: new)], to: new, by: e, detail: detail)
         }
+        if decision?.revive == true { revive(&f) }
+        // A create of a feature this log had, applied as an update of the fields it took.
+        let created = decision?.asUpdate != true
         let first = !f.seen
         f.seen = true
         if detail { Self.note(&f.actors, e.actor); Self.note(&f.sessions, e.session) }
         switch type {
         case .featureBaselined:
-            if first { f.created = true }
+            if first && created { f.created = true }
             if detail || !f.created {
-                for (k, v) in try p.object("attributes") where !v.isNull { change(name(k), .null, v) }
+                for (k, v) in try p.object("attributes") where !v.isNull && !skip.contains(k) { change(name(k), .null, v) }
             }
-            if let g = p.optional("geometry"), !g.isNull { f.geometry = detail ? g : Self.centre(g) }
-        case .sessionCommitted, .featureDerived:
+            if let g = p.optional("geometry"), !g.isNull, !skip.contains(MergeEngine.geometryField) { f.geometry = detail ? g : Self.centre(g) }
+        case .sessionCommitted, .featureDerived, .conflictResolved:
             if type == .sessionCommitted, try p.string("kind") == "create" {
-                if first { f.created = true }
-                if let g = p.optional("geometry"), !g.isNull { f.geometry = detail ? g : Self.centre(g) }
+                if first && created { f.created = true }
+                if let g = p.optional("geometry"), !g.isNull, !skip.contains(MergeEngine.geometryField) { f.geometry = detail ? g : Self.centre(g) }
             }
             if !detail && f.created { break }
-            for (k, c) in try p.object("changes") { change(name(k), c["old"] ?? .null, c["new"] ?? .null) }
+            for (k, c) in try p.object("changes") where !skip.contains(k) { change(name(k), c["old"] ?? .null, c["new"] ?? .null) }
             if type == .sessionCommitted {
                 let atts = try p.object("attachments")
                 for a in try p.array("added", in: atts, parentKey: "attachments") {
                     if let id = a["attachmentId"]?.stringValue { change("@attachment:\(id)", .null, a["name"] ?? .null) }
                 }
                 for a in try p.array("renamed", in: atts, parentKey: "attachments") {
-                    if let id = a["attachmentId"]?.stringValue { change("@attachment:\(id)", a["old"] ?? .null, a["new"] ?? .null) }
+                    if let id = a["attachmentId"]?.stringValue, !skipAttachments.contains(id) { change("@attachment:\(id)", a["old"] ?? .null, a["new"] ?? .null) }
                 }
                 for a in try p.array("removed", in: atts, parentKey: "attachments") {
-                    if let id = a["attachmentId"]?.stringValue { change("@attachment:\(id)", a["name"] ?? .null, .null) }
+                    if let id = a["attachmentId"]?.stringValue, !skipAttachments.contains(id) { change("@attachment:\(id)", a["name"] ?? .null, .null) }
                 }
             }
         case .featureDeleted:
+            if decision?.skipDelete == true { break }
             f.deleted = true
             if detail {
                 f.deletedAttributes = try p.object("attributes")
@@ -243,7 +285,7 @@ extension Audit {
     /// Without `fields`, each change has its kind and geometry only (`DiffFold(fields:)`; the report's map).
     public static func diff(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, layer: Int? = nil, clock: EventClock = .default,
                             geometry: Bool = false, fields: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffResult {
-        var parts = ["type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted')"]
+        var parts = [DiffFold.foldedTypesSQL]
         var args: StatementArguments = []
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         parts += [a, b]; args += aa; args += ba
@@ -254,14 +296,16 @@ extension Audit {
         // The fold runs on a second thread while the events are read and parsed, except over a short window of
         // positions: a thread costs more than it saves there (serve's extractChanges diffs each layer over a few
         // generations).
-        var fold = DiffFold(schema: schema, fields: fields)
+        let decisions = try DecisionLookup(db)
+        var fold = DiffFold(schema: schema, fields: fields, ownLog: decisions.ownLog)
         var pipeline: DiffFoldPipeline?
         if case .position(let p) = from, case .position(let q) = to, q - p <= DiffFoldPipeline.inlineWindow {} else {
             pipeline = DiffFoldPipeline(fold)
         }
         do {
             try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) {
-                if let pipeline { try pipeline.add($0) } else { try fold.apply($0) }
+                let d = try decisions.decision(about: $0)
+                if let pipeline { try pipeline.add($0, decision: d) } else { try fold.apply($0, decision: d) }
                 scan?.at($0.position)
             }
         } catch {
@@ -308,4 +352,25 @@ final class ScanProgress {
     }
 
     func finish() { report(span, span) }
+}
+
+/// This log's decision about an imported event, for the folds that read events by type (`diff`, the report's map): the
+/// importer records it just before the event, so it is the event at the position before, when that is this log's
+/// `MergeDecided` naming the event. Only events of other logs are looked up (one indexed read each).
+struct DecisionLookup {
+    let db: Database
+    let ownLog: String?
+
+    init(_ db: Database) throws {
+        self.db = db
+        ownLog = try EventStore.logId(in: db)
+    }
+
+    func decision(about e: RecordedEvent) throws -> MergeDecision? {
+        guard let ownLog, e.origin.logId != ownLog, e.position > 1, e.type != EventType.mergeDecided.rawValue,
+              let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT type, payload FROM events WHERE position = ?"), arguments: [e.position - 1]),
+              (row[0] as String) == EventType.mergeDecided.rawValue,
+              let d = try? MergeDecision(json: JSONParser.parse(row[1] as String)), d.log == ownLog, d.event == e.id.lowercasedString else { return nil }
+        return d
+    }
 }

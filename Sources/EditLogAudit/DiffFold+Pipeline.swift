@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogMerge
 import Foundation
 
 /// A `DiffFold` fed on a second thread: the thread that steps the events (SQLite, the payload's JSON,
@@ -14,23 +15,24 @@ final class DiffFoldPipeline: @unchecked Sendable {
 
     private let condition = NSCondition()
     // Guarded by `condition`.
-    private var pending: [[RecordedEvent]] = []
+    private var pending: [[(RecordedEvent, MergeDecision?)]] = []
     private var closed = false
     private var done = false
     private var failure: (any Error)?
     /// The fold once the consumer is done (it owns the fold until then).
     private var result: DiffFold?
     // The reader's batch (reader thread only).
-    private var batch: [RecordedEvent] = []
+    private var batch: [(RecordedEvent, MergeDecision?)] = []
 
     init(_ fold: DiffFold) {
         batch.reserveCapacity(Self.batchSize)
         Thread.detachNewThread { [self] in consume(fold) }
     }
 
-    /// Adds one event; throws the fold's error if an earlier event failed (the reader then stops).
-    func add(_ e: RecordedEvent) throws {
-        batch.append(e)
+    /// Adds one event (with this log's decision about it, if any); throws the fold's error if an earlier event failed
+    /// (the reader then stops).
+    func add(_ e: RecordedEvent, decision: MergeDecision?) throws {
+        batch.append((e, decision))
         if batch.count >= Self.batchSize { try handOver() }
     }
 
@@ -77,7 +79,7 @@ final class DiffFoldPipeline: @unchecked Sendable {
             condition.unlock()
             if failed { continue }
             do {
-                for e in next { try f.apply(e) }
+                for (e, d) in next { try f.apply(e, decision: d) }
             } catch {
                 condition.lock()
                 failure = error

@@ -218,15 +218,15 @@ public struct AuditReport: Sendable {
     /// each row made as the fold hands its change over.
     static func changedFeatures(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
                                 derivedCount: inout Int, progress: ((Int64, Int64) -> Void)?) throws -> [ChangedFeature] {
-        var fold = DiffFold(schema: schema, fields: false)
+        let decisions = try DecisionLookup(db)
+        var fold = DiffFold(schema: schema, fields: false, ownLog: decisions.ownLog)
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         var args: StatementArguments = aa
         args += ba
         let after: Int64 = if case .position(let p) = from { p } else { 0 }
         let scan = try ScanProgress(db, after: after, to: to, report: progress)
-        try EventReading.forEach(db, after: after, where: "type IN ('FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted') AND \(a) AND \(b)",
-                                 arguments: args) {
-            try fold.apply($0)
+        try EventReading.forEach(db, after: after, where: "\(DiffFold.foldedTypesSQL) AND \(a) AND \(b)", arguments: args) {
+            try fold.apply($0, decision: try decisions.decision(about: $0))
             if $0.type == EventType.featureDerived.rawValue { derivedCount += 1 }
             scan?.at($0.position)
         }

@@ -573,6 +573,29 @@ import Testing
         #expect(Set(try logs.map { try $0.digestOfContent() }).count == 1, "\(diff)")
     }
 
+    /// `diff` (and serve's extractChanges, the report's map) follows this log's decisions as the projection does: over
+    /// c's import of b's delete of w, w and its inspections are not deleted (kept for i, and revived with w); over the
+    /// import that deletes them again, they are; over both, each change's kind agrees with the projection.
+    @Test func diffFollowsTheDecisionsOfThisLog() throws {
+        let paths = [TempPath("a"), TempPath("b"), TempPath("c")]
+        let (logs, w, kept, w2, _) = try Self.treeKeptForAnOrphan(paths)
+        let (b, c) = (logs[1], logs[2])
+        let start = try #require(try c.events().first { $0.type == EventType.featureDeleted.rawValue && $0.payload["globalId"]?.stringValue == w }).position - 1
+        let mid = try c.lastPosition()
+        let first = try c.diff(from: .position(start), to: .position(mid))
+        for g in [w] + kept { #expect(first.changes.first { $0.globalId == g }?.kind != .deleted, "\(g) is live here") }
+        try Self.delete(b, "Trees", w2, at: 3, actor: "bob")
+        try Self.exchange(b, into: c, viaBundle: false)
+        let second = try c.diff(from: .position(mid), to: .position(try c.lastPosition()))
+        for g in [w] + kept { #expect(second.changes.first { $0.globalId == g }?.kind == .deleted, "\(g), deleted again") }
+        let whole = try c.diff(from: .position(start), to: .position(try c.lastPosition()))
+        #expect(!whole.changes.isEmpty)
+        for change in whole.changes {
+            let deleted = try c.show(globalId: change.globalId)["deleted"] == true
+            #expect((change.kind == .deleted) == deleted, "\(change.globalId): \(change.kind)")
+        }
+    }
+
     /// c keeps tree w for inspection i (`treeKeptForAnOrphan`). Device a had pointed i at a third tree w3 earlier (10:00):
     /// when c imports it, i's key is a field conflict that c's later re-point wins. An investigator on c then takes a's
     /// value: i leaves w, nothing keeps w, and c deletes it again in the resolution's transaction; every log ends so.
