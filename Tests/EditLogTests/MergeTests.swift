@@ -519,6 +519,12 @@ import Testing
         #expect(Set(again.compactMap { $0.payload["globalId"]?.stringValue }) == Set([w] + kept), "\(again.map { $0.payload.serialized() })")
         #expect(again.filter { $0.payload["cascadeOf"]?.stringValue == w }.count == kept.count)
         for log in [a, b] { #expect(try log.events().allSatisfy { $0.payload["deleteAgain"] == nil || $0.payload["log"]?.stringValue != log.logId }) }
+        // The decisions validate against the schemas (deleteAgain, detachAttachments, cascadeOf).
+        let v = SchemaFilesTests.validator()
+        for e in try c.events() where e.type == EventType.mergeDecided.rawValue {
+            let errors = try v.validate(try JSONParser.parse(e.json.serialized()), against: SchemaFilesTests.recordedEvent)
+            #expect(errors.isEmpty, "position \(e.position): \(errors)")
+        }
         let history = try c.history(globalId: w).entries
         #expect(history.contains { $0.field == "@deleted" && $0.new == true && $0.position == again.first?.position }, "\(history.map { "\($0.position) \($0.field) \($0.new.serialized())" })")
     }
