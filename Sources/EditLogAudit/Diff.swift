@@ -296,7 +296,7 @@ extension Audit {
         // The fold runs on a second thread while the events are read and parsed, except over a short window of
         // positions: a thread costs more than it saves there (serve's extractChanges diffs each layer over a few
         // generations).
-        let decisions = try DecisionLookup(db)
+        var decisions = try DecisionLookup(db, from: from)
         var fold = DiffFold(schema: schema, fields: fields, ownLog: decisions.ownLog)
         var pipeline: DiffFoldPipeline?
         if case .position(let p) = from, case .position(let q) = to, q - p <= DiffFoldPipeline.inlineWindow {} else {
@@ -356,21 +356,40 @@ final class ScanProgress {
 
 /// This log's decision about an imported event, for the folds that read events by type (`diff`, the report's map): the
 /// importer records it just before the event, so it is the event at the position before, when that is this log's
-/// `MergeDecided` naming the event. Only events of other logs are looked up (one indexed read each).
+/// `MergeDecided` naming the event. The scan reads decisions too (`DiffFold.foldedTypes`): the event it read just before
+/// is that position's most of the time, and one it did not read there within a window of positions is no decision. So
+/// only an imported event at a window's start, or in a window of times, is looked up (one read by position).
 struct DecisionLookup {
     let db: Database
     let ownLog: String?
+    /// The last position before a window of positions: the scan reads every decision after it.
+    let scannedAfter: Int64?
+    /// The event the scan read before.
+    private var previous: RecordedEvent?
 
-    init(_ db: Database) throws {
+    init(_ db: Database, from: LogMoment) throws {
         self.db = db
         ownLog = try EventStore.logId(in: db)
+        scannedAfter = if case .position(let p) = from { p } else { nil }
     }
 
-    func decision(about e: RecordedEvent) throws -> MergeDecision? {
-        guard let ownLog, e.origin.logId != ownLog, e.position > 1, e.type != EventType.mergeDecided.rawValue,
-              let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT type, payload FROM events WHERE position = ?"), arguments: [e.position - 1]),
-              (row[0] as String) == EventType.mergeDecided.rawValue,
-              let d = try? MergeDecision(json: JSONParser.parse(row[1] as String)), d.log == ownLog, d.event == e.id.lowercasedString else { return nil }
+    /// Call it for every event the scan reads, in order.
+    mutating func decision(about e: RecordedEvent) throws -> MergeDecision? {
+        defer { previous = e }
+        guard let ownLog, e.origin.logId != ownLog, e.position > 1, e.type != EventType.mergeDecided.rawValue else { return nil }
+        let before = e.position - 1
+        let payload: JSONValue
+        if let previous, previous.position == before {
+            guard previous.type == EventType.mergeDecided.rawValue else { return nil }
+            payload = previous.payload
+        } else if let scannedAfter, before > scannedAfter {
+            return nil
+        } else {
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT type, payload FROM events WHERE position = ?"), arguments: [before]),
+                  (row[0] as String) == EventType.mergeDecided.rawValue else { return nil }
+            payload = try JSONParser.parse(row[1] as String)
+        }
+        guard let d = try? MergeDecision(json: payload), d.log == ownLog, d.event == e.id.lowercasedString else { return nil }
         return d
     }
 }

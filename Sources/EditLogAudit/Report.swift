@@ -218,7 +218,7 @@ public struct AuditReport: Sendable {
     /// each row made as the fold hands its change over.
     static func changedFeatures(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
                                 derivedCount: inout Int, progress: ((Int64, Int64) -> Void)?) throws -> [ChangedFeature] {
-        let decisions = try DecisionLookup(db)
+        var decisions = try DecisionLookup(db, from: from)
         var fold = DiffFold(schema: schema, fields: false, ownLog: decisions.ownLog)
         let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
         var args: StatementArguments = aa

@@ -209,7 +209,7 @@ extension Importer {
     mutating func reviveCascaded(_ layer: LayerSchema, _ g: String, from logId: String, db: Database, appender: inout Appender, projector: Projector) throws {
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         guard let p = try world.feature(layer: layer.id, globalId: g), !p.deleted else { return }
-        for stream in try cascadedStreams(of: g, db) {
+        for stream in try Self.cascadedStreams(of: g, db) {
             guard let cf = StreamName.parseFeature(stream), let child = schema.layer(id: cf.layer),
                   let c = try world.feature(layer: child.id, globalId: cf.globalId), c.deleted,
                   try standing(of: child, c.globalId, db: db, world: world).deletes.isEmpty else { continue }

@@ -60,7 +60,7 @@ extension Importer {
 
     /// The streams of the records a delete of `g` took along (cause `cascade:<g>`), in log order, each once, whatever
     /// key they have held since (the partial index `events_cascade`).
-    func cascadedStreams(of g: String, _ db: Database) throws -> [String] {
+    static func cascadedStreams(of g: String, _ db: Database) throws -> [String] {
         let streams = try String.fetchAll(db.cachedStatement(sql: "SELECT stream FROM events WHERE cause = ? AND cause GLOB 'cascade:*' AND type = ? ORDER BY position"),
                                           arguments: [Cause.cascade(from: g), EventType.featureDeleted.rawValue])
         var seen = Set<String>()
@@ -134,7 +134,7 @@ extension Importer {
     /// rule looks for keepers (`keepRelationshipsWhole`), so that such a record keeps nothing. Most deleted features took
     /// nothing along: one lookup of the cascade index each.
     mutating func releaseHeldByDeleted(db: Database, appender: inout Appender, projector: Projector) throws {
-        for (lid, g) in deletedParents where try !cascadedStreams(of: g, db).isEmpty {
+        for (lid, g) in deletedParents where try !Self.cascadedStreams(of: g, db).isEmpty {
             let world = ProjectedState(db: db, schema: schema, projector: projector)
             guard let p = try world.feature(layer: lid, globalId: g), p.deleted else { continue }
             try releaseHeld(by: g, from: try history(of: StreamName.feature(layer: lid, globalId: g), db).lastDelete?.logId ?? engine.ownLog,
@@ -167,7 +167,7 @@ extension Importer {
     /// Deletes again each live record that a delete of `g` (deleted here) took along and that lives only because `g`
     /// did (`Standing.held(onlyBy:)`), unless it keeps a record of its own.
     mutating func releaseHeld(by g: String, from logId: String, db: Database, appender: inout Appender, projector: Projector) throws {
-        for childStream in try cascadedStreams(of: g, db) {
+        for childStream in try Self.cascadedStreams(of: g, db) {
             let world = ProjectedState(db: db, schema: schema, projector: projector)
             guard let cf = StreamName.parseFeature(childStream), let child = schema.layer(id: cf.layer),
                   let c = try world.feature(layer: child.id, globalId: cf.globalId), !c.deleted else { continue }
@@ -203,8 +203,7 @@ extension Importer {
         if !left.isEmpty { return true }
         for (lid, g) in deleted {
             if schema.layer(id: lid)?.relationships.contains(where: { $0.role == .destination }) == true { return true }
-            if try Int64.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM events WHERE cause = ? AND cause GLOB 'cascade:*' AND type = ? LIMIT 1"),
-                                  arguments: [Cause.cascade(from: g), EventType.featureDeleted.rawValue]) != nil { return true }
+            if try !cascadedStreams(of: g, db).isEmpty { return true }
         }
         return false
     }

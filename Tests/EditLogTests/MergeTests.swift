@@ -649,6 +649,16 @@ import Testing
             #expect(try log.show(globalId: r)["deleted"] == false, "\(log.logId): r, its cascade undone")
             #expect(try log.attributes(r)["TreeGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == q)
         }
+        // b skipped a's delete of p (b's edit is later): a diff over that delete applies the decision, whether the window
+        // holds the decision too or starts between it and the delete.
+        let skip = try #require(try b.events().first {
+            $0.type == EventType.mergeDecided.rawValue && $0.payload["log"]?.stringValue == b.logId && $0.payload["globalId"]?.stringValue == p
+                && $0.payload["skipDelete"] == true
+        })
+        for from in [skip.position - 1, skip.position] {
+            let window = try b.diff(from: .position(from), to: .position(skip.position + 1))
+            #expect(window.events >= 1 && !window.changes.contains { $0.globalId == p && $0.kind == .deleted }, "from \(from): \(window.changes.map(\.globalId))")
+        }
         let before = try a.lastPosition()
         try Self.delete(a, "Trees", p, at: 4, actor: "ann")
         let again = try a.events(after: before).filter { $0.type == EventType.mergeDecided.rawValue }
