@@ -100,10 +100,10 @@ extension EditLog {
 
     /// Imports events of another source as `importEvents` does, then appends `closing` (built from the report) in
     /// the same transaction: the pulled events and the sync state that names them commit together or not at all.
-    public func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
+    public func importEvents(policy: MergePolicy, rule: LastInRule = .clientTime, actor: String, device: String, source: String,
                              _ feed: (_ event: (RecordedEvent) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void,
                              closing: (ImportReport) throws -> [SystemEvent]) throws(EditLogError) -> ImportReport {
-        try importEvents(policy: policy, actor: actor, device: device, source: source,
+        try importEvents(policy: policy, rule: rule, actor: actor, device: device, source: source,
                          withPayloads: { event, blob in
                              try withoutActuallyEscaping(event) { event in
                                  try withoutActuallyEscaping(blob) { blob in
@@ -117,7 +117,7 @@ extension EditLog {
     /// reader serialized the payload to check the event's hash): the import then does not serialize it again; and with
     /// its hash in this log computed ahead (`ChainGuess`), when the source guessed it. `event` returns whether the
     /// guess held (true without one).
-    func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
+    func importEvents(policy: MergePolicy, rule: LastInRule = .clientTime, actor: String, device: String, source: String,
                       withPayloads feed: (_ event: (inout RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: (BlobPiece) throws -> Void) throws -> Void,
                       closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0,
                       indexDeferral: IndexDeferral? = nil) throws(EditLogError) -> ImportReport {
@@ -136,7 +136,7 @@ extension EditLog {
             projector.featureCacheLimit = Importer.featureCacheLimit
             projector.pendingLimit = Importer.pendingRowLimit
             let context = EventContext(actor: actor, device: device, clientTime: now)
-            var importer = try Importer(schema: schema, policy: policy, ownLog: store.logId, context: context, source: source)
+            var importer = try Importer(schema: schema, policy: policy, rule: rule, ownLog: store.logId, context: context, source: source)
             importer.expectedEvents = expectedEvents
             let deferredIndexes = indexDeferral.defers(expectedEvents: expectedEvents, held: appender.headPosition)
                 ? try ProjectionTables.dropIndexes(db, ProjectionTables.importDeferredIndexes(db)) : []

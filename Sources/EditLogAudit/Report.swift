@@ -397,7 +397,7 @@ public struct AuditReport: Sendable {
         for row in conflicts {
             let c = row.conflict
             let resolved = row.resolutions.map { "\(Self.esc($0.take)) = \(Self.esc($0.value.serialized())) by \(Self.esc($0.actor)) at \(Self.esc(String($0.time.prefix(19))))" }
-            emit("<tr class=\"conflict \(c.kind.rawValue)\" id=\"conflict-\(Self.id(c.id))\"><td>\(row.position)</td><td>\(Self.esc(String(row.time.prefix(19))))</td><td>\(Self.esc(layerNames[c.layer] ?? "layer \(c.layer)"))</td><td>\(Self.esc(c.globalId))</td><td>\(Self.esc(c.field ?? c.attachmentId.map { "attachment " + $0 } ?? "-"))</td><td>\(c.kind.rawValue)</td><td>\(Self.esc(c.base.serialized()))</td><td>\(side(c.local))</td><td>\(side(c.remote))</td><td>\(c.policy.rawValue) → <b>\(c.winner.rawValue)</b></td><td>\(resolved.isEmpty ? "-" : resolved.joined(separator: "<br>"))</td></tr>")
+            emit("<tr class=\"conflict \(c.kind.rawValue)\" id=\"conflict-\(Self.id(c.id))\"><td>\(row.position)</td><td>\(Self.esc(String(row.time.prefix(19))))</td><td>\(Self.esc(layerNames[c.layer] ?? "layer \(c.layer)"))</td><td>\(Self.esc(c.globalId))</td><td>\(Self.esc(c.field ?? c.attachmentId.map { "attachment " + $0 } ?? "-"))</td><td>\(c.kind.rawValue)</td><td>\(Self.esc(c.base.serialized()))</td><td>\(side(c.local))</td><td>\(side(c.remote))</td><td>\(c.policy.rawValue)\(c.rule.map { " (\($0.rawValue))" } ?? "") → <b>\(c.winner.rawValue)</b></td><td>\(resolved.isEmpty ? "-" : resolved.joined(separator: "<br>"))</td></tr>")
         }
         if conflicts.isEmpty { emit("<tr><td colspan=\"11\">No conflicts decided in this window.</td></tr>") }
         emit("</table>\n<h2>Map of edited features</h2>\n")

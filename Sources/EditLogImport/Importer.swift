@@ -240,7 +240,7 @@ public struct Importer {
     /// 24 MiB and 8 batches 17.92 / 16.17 s at 94.4 MB, 26 MiB and 8 batches 17.32 / 16.62 s at 96.6–96.7 MB.
     public static let pageCacheKiB = 24_576
 
-    public init(schema: ServiceSchema, policy: MergePolicy, ownLog: String, context: EventContext, source: String) throws(EditLogError) {
+    public init(schema: ServiceSchema, policy: MergePolicy, rule: LastInRule = .clientTime, ownLog: String, context: EventContext, source: String) throws(EditLogError) {
         guard schema.layers.count <= Int(UInt16.max) else {
             throw EditLogError(.unsupported, "the log's schema has \(schema.layers.count) layers and tables; an import handles at most 65,535")
         }
@@ -249,7 +249,7 @@ public struct Importer {
         var excluded: [Int: Set<String>] = [:]
         for rule in schema.rules { for (l, f) in rule.fieldsWritten { excluded[l, default: []].insert(f) } }
         for l in schema.layers { excluded[l.id, default: []].formUnion(l.editFieldsInfo?.all ?? []) }
-        self.engine = MergeEngine(policy: policy, ownLog: ownLog, excluded: excluded)
+        self.engine = MergeEngine(policy: policy, rule: rule, ownLog: ownLog, excluded: excluded)
         self.context = context
         self.source = source
     }

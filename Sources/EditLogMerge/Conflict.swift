@@ -43,13 +43,21 @@ public struct Conflict: Sendable, Hashable {
     public var local: SideValue
     public var remote: SideValue
     public var policy: MergePolicy
+    /// What "last in" meant, under `last-in-wins` (nil in records written before the rule was recorded: by client time).
+    public var rule: LastInRule?
     public var winner: Winner
 
     public init(id: String, kind: ConflictKind, layer: Int, globalId: String, field: String? = nil, attachmentId: String? = nil,
-                base: JSONValue, local: SideValue, remote: SideValue, policy: MergePolicy, winner: Winner) {
+                base: JSONValue, local: SideValue, remote: SideValue, policy: MergePolicy, rule: LastInRule? = nil, winner: Winner) {
         self.id = id; self.kind = kind; self.layer = layer; self.globalId = globalId; self.field = field
         self.attachmentId = attachmentId; self.base = base; self.local = local; self.remote = remote
-        self.policy = policy; self.winner = winner
+        self.policy = policy; self.rule = rule; self.winner = winner
+    }
+
+    /// The rule the decision applied, in words: the policy, and for `last-in-wins` what "last in" meant.
+    public var ruleDescription: String {
+        guard policy == .lastInWins else { return policy.rawValue }
+        return "last-in-wins: " + (rule ?? .clientTime).description
     }
 
     /// The same concurrent pair of writes, whichever log recorded it: the feature, the field or attachment,
@@ -65,6 +73,7 @@ public struct Conflict: Sendable, Hashable {
             "base": base, "local": local.json, "remote": remote.json, "policy": .string(policy.rawValue), "winner": .string(winner.rawValue),
         ]
         if let field { o["field"] = .string(field) }
+        if let rule { o["rule"] = .string(rule.rawValue) }
         if let attachmentId { o["attachmentId"] = .string(attachmentId) }
         return .object(o)
     }
@@ -78,6 +87,7 @@ public struct Conflict: Sendable, Hashable {
         }
         self.init(id: id, kind: kind, layer: Int(layer), globalId: g, field: json["field"]?.stringValue,
                   attachmentId: json["attachmentId"]?.stringValue, base: json["base"] ?? .null,
-                  local: SideValue(json: json["local"]), remote: SideValue(json: json["remote"]), policy: policy, winner: winner)
+                  local: SideValue(json: json["local"]), remote: SideValue(json: json["remote"]), policy: policy,
+                  rule: json["rule"]?.stringValue.flatMap(LastInRule.init(rawValue:)), winner: winner)
     }
 }

@@ -10,19 +10,29 @@ import EditLogCore
 /// - Attachments added on both sides are both kept; rename against rename and rename against detach are conflicts.
 /// - A record deleted with its parent (a composite relationship's cascade) follows the parent: while the parent lives
 ///   here, the record's delete is skipped (the importer revives such records with a parent it revives).
-/// - Under `last-in-wins` every field, the feature's existence and each attachment's name are last-writer-wins
-///   registers (by `Writer` order), so logs that exchange everything in any order converge.
+/// - Under `last-in-wins` by client time (bundles) every field, the feature's existence and each attachment's name
+///   are last-writer-wins registers (by `Writer` order), so logs that exchange everything in any order converge.
+///   Under the upload rule (sync, `LastInRule.upload`) this log's changes win as under `local-wins`, and a delete
+///   on either side stands.
 /// - Fields a rule derives and editor-tracking fields never conflict: they are `excluded` (the importer derives
 ///   them again from the merged state).
 public struct MergeEngine: Sendable {
     public var policy: MergePolicy
+    /// What "last in" means under `last-in-wins` (recorded in each conflict).
+    public var rule: LastInRule
     public var ownLog: String
     /// Fields per layer that never conflict (derived by rules, filled by editor tracking).
     public var excluded: [Int: Set<String>]
 
-    public init(policy: MergePolicy, ownLog: String, excluded: [Int: Set<String>] = [:]) {
-        self.policy = policy; self.ownLog = ownLog; self.excluded = excluded
+    public init(policy: MergePolicy, rule: LastInRule = .clientTime, ownLog: String, excluded: [Int: Set<String>] = [:]) {
+        self.policy = policy; self.rule = rule; self.ownLog = ownLog; self.excluded = excluded
     }
+
+    /// The policy decisions follow (`MergePolicy.effective`).
+    var deciding: MergePolicy { policy.effective(rule) }
+
+    /// Under the upload rule a delete on either side stands.
+    var deleteStands: Bool { policy == .lastInWins && rule == .upload }
 
     /// The pseudo-field a create's geometry is merged under.
     public static let geometryField = "_geometry"
@@ -63,14 +73,14 @@ public struct MergeEngine: Sendable {
                 if l == r { continue }
                 if local.history.created != nil, (born[f] ?? .null) == r { d.skipFields.append(f); continue }
                 let lw = local.history.fieldWriters[f]
-                let winner = policy.winner(local: lw, remote: w)
+                let winner = deciding.winner(local: lw, remote: w)
                 if winner != .remote { d.skipFields.append(f) }
                 if skip.contains(f) { continue }  // a derived or tracking field: decided, never a conflict
                 conflict(.createCreate, field: f, base: .null, local: SideValue(value: l, writer: lw), remote: SideValue(value: r, writer: w), winner: winner)
             }
             if let g = remote.payload["geometry"], !g.isNull, g != (snap.geometry ?? .null), g != (local.history.createdGeometry ?? .null) {
                 let lw = local.history.lastWrite ?? local.history.fieldWriters.values.max { $0.isBefore($1) }
-                let winner = policy.winner(local: lw, remote: w)
+                let winner = deciding.winner(local: lw, remote: w)
                 if winner != .remote { d.skipFields.append(Self.geometryField) }
                 conflict(.createCreate, field: Self.geometryField, base: .null, local: SideValue(value: snap.geometry ?? .null, writer: lw),
                          remote: SideValue(value: g, writer: w), winner: winner)
@@ -98,19 +108,19 @@ public struct MergeEngine: Sendable {
                 if skip.contains(f) {
                     // A value a rule derives, written by hand: never a conflict (the rule derives it again after the
                     // merge); under last-in-wins still the later writer's.
-                    if policy == .lastInWins, !lw.isBefore(w) { d.skipFields.append(f) }
+                    if deciding == .lastInWins, !lw.isBefore(w) { d.skipFields.append(f) }
                     continue
                 }
                 if l == base {
                     // Changed on the remote side only. Under last-in-wins a local write later than the remote one
                     // (the value changed and changed back here) keeps the register's order.
-                    if policy == .lastInWins, !lw.isBefore(w) {
+                    if deciding == .lastInWins, !lw.isBefore(w) {
                         d.skipFields.append(f)
                         conflict(.field, field: f, base: base, local: SideValue(value: l, writer: lw), remote: SideValue(value: r, writer: w), winner: .local)
                     }
                     continue
                 }
-                let winner = policy.winner(local: lw, remote: w)
+                let winner = deciding.winner(local: lw, remote: w)
                 if winner != .remote { d.skipFields.append(f) }
                 conflict(.field, field: f, base: base, local: SideValue(value: l, writer: lw), remote: SideValue(value: r, writer: w), winner: winner)
             }
@@ -122,7 +132,7 @@ public struct MergeEngine: Sendable {
             guard local.snapshot != nil else { throw missing() }
             // An older rule value keeps the tracking (one derived again after an import, marked so, leaves it anyway).
             d.keepTracking = remote.payload["keepTracking"] != true && !local.history.lastTracked.isBefore(w)
-            guard policy == .lastInWins else { return d }
+            guard deciding == .lastInWins else { return d }
             for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
                 let l = local.value(f), r = change["new"] ?? .null
                 if l != r, !local.history.fieldWriters[f].isBefore(w) { d.skipFields.append(f) }
@@ -142,14 +152,15 @@ public struct MergeEngine: Sendable {
             var changed: [String] = []
             for (f, v) in snap.attributes where !skip.contains(f) && (base[f] ?? .null) != v { changed.append(f) }
             let apply: Bool
-            switch policy {
+            switch deciding {
+            case _ where deleteStands: apply = true
             case .lastInWins: apply = local.history.lastWrite.isBefore(latest(local.history.lastDelete, w)!)
             case .remoteWins: apply = true
             case .localWins, .manual: apply = changed.isEmpty
             }
             if !apply { d.skipDelete = true }
             if !changed.isEmpty || !apply {
-                let winner: Winner = apply ? .remote : (policy == .manual ? .open : .local)
+                let winner: Winner = apply ? .remote : (deciding == .manual ? .open : .local)
                 let lw = local.history.lastWrite
                 conflict(.updateDelete, base: .object(base.filter { changed.contains($0.key) }),
                          local: SideValue(value: .object(snap.attributes.filter { changed.contains($0.key) }), writer: lw),
@@ -166,7 +177,7 @@ public struct MergeEngine: Sendable {
     func make(_ kind: ConflictKind, _ field: String?, _ attachment: String?, _ base: JSONValue, _ l: SideValue, _ r: SideValue,
               _ winner: Winner, _ local: LocalFeature) -> Conflict {
         Conflict(id: "", kind: kind, layer: local.layer, globalId: local.globalId, field: field, attachmentId: attachment,
-                 base: base, local: l, remote: r, policy: policy, winner: winner)
+                 base: base, local: l, remote: r, policy: policy, rule: policy == .lastInWins ? rule : nil, winner: winner)
     }
 
     func decideRevive(_ d: inout MergeDecision, local: LocalFeature, remote w: Writer) {
@@ -174,14 +185,14 @@ public struct MergeEngine: Sendable {
             d.conflicts.append(make(k, f, a, b, l, r, win, local))
         }
         let revive: Bool
-        switch policy {
+        switch deciding {
         case .lastInWins: revive = local.history.lastDelete.isBefore(latest(local.history.lastWrite, w)!)
         case .remoteWins: revive = true
         case .localWins, .manual: revive = false
         }
         d.revive = revive
         conflict(.deleteUpdate, nil, nil, .null, SideValue(value: .null, writer: local.history.lastDelete),
-                 SideValue(value: .string("updated"), writer: w), revive ? .remote : (policy == .manual ? .open : .local))
+                 SideValue(value: .string("updated"), writer: w), revive ? .remote : (deciding == .manual ? .open : .local))
     }
 
     /// Renames and detaches of attachments this log renamed or detached too.
@@ -196,14 +207,14 @@ public struct MergeEngine: Sendable {
             let lw = local.history.attachmentWriters[id]
             if here.deleted {
                 let dw = local.history.detachWriters[id]
-                let winner = policy.winner(local: dw, remote: w)
+                let winner = deciding.winner(local: dw, remote: w)
                 if winner == .remote { d.reviveAttachments.append(id) } else { d.skipAttachments.append(id) }
                 conflict(.detachRename, nil, id, JSONValue(old), SideValue(value: .null, writer: dw), SideValue(value: .string(new), writer: w), winner)
             } else if here.name != new, here.name != old {
-                let winner = policy.winner(local: lw, remote: w)
+                let winner = deciding.winner(local: lw, remote: w)
                 if winner != .remote { d.skipAttachments.append(id) }
                 conflict(.renameRename, nil, id, JSONValue(old), SideValue(value: .string(here.name), writer: lw), SideValue(value: .string(new), writer: w), winner)
-            } else if policy == .lastInWins, here.name == old, !lw.isBefore(w) {
+            } else if deciding == .lastInWins, here.name == old, !lw.isBefore(w) {
                 d.skipAttachments.append(id)
             }
         }
@@ -212,7 +223,7 @@ public struct MergeEngine: Sendable {
             let base = r["name"]?.stringValue
             guard let baseName = base, here.name != baseName else { continue }
             let lw = local.history.attachmentWriters[id]
-            let winner = policy.winner(local: lw, remote: w)
+            let winner = deleteStands ? .remote : deciding.winner(local: lw, remote: w)  // the service's detach stands
             if winner != .remote { d.skipAttachments.append(id) }
             conflict(.renameDetach, nil, id, .string(baseName), SideValue(value: .string(here.name), writer: lw), SideValue(value: .null, writer: w), winner)
         }

@@ -105,6 +105,7 @@ struct ConflictsShow: ParsableCommand {
             out("  base:   \(c.base.serialized())")
             out("  local:  \(c.local.value.serialized())  by \(who(c.local.writer))")
             out("  remote: \(c.remote.value.serialized())  by \(who(c.remote.writer))")
+            out("  rule:   \(c.ruleDescription)")
             out("  policy \(c.policy.rawValue): \(c.winner == .open ? "left open" : "\(c.winner.rawValue) won"); decided in log \(r.decidedIn) at position \(r.position) by \(r.decidedBy), \(r.decidedAt)")
             for s in r.resolutions {
                 out("  resolved at position \(s.position) by \(s.actor) on \(s.device), \(s.time): took \(s.take) = \(s.value.serialized())")

@@ -33,7 +33,7 @@ import Testing
         var rng = SplitMix64(seed: UInt64(seed))
         var plainSeen = 0, notPlainSeen = 0
         for policy in MergePolicy.allCases {
-            let engine = MergeEngine(policy: policy, ownLog: "here", excluded: [Self.layer: ["Derived"]])
+            let engine = MergeEngine(policy: policy, rule: seed % 2 == 0 ? .clientTime : .upload, ownLog: "here", excluded: [Self.layer: ["Derived"]])
             for round in 0..<60 {
                 // A history of earlier writes (creates, commits, derived values, baselines) from either side.
                 var history = FeatureHistory(ownLog: "here")
