@@ -10,6 +10,8 @@ struct PulledChanges: Sendable {
     var features: [RemoteFeature] = []
     /// Deletes, by the service's ObjectID.
     var deletes: [(layer: Int, objectId: Int64)] = []
+    /// Deletes by GlobalID: features a snapshot did not find on the service that it held at the common base.
+    var gone: [(layer: Int, globalId: String)] = []
     var lastEditDate: Int64?
 }
 
@@ -247,31 +249,64 @@ extension SyncEngine {
     }
 
     /// For a service without change tracking: every feature whose edit date is after `since` (all the first
-    /// time), paged. Deletes cannot be seen this way.
-    func queryChanges(since: Int64?) async throws(EditLogError) -> PulledChanges {
-        var out = PulledChanges(mode: "query")
-        for layer in log.schema.layers {
-            var whereClause = "1=1"
-            if let since, let f = layer.editFieldsInfo?.editDateField {
-                whereClause = "\(f) >= TIMESTAMP '\(Timestamp.format(milliseconds: since).replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: ""))'"
+    /// time), paged as the layer allows. Deletes cannot be seen this way.
+    func queryChanges(since: Int64?, mode: String = "query") async throws(EditLogError) -> PulledChanges {
+        var out = PulledChanges(mode: mode)
+        var total: Int64 = 0, done: Int64 = 0
+        if let progress = options.progress {
+            for layer in log.schema.layers {
+                let c = try await client.json("\(layer.id)/query", [("where", changedWhere(layer, since: since)), ("returnCountOnly", "true")], post: true)
+                total += c["count"]?.intValue ?? 0
             }
-            var offset = 0
-            while true {
-                let page = try await client.json("\(layer.id)/query", [
-                    ("where", whereClause), ("outFields", "*"), ("returnGeometry", "true"), ("orderByFields", layer.objectIdField ?? "OBJECTID"),
-                    ("resultOffset", String(offset)), ("resultRecordCount", "1000"),
-                ], post: true)
-                let features = page["features"]?.arrayValue ?? []
-                for item in features {
-                    guard let rf = RemoteValues.feature(item, layer: layer) else { continue }
+            progress(mode, 0, total)
+        }
+        for layer in log.schema.layers {
+            try await client.queryAll(layer: layer.id, where: changedWhere(layer, since: since), returnGeometry: true, limits: limits(layer)) { page throws(EditLogError) in
+                for item in page {
+                    guard let rf = RemoteValues.feature(item, layer: layer) else {
+                        throw EditLogError(.invalidInput, "a \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/\(layer.id)/query")
+                    }
                     out.features.append(rf)
                     if let d = rf.editDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
                 }
-                offset += features.count
-                if features.isEmpty || page["exceededTransferLimit"]?.boolValue != true { break }
+                done += Int64(page.count)
+                options.progress?(mode, done, max(total, done))
             }
         }
         return out
+    }
+
+    /// The where clause of features edited at or after `since` (every feature when nil or the layer has no edit date field).
+    func changedWhere(_ layer: LayerSchema, since: Int64?) -> String {
+        guard let since, let f = layer.editFieldsInfo?.editDateField else { return "1=1" }
+        return "\(f) >= TIMESTAMP '\(Timestamp.format(milliseconds: since).replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: ""))'"
+    }
+
+    /// A snapshot pull: every feature of every layer, paged, merged as the service's state (one transaction,
+    /// closed by a `SyncPulled` of mode `snapshot` recording `gen`, the generation the root named before the
+    /// read, so `extractChanges` continues from there). A feature live here that the service held at the common
+    /// base (the log's baseline on a first sync) and that the snapshot lacks was deleted there: it is pulled as
+    /// a delete (merged like any other: a change here since is an update/delete conflict). One made here since
+    /// the base is this log's, pushed as an add.
+    func pullSnapshot(state: SyncState, gen: Int64?) async throws(EditLogError) {
+        var pull = try await queryChanges(since: nil, mode: "snapshot")
+        pull.fromGen = state.serverGen
+        pull.toGen = gen
+        pull.lastEditDate = nil
+        let present = Set(pull.features.map(\.globalId))
+        let basePosition = try commonBase(state)
+        let changed = try changedStreams(after: basePosition)
+        for layer in log.schema.layers {
+            for f in try log.allFeatures(layer: layer.id) where !f.deleted && !present.contains(f.globalId) {
+                let stream = StreamName.feature(layer: layer.id, globalId: f.globalId)
+                if changed.contains(stream), try baseAttributes(layer, f.globalId, basePosition: basePosition, true, current: f, log) == nil { continue }
+                pull.gone.append((layer.id, f.globalId))
+            }
+        }
+        if report.repulls == 0 { report.fromServerGen = state.serverGen }
+        report.snapshot = true
+        let pending = try await pendingEvents(pull, state: state, openConflicts: try openConflictFields())
+        _ = try importPulled(pending, pull: pull, state: state, partial: false, always: true)
     }
 
     /// The service's attachments of features (their GlobalIDs and, where known, the service's ObjectIDs), by
@@ -283,11 +318,8 @@ extension SyncEngine {
         while i < features.count {
             let batch = Array(features[i..<min(i + options.batchSize, features.count)])
             i += batch.count
-            let oids = batch.compactMap(\.objectId)
-            let param = oids.count == batch.count ? ("objectIds", oids.map(String.init).joined(separator: ",")) : ("globalIds", batch.map(\.globalId).joined(separator: ","))
-            let answer = try await client.json("\(layer.id)/queryAttachments", [param, ("returnMetadata", "false")], post: true)
             let wanted = Set(batch.map(\.globalId))
-            for group in answer["attachmentGroups"]?.arrayValue ?? [] {
+            for group in try await attachmentGroups(layer, batch[...]) {
                 let pg = group["parentGlobalId"]?.stringValue, po = group["parentObjectId"]?.intValue
                 for a in group["attachmentInfos"]?.arrayValue ?? [] {
                     if let ra = RemoteValues.attachment(a, parentGlobalId: pg, parentObjectId: po), wanted.contains(ra.parentGlobalId) { out[ra.parentGlobalId, default: []].append(ra) }
@@ -295,6 +327,23 @@ extension SyncEngine {
             }
         }
         return out
+    }
+
+    /// The `queryAttachments` groups of `batch`; a batch the service answers in part (`exceededTransferLimit`)
+    /// is asked again in halves, so no attachment is missed.
+    func attachmentGroups(_ layer: LayerSchema, _ batch: ArraySlice<(globalId: String, objectId: Int64?)>) async throws(EditLogError) -> [JSONValue] {
+        let oids = batch.compactMap(\.objectId)
+        let param = oids.count == batch.count ? ("objectIds", oids.map(String.init).joined(separator: ",")) : ("globalIds", batch.map(\.globalId).joined(separator: ","))
+        let answer = try await client.json("\(layer.id)/queryAttachments", [param, ("returnMetadata", "false")], post: true)
+        if answer["exceededTransferLimit"]?.boolValue == true {
+            guard batch.count > 1 else {
+                throw EditLogError(.invalidInput, "the service holds more attachments of \(layer.name) \(batch.first!.globalId) than one queryAttachments answer gives",
+                                   at: client.baseURL + "/\(layer.id)/queryAttachments")
+            }
+            let mid = batch.startIndex + batch.count / 2
+            return try await attachmentGroups(layer, batch[..<mid]) + attachmentGroups(layer, batch[mid...])
+        }
+        return answer["attachmentGroups"]?.arrayValue ?? []
     }
 
     // MARK: Changes to events
@@ -394,10 +443,15 @@ extension SyncEngine {
                                          blobs: blobs, attachments: added.count + renamed.count + removed.count))
             }
         }
-        // Deletes: the service names them by its ObjectIDs; known ones map to GlobalIDs (children first).
+        // Deletes: the service names them by its ObjectIDs; known ones map to GlobalIDs (children first). A
+        // snapshot names the features it no longer found by GlobalID.
+        let pulledIds = objectIdsPulled(pull)
         for layer in layerOrder.reversed() {
-            for d in pull.deletes where d.layer == layer.id {
-                guard let g = state.objectIds[layer.id]?[d.objectId] ?? objectIdsPulled(pull)[layer.id]?[d.objectId] else { continue }
+            let named: [(g: String?, objectId: Int64?)] = pull.deletes.filter { $0.layer == layer.id }.map { d in
+                (state.objectIds[layer.id]?[d.objectId] ?? pulledIds[layer.id]?[d.objectId], d.objectId)
+            } + pull.gone.filter { $0.layer == layer.id }.map { ($0.globalId, nil) }
+            for d in named {
+                guard let g = d.g else { continue }
                 guard let local = try log.snapshot(layer: layer.id, globalId: g), !local.deleted else { continue }
                 if openConflicts[g]?.contains("") == true { continue }
                 let stream = StreamName.feature(layer: layer.id, globalId: g)
@@ -405,7 +459,7 @@ extension SyncEngine {
                 var attrs: [String: JSONValue] = [:]
                 for f in layer.attributeFields { attrs[f.name] = base[f.name] ?? .null }
                 let payload: JSONValue = ["layer": .int(Int64(layer.id)), "globalId": .string(g), "attributes": .object(attrs)]
-                out.append(PendingChange(change: SyncChange(layer: layer.id, globalId: g, kind: "delete", fields: [], objectId: d.objectId),
+                out.append(PendingChange(change: SyncChange(layer: layer.id, globalId: g, kind: "delete", fields: [], objectId: d.objectId ?? state.objectIds[layer.id]?.first { $0.value == g }?.key),
                                          events: [event(stream, .featureDeleted, payload, actor: "service", time: nil, session: nil)], blobs: []))
             }
         }
@@ -468,7 +522,7 @@ extension SyncEngine {
     /// continues after) records no server generation: only the pull's last transaction does. Returns what it
     /// wrote: the events imported, the conflicts met and the ObjectIDs newly recorded.
     @discardableResult
-    func importPulled(_ pending: [PendingChange], pull: PulledChanges, state: SyncState, partial: Bool) throws(EditLogError)
+    func importPulled(_ pending: [PendingChange], pull: PulledChanges, state: SyncState, partial: Bool, always: Bool = false) throws(EditLogError)
         -> (events: Int, conflicts: Int, mappings: [Int: [Int64: String]]) {
         // A run's windows, and its second or third pull (see `run`), add to the first's.
         report.mode = pull.mode
@@ -481,7 +535,8 @@ extension SyncEngine {
         }
         // Nothing new here (only echoes of this log's own pushes, or nothing at all): nothing is written; the
         // generation moves with the push (or the next pull that brings something).
-        if pending.isEmpty && newMappings.isEmpty { return (0, 0, [:]) }
+        // A snapshot (`always`) records the generation it reached even so: the next run must not take it again.
+        if pending.isEmpty && newMappings.isEmpty && !(always && pull.toGen != state.serverGen) { return (0, 0, [:]) }
         var pending = pending
         stamp(&pending, toGen: pull.toGen)
         var payload: [String: JSONValue] = ["service": .string(client.serviceKey), "mode": .string(pull.mode),
@@ -495,7 +550,8 @@ extension SyncEngine {
         if let d = pull.lastEditDate { payload["lastEditDate"] = .int(d) }
         payload["objectIds"] = Self.objectIdsJSON(newMappings)
         let source = "sync:" + client.serviceKey
-        let r = try log.importEvents(policy: options.policy, actor: options.actor, device: options.device, source: source, { event, blob in
+        // ArcGIS's "last in wins": this log's upload is the last in (`LastInRule.upload`).
+        let r = try log.importEvents(policy: options.policy, rule: .upload, actor: options.actor, device: options.device, source: source, { event, blob in
             for p in pending {
                 for b in p.blobs { try blob(b) }
                 for e in p.events { try event(e) }

@@ -165,14 +165,19 @@ extension SyncEngine {
         let gidField = layer.globalIdField ?? "GlobalID"
         let derived = derivedFields(layer)
         let known = Set(state.objectIds[layer.id]?.values.map { $0 } ?? [])
+        // The service's state, read whole: batches no larger than the layer answers at once, each paged when the
+        // service says it holds more (a feature missed here would be sent as an add: a duplicate GlobalID there).
+        let readLimits = limits(layer)
+        let size = max(1, min(options.batchSize, readLimits.maxRecordCount))
         var i = 0
         while i < gids.count {
-            let batch = Array(gids[i..<min(i + options.batchSize, gids.count)])
+            let batch = Array(gids[i..<min(i + size, gids.count)])
             i += batch.count
             let quoted = batch.map { "'\($0)'" }.joined(separator: ",")
-            let answer = try await client.json("\(layer.id)/query", [("where", "\(gidField) IN (\(quoted))"), ("outFields", "*"), ("returnGeometry", "false")], post: true)
             var remote: [String: RemoteFeature] = [:]
-            for f in answer["features"]?.arrayValue ?? [] { if let rf = RemoteValues.feature(f, layer: layer) { remote[rf.globalId] = rf } }
+            try await client.queryAll(layer: layer.id, where: "\(gidField) IN (\(quoted))", returnGeometry: false, limits: readLimits) { page throws(EditLogError) in
+                for f in page { if let rf = RemoteValues.feature(f, layer: layer) { remote[rf.globalId] = rf } }
+            }
             let remoteAtts = try await remoteAttachments(layer: layer, features: batch.compactMap { g in remote[g].map { (g, $0.objectId) } })
             for g in batch {
                 let changesBefore = p.changes.count

@@ -19,6 +19,8 @@ public final class SyncEngine {
     let client: FeatureServiceClient
     let options: SyncOptions
     var report: SyncReport
+    /// Per layer, how the service answers queries (`maxRecordCount`, pagination), read by `checkService`.
+    var readLimits: [Int: LayerReadLimits] = [:]
 
     public init(log: EditLog, client: FeatureServiceClient, options: SyncOptions) {
         self.log = log; self.client = client; self.options = options
@@ -35,7 +37,17 @@ public final class SyncEngine {
             let state = SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
             var pulledGen: Int64?
             if tracking {
-                pulledGen = try await pullInWindows(from: state.serverGen ?? 0, root: root, state: state)
+                var from = state.serverGen ?? 0
+                if Self.needsSnapshot(root: root, recorded: state.serverGen, layers: log.schema.layers.map(\.id)) {
+                    // extractChanges cannot answer from `from`: every feature is read as the common base first, and
+                    // the changes continue from the generation the root named before that read.
+                    let gen = FeatureServiceClient.serverGens(root: root).values.map(\.current).max()
+                    try await pullSnapshot(state: state, gen: gen)
+                    from = gen ?? from
+                }
+                let st = from == (state.serverGen ?? 0) ? state : SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
+                pulledGen = try await pullInWindows(from: from, root: root, state: st)
+                report.mode = "extractChanges"
             } else {
                 try await pullByQuery(state: state)
             }
@@ -107,7 +119,23 @@ public final class SyncEngine {
         if let problem = remote.incompatibility(importing: log.schema) {
             throw EditLogError(.invalidInput, "the service's schema does not match this log's: \(problem)", at: client.baseURL)
         }
+        readLimits = LayerReadLimits.of(layers: layers)
         return root
+    }
+
+    /// How `layer` is read from the service (its definition's limits; ArcGIS's defaults when it gave none).
+    func limits(_ layer: LayerSchema) -> LayerReadLimits {
+        readLimits[layer.id] ?? LayerReadLimits(objectIdField: layer.objectIdField ?? "OBJECTID")
+    }
+
+    /// Whether a pull must start with a snapshot: on a first sync (`extractChanges` from 0 misses what the service
+    /// held before its change tracking began, and names its deletes by ObjectIDs this log has never seen), and
+    /// when the recorded generation is below a layer's `minServerGen` (tracking enabled again since: the gap's
+    /// changes are not in `extractChanges`).
+    static func needsSnapshot(root: JSONValue, recorded: Int64?, layers: [Int]) -> Bool {
+        guard let recorded else { return true }
+        let gens = FeatureServiceClient.serverGens(root: root)
+        return layers.contains { id in gens[id]?.min.map { recorded < $0 } ?? false }
     }
 
     /// Layers in the order edits reach the service: origins of relationships (parents) before their destinations.

@@ -14,6 +14,8 @@ public struct SyncOptions: Sendable {
     /// changes on a service whose generation moves with each edit (the answer stays within what a server lists
     /// at once; `editlog serve` refuses more than 30,000 ObjectIDs in one answer).
     public var generationWindow: Int64 = 20_000
+    /// Progress of long reads (a snapshot's pages): what, done, total. Nil: none shown.
+    public var progress: (@Sendable (String, Int64, Int64) -> Void)?
     /// Called at each step a crash could interrupt (`pulled-window`, `pulled`, `pushed-request-N`, `before-record`): tests throw or
     /// kill the process there to prove a later run finishes the work (nil in production).
     public var failpoint: (@Sendable (String) throws -> Void)?
@@ -49,6 +51,8 @@ public struct SyncReport: Sendable {
     public var policy: MergePolicy
     /// extractChanges, or query (by the edit date field, for services without change tracking).
     public var mode = "extractChanges"
+    /// Whether the pull read every feature first (a first sync, or a generation older than the service's minServerGen).
+    public var snapshot = false
     public var fromServerGen: Int64?
     public var toServerGen: Int64?
     public var pulled: [SyncChange] = []
@@ -67,7 +71,7 @@ public struct SyncReport: Sendable {
 
     public var json: JSONValue {
         .object([
-            "service": .string(service), "dryRun": .bool(dryRun), "policy": .string(policy.rawValue), "mode": .string(mode),
+            "service": .string(service), "dryRun": .bool(dryRun), "policy": .string(policy.rawValue), "mode": .string(mode), "snapshot": .bool(snapshot),
             "fromServerGen": fromServerGen.map(JSONValue.int) ?? .null, "toServerGen": toServerGen.map(JSONValue.int) ?? .null,
             "pulled": .array(pulled.map(\.json)), "pulledAttachments": .int(Int64(pulledAttachments)), "imported": .int(Int64(imported)),
             "conflicts": .array(conflicts.map(\.json)), "pushed": .array(pushed.map(\.json)), "pushedAttachments": .int(Int64(pushedAttachments)),

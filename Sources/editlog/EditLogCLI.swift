@@ -123,3 +123,47 @@ func short(_ v: JSONValue, _ max: Int = 40) -> String {
     if case .string(let t) = v { s = t } else { s = v.serialized() }
     return s.count > max ? String(s.prefix(max - 1)) + "…" : s
 }
+
+/// Runs `body` (async) to its end from a synchronous command: the commands are `ParsableCommand`s, so the
+/// network work of `init --service URL` and `sync` waits here.
+func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws(EditLogError) -> T) throws(EditLogError) -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do throws(EditLogError) { box.set(.success(try await body())) } catch { box.set(.failure(error)) }
+        done.signal()
+    }
+    done.wait()
+    return try box.get().get()
+}
+
+/// An async task's outcome, handed back to the waiting command.
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<T, EditLogError> = .failure(EditLogError(.io, "the task did not finish"))
+    func set(_ r: Result<T, EditLogError>) { lock.lock(); result = r; lock.unlock() }
+    func get() -> Result<T, EditLogError> { lock.lock(); defer { lock.unlock() }; return result }
+}
+
+/// Options of the commands that talk to a FeatureServer with a token.
+struct TokenOptions: ParsableArguments {
+    @Option(name: .long, help: "The token sent with every request (`token=`).")
+    var token: String?
+
+    @Option(name: .customLong("token-file"), help: "A file whose first non-empty line is the token (keeps it out of the process list).")
+    var tokenFile: String?
+
+    func validate() throws {
+        if token != nil && tokenFile != nil { throw ValidationError("--token and --token-file are exclusive: give one") }
+    }
+
+    /// The token given, read from its file where one was named.
+    func resolved() throws(EditLogError) -> String? {
+        guard let tokenFile else { return token }
+        guard let data = FileManager.default.contents(atPath: tokenFile) else { throw EditLogError(.notFound, "cannot read the token file", at: tokenFile) }
+        guard let tok = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).map({ $0.trimmingCharacters(in: .whitespaces) }).first(where: { !$0.isEmpty }) else {
+            throw EditLogError(.invalidInput, "the token file is empty", at: tokenFile)
+        }
+        return tok
+    }
+}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EditLog
+import EditLogSync
 import Foundation
 
 struct Init: ParsableCommand {
@@ -8,14 +9,18 @@ struct Init: ParsableCommand {
         discussion: """
             --service takes the FeatureServer/layers?f=json response, or a service root plus layer definitions \
             (repeat --service). --data loads Esri JSON feature sets as the baseline; the layer is the file name's stem \
-            or LAYER=FILE. On any error nothing is written.
+            or LAYER=FILE. --service URL (a live FeatureServer, with --token or --token-file) reads its definitions \
+            and every feature (paged as each layer allows) as the baseline, and records the service's generation so \
+            the first `sync` continues from there. On any error nothing is written.
             """)
 
     @Argument(help: "The log file to create (must not exist).")
     var db: String
 
-    @Option(name: .long, help: "A service, layers or layer definition JSON file (repeatable).")
+    @Option(name: .long, help: "A service, layers or layer definition JSON file (repeatable), or one FeatureServer URL.")
     var service: [String] = []
+
+    @OptionGroup var tokens: TokenOptions
 
     @Option(name: .long, help: "A web map JSON file giving each layer's pop-up.")
     var webmap: String?
@@ -32,15 +37,37 @@ struct Init: ParsableCommand {
     @OptionGroup var output: JSONFlag
 
     func validate() throws {
-        if service.isEmpty { throw ValidationError("--service is required: give the service's layers JSON (or a root plus layer definitions).") }
+        if service.isEmpty { throw ValidationError("--service is required: give the service's layers JSON (or a root plus layer definitions), or its URL.") }
+        if let url = liveService {
+            if service.count > 1 { throw ValidationError("--service \(url) is a live service: give it alone (its definitions are read from it)") }
+            if !data.isEmpty { throw ValidationError("--data goes with definition files: the features of --service \(url) are read from it") }
+        } else if tokens.token != nil || tokens.tokenFile != nil {
+            throw ValidationError("--token and --token-file go with --service URL")
+        }
+    }
+
+    /// The FeatureServer URL `--service` names, if it names one (not a file).
+    var liveService: String? {
+        service.first { let l = $0.lowercased(); return (l.hasPrefix("http://") || l.hasPrefix("https://")) && !FileManager.default.fileExists(atPath: $0) }
     }
 
     func run() throws {
         try handleErrors {
-            let docs = try service.map { p throws(EditLogError) in (name: (p as NSString).lastPathComponent, json: try InputFiles.json(p)) }
+            var live: (client: FeatureServiceClient, snapshot: ServiceSnapshot)?
+            if let url = liveService {
+                let client = try FeatureServiceClient(url: url, token: try tokens.resolved())
+                let bar = ProgressBar(label: "features")
+                let snap = try waitFor { () async throws(EditLogError) -> ServiceSnapshot in
+                    try await ServiceSnapshot.read(client, progress: { bar.update($0, $1) })
+                }
+                bar.finish()
+                live = (client, snap)
+            }
+            let docs = try live.map { [(name: "layers", json: $0.snapshot.layers)] }
+                ?? service.map { p throws(EditLogError) in (name: (p as NSString).lastPathComponent, json: try InputFiles.json(p)) }
             let webmapJSON = try webmap.map { p throws(EditLogError) in try InputFiles.json(p) }
             let rulesJSON = try rules.map { p throws(EditLogError) in try InputFiles.rules(p) }
-            var sets: [BaselineSet] = []
+            var sets: [BaselineSet] = live?.snapshot.sets ?? []
             for d in data {
                 var layer: String?
                 var path = d
@@ -53,6 +80,14 @@ struct Init: ParsableCommand {
             let log = try EditLog.create(at: db, service: docs, webmap: webmapJSON, rules: rulesJSON, baseline: sets, actor: actor, device: "editlog-cli",
                                          progress: { bar.update(Int64($0), Int64($1)) })
             bar.finish()
+            if let live {
+                // The service's generation and ObjectIDs: the first sync continues from them. A failure here leaves no log.
+                do { try live.snapshot.record(in: log, client: live.client, actor: actor, device: "editlog-cli") } catch {
+                    log.close()
+                    for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + s) }
+                    throw error
+                }
+            }
             let counts = try log.eventCount()
             if output.json {
                 out(JSONValue.object(["logId": .string(log.logId), "path": .string(db), "events": .int(counts),

@@ -21,13 +21,9 @@ struct Sync: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The service root, e.g. http://127.0.0.1:8080/arcgis/rest/services/Trees/FeatureServer.", valueName: "url"))
     var service: String
 
-    @Option(name: .long, help: "The token sent with every request (`token=`).")
-    var token: String?
+    @OptionGroup var tokens: TokenOptions
 
-    @Option(name: .customLong("token-file"), help: "A file whose first non-empty line is the token (keeps it out of the process list).")
-    var tokenFile: String?
-
-    @Option(name: .long, help: ArgumentHelp("How a conflict is decided: last-in-wins (the later write by client time / the service's edit date), local-wins, remote-wins, or manual (left open for `editlog conflicts resolve`; everything else syncs).", valueName: "policy"))
+    @Option(name: .long, help: ArgumentHelp("How a conflict is decided: last-in-wins (ArcGIS's rule: this log's changes since its last sync are the last in and win; a delete on either side stands), local-wins, remote-wins, or manual (left open for `editlog conflicts resolve`; everything else syncs).", valueName: "policy"))
     var policy: MergePolicy = .lastInWins
 
     @Flag(name: .customLong("dry-run"), help: "Print the plan (what would be pulled and pushed, the conflicts and their outcome) and write nothing.")
@@ -41,18 +37,9 @@ struct Sync: ParsableCommand {
 
     @OptionGroup var json: JSONFlag
 
-    func validate() throws {
-        if token != nil && tokenFile != nil { throw ValidationError("--token and --token-file are exclusive: give one") }
-    }
-
     func run() throws {
         try handleErrors {
-            var tok = token
-            if let tokenFile {
-                guard let data = FileManager.default.contents(atPath: tokenFile) else { throw EditLogError(.notFound, "cannot read the token file", at: tokenFile) }
-                tok = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.first { !$0.isEmpty }
-                guard tok != nil else { throw EditLogError(.invalidInput, "the token file is empty", at: tokenFile) }
-            }
+            let tok = try tokens.resolved()
             let client = try FeatureServiceClient(url: service, token: tok)
             var options = SyncOptions(policy: policy, dryRun: dryRun, actor: actor, device: device)
             // Crash tests: EDITLOG_SYNC_KILL_AT=<failpoint> kills this process (SIGKILL) there.
@@ -60,26 +47,17 @@ struct Sync: ParsableCommand {
                 options.failpoint = { name in if name == at { kill(getpid(), SIGKILL) } }
             }
             let path = log.db, dry = dryRun
-            let box = SyncResultBox()
-            let done = DispatchSemaphore(value: 0)
-            Task {
-                do {
-                    if dry {
-                        box.set(.success(try await SyncEngine.plan(logAt: path, client: client, options: options)))
-                    } else {
-                        let editLog = try EditLog.open(at: path)
-                        defer { editLog.close() }
-                        box.set(.success(try await SyncEngine(log: editLog, client: client, options: options).run()))
-                    }
-                } catch let e as EditLogError {
-                    box.set(.failure(e))
-                } catch {
-                    box.set(.failure(EditLogError(.io, "\(error)")))
-                }
-                done.signal()
+            if isatty(2) == 1 {
+                let bar = ProgressBar(label: "snapshot")
+                options.progress = { _, done, total in bar.update(done, total); if done >= total { bar.finish() } }
             }
-            done.wait()
-            let r = try box.get().get()
+            let opts = options
+            let r = try waitFor { () async throws(EditLogError) -> SyncReport in
+                if dry { return try await SyncEngine.plan(logAt: path, client: client, options: opts) }
+                let editLog = try EditLog.open(at: path)
+                defer { editLog.close() }
+                return try await SyncEngine(log: editLog, client: client, options: opts).run()
+            }
             if json.json { out(r.json.serialized()); return }
             print(r)
         }
@@ -87,7 +65,7 @@ struct Sync: ParsableCommand {
 
     func print(_ r: SyncReport) {
         let verb = r.dryRun ? "would pull" : "pulled"
-        out("\(r.dryRun ? "dry run: " : "")\(r.service) (\(r.mode)\(r.fromServerGen.map { ", serverGen \($0)" } ?? "")\(r.toServerGen.map { " -> \($0)" } ?? ""))")
+        out("\(r.dryRun ? "dry run: " : "")\(r.service) (\(r.snapshot ? "snapshot, then " : "")\(r.mode)\(r.fromServerGen.map { ", serverGen \($0)" } ?? "")\(r.toServerGen.map { " -> \($0)" } ?? ""))")
         out("\(verb) \(r.pulled.count) changes (\(r.pulledAttachments) attachments); \(r.conflicts.count) conflicts (policy \(r.policy.rawValue))"
             + (r.repulls > 0 ? "; pulled \(r.repulls + 1) times: the service changed features to push after a pull" : ""))
         if !r.pulled.isEmpty {
@@ -105,12 +83,4 @@ struct Sync: ParsableCommand {
         for k in r.notPushed { out("kept here, deleted on the service (not re-created): \(k.globalId)") }
         if !r.dryRun { out("\(r.eventsWritten) events written") }
     }
-}
-
-/// The sync task's outcome, handed back to the waiting command.
-final class SyncResultBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<SyncReport, EditLogError> = .failure(EditLogError(.io, "the sync did not finish"))
-    func set(_ r: Result<SyncReport, EditLogError>) { lock.lock(); result = r; lock.unlock() }
-    func get() -> Result<SyncReport, EditLogError> { lock.lock(); defer { lock.unlock() }; return result }
 }

@@ -13,9 +13,10 @@ import Testing
         let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
         defer { hub.value.close(); device.value.close() }
         let t2 = try #require(try Fixture.globalIds("Trees").first { $0 != SyncRig.tree1 })
-        // The device: an early SiteWidth (the hub's later one wins), a late PlantedBy (wins), a new tree with an
-        // inspection and photos. The hub (its edits stamped with its clock, 2026-05-28): the same two fields, a
-        // field only it changes, its own tree with an inspection and photos (numbered the same way: only GlobalIDs differ).
+        // The device: an early SiteWidth and a late PlantedBy (both win: the device's upload is the last in,
+        // whatever the clocks), a new tree with an inspection and photos. The hub (its edits stamped with its clock,
+        // 2026-05-28): the same two fields, a field only it changes, its own tree with an inspection and photos
+        // (numbered the same way: only GlobalIDs differ).
         try SyncRig.set(device.value, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
         try SyncRig.set(device.value, SyncRig.tree1, [("PlantedBy", "\"crew D\"")], at: "2026-07-01T10:00:00Z", actor: "dana", session: "d-2")
         let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
@@ -47,10 +48,10 @@ import Testing
         // Converged: every live feature, attribute (editor tracking aside), geometry and attachment by GlobalID.
         let a = try SyncRig.userState(device.value), b = try SyncRig.userState(hub.value)
         #expect(a == b, "\(SyncRig.differences(a, b).prefix(8))")
-        // The later write won each field, on both sides.
+        // The syncing device's writes won each field, on both sides.
         for log in [device.value, hub.value] {
             let t = try log.attributes(SyncRig.tree1)
-            #expect(t["SiteWidth"]?.doubleValue == 20)
+            #expect(t["SiteWidth"]?.doubleValue == 10)
             #expect(t["PlantedBy"] == "crew D")
             #expect(try log.attributes(t2)["SiteType"] == "Park")
             // No mislinked record: each inspection under its own tree, each photo on its own record, rollups derived.
@@ -66,7 +67,7 @@ import Testing
         // Every conflict is in `conflicts`, with base, both sides, who wrote each and the policy.
         let conflicts = try device.value.conflicts()
         let siteWidth = try #require(conflicts.first { $0.conflict.field == "SiteWidth" && $0.conflict.globalId == SyncRig.tree1 })
-        #expect(siteWidth.conflict.winner == .remote && siteWidth.conflict.policy == .lastInWins)
+        #expect(siteWidth.conflict.winner == .local && siteWidth.conflict.policy == .lastInWins && siteWidth.conflict.rule == .upload)
         #expect(siteWidth.conflict.remote.writer?.actor == "hank" && siteWidth.conflict.local.writer?.actor == "dana")
         #expect(siteWidth.conflict.remote.value.doubleValue == 20 && siteWidth.conflict.local.value.doubleValue == 10)
         let plantedBy = try #require(conflicts.first { $0.conflict.field == "PlantedBy" && $0.conflict.globalId == SyncRig.tree1 })
@@ -191,7 +192,7 @@ import Testing
 
     /// Another client edits a feature on the service after this sync pulled and before it pushes its own edit of
     /// that feature. The push must not overwrite it unseen: the sync pulls again, the merge records the conflict,
-    /// and both sides end with the policy's winner.
+    /// and both sides end with the policy's winner (under last-in-wins, the device's upload: it is the last in).
     @Test func aServiceEditBetweenPullAndPushIsPulledAndMergedNotOverwritten() async throws {
         let th = TempPath("hub"), td = TempPath("device")
         let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
@@ -209,12 +210,12 @@ import Testing
             #expect(r.repulls == 1, "\(r.json.serialized())")
             let c = try #require(r.conflicts.first { $0.globalId == tree && $0.field == "PlantedBy" }, "\(r.conflicts)")
             #expect(c.local.value == .string("crew D") && c.remote.value == .string("crew H"))
-            #expect(c.winner == .remote, "the later edit (the service's) wins under last-in-wins")
-            #expect(!r.pushed.contains { $0.globalId == tree }, "\(r.pushed)")
+            #expect(c.winner == .local && c.rule == .upload, "the syncing device's upload is the last in under last-in-wins")
+            #expect(r.pushed.contains { $0.globalId == tree }, "\(r.pushed)")
             let again = try await SyncRig.sync(device.value, url)
             #expect(again.eventsWritten == 0 && again.pushed.isEmpty && again.repulls == 0, "\(again.json.serialized())")
         }
-        for log in [hub.value, device.value] { #expect(try log.attributes(tree)["PlantedBy"] == .string("crew H")) }
+        for log in [hub.value, device.value] { #expect(try log.attributes(tree)["PlantedBy"] == .string("crew D")) }
         #expect(try device.value.conflicts().contains { $0.conflict.globalId == tree && $0.conflict.field == "PlantedBy" })
     }
 
@@ -346,7 +347,7 @@ import Testing
             #expect(plan.dryRun && plan.eventsWritten == 0)
             #expect(plan.pulled.contains { $0.globalId == fromHub.tree && $0.kind == "add" })
             #expect(plan.pushed.contains { $0.globalId == fromDevice.tree && $0.kind == "add" })
-            #expect(plan.conflicts.contains { $0.field == "SiteWidth" && $0.winner == .remote })
+            #expect(plan.conflicts.contains { $0.field == "SiteWidth" && $0.winner == .local && $0.rule == .upload })
             #expect(try hub.value.lastPosition() == hubHead, "a dry run sends no edit")
             // The CLI prints the same plan.
             let r = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--dry-run", "--json"])
