@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Pure core: schema, values, events, validation, the edit-session state machine. No I/O.
@@ -40,7 +41,7 @@ let package = Package(
         // The facade apps use: open a log, record sessions.
         .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", .product(name: "GRDB", package: "GRDB.swift")]),
         // An audited ArcGIS FeatureServer over a log (editlog serve): reads from the projection, edits as sessions.
-        .target(name: "EditLogServer", dependencies: ["EditLog", .product(name: "Hummingbird", package: "hummingbird")]),
+        .target(name: "EditLogServer", dependencies: ["EditLog", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")]),
         // editlog sync: a log against a FeatureServer (pull extractChanges, merge, push applyEdits), state as events.
         .target(name: "EditLogSync", dependencies: ["EditLog", "EditLogMerge", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
         .executableTarget(name: "editlog", dependencies: ["EditLog", "EditLogServer", "EditLogSync", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Hummingbird", package: "hummingbird")]),

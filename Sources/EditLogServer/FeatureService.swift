@@ -1,6 +1,7 @@
 import EditLog
 import Foundation
 import Hummingbird
+import Logging
 
 /// The request context: Hummingbird's core storage plus the client's address (the rate limit's key for
 /// anonymous requests).
@@ -25,11 +26,15 @@ public func makeRouter(log: EditLog, options: ServerOptions) -> Router<ServerReq
 }
 
 /// The whole application: the router on `options.host:options.port`. `onRunning` gets the bound port
-/// (the real one when `options.port` is 0).
-public func makeApplication(log: EditLog, options: ServerOptions, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-    Application(router: makeRouter(log: log, options: options),
+/// (the real one when `options.port` is 0). `quiet`: the server logs nothing below errors (a server a command
+/// runs for a moment, as the demo's, whose stdout is the command's).
+public func makeApplication(log: EditLog, options: ServerOptions, quiet: Bool = false,
+                            onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    var logger = Logger(label: "EditLog")
+    logger.logLevel = quiet ? .critical : .info
+    return Application(router: makeRouter(log: log, options: options),
                        configuration: .init(address: .hostname(options.host, port: options.port), serverName: "EditLog"),
-                       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? options.port) })
+                       onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? options.port) }, logger: logger)
 }
 
 /// One request as the handlers see it.

@@ -5,7 +5,14 @@ import Foundation
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The main job: build a Trees of Portland log, record a day of field sessions, and tell what happened.",
-        discussion: "Creates the log at --db (or in a temporary directory), loads the baseline, records Fixtures/trees-of-portland/scripts/*.ndjson in order, then prints one tree's history, the sessions and a verification.")
+        discussion: """
+            Creates the log at --db (or in a temporary directory), loads the baseline, records \
+            Fixtures/trees-of-portland/scripts/*.ndjson in order, then tells the story: one tree's history, the sessions \
+            that did not commit, the dataset as of a moment (a GeoPackage), a diff between two moments, two devices that \
+            edit the same tree and exchange bundles (and the conflict), a hub served on 127.0.0.1 that a third device \
+            syncs with, the report and verify. Every file goes to a temporary directory (printed); each step prints the \
+            command that does it by hand.
+            """)
 
     @Option(name: .long, help: "Where to write the log (default: a new temporary file).")
     var db: String?
@@ -37,8 +44,12 @@ struct Demo: ParsableCommand {
             guard let dir = fixtures ?? Demo.defaultFixtures() else {
                 throw EditLogError(.notFound, "cannot find Fixtures/trees-of-portland; pass --fixtures DIR")
             }
-            let path = db ?? (NSTemporaryDirectory() + "editlog-demo-\(UInt32.random(in: 0...UInt32.max)).sqlite")
             let fm = FileManager.default
+            let work = NSTemporaryDirectory() + "editlog-demo-\(UInt32.random(in: 0...UInt32.max))"
+            do { try fm.createDirectory(atPath: work, withIntermediateDirectories: true) } catch {
+                throw EditLogError(.io, "cannot create the demo's directory: \(error)", at: work)
+            }
+            let path = db ?? (work + "/device-a.sqlite")
             let baselineDir = dir + "/baseline"
             var baseline: [BaselineSet] = []
             for f in ((try? fm.contentsOfDirectory(atPath: baselineDir)) ?? []).filter({ $0.hasSuffix(".json") }).sorted() {
@@ -47,10 +58,11 @@ struct Demo: ParsableCommand {
             let log = try EditLog.create(at: path, service: [("service.json", try InputFiles.json(dir + "/service.json"))],
                                          webmap: try InputFiles.json(dir + "/webmap.json"), rules: try InputFiles.rules(dir + "/rules.json"),
                                          baseline: baseline, actor: "portland_parks", device: "import")
+            defer { log.close() }
             let quiet = output.json
             func say(_ s: String) { if !quiet { out(s) } }
             say("EditLog demo — Trees of Portland")
-            say("log \(path) (id \(log.logId))")
+            say("log \(path) (id \(log.logId)); the demo's other files go to \(work)")
             let loaded = baseline.map { b in "\(b.name.replacingOccurrences(of: ".json", with: "")) \(b.json["features"]?.arrayValue?.count ?? 0)" }
             say("baseline: \(loaded.joined(separator: ", ")) → \(try log.eventCount()) events\n")
 
@@ -58,6 +70,7 @@ struct Demo: ParsableCommand {
             let scripts = ((try? fm.contentsOfDirectory(atPath: scriptsDir)) ?? []).filter { $0.hasSuffix(".ndjson") }.sorted()
             var touched: [String: Int] = [:]
             var scriptResults: [JSONValue] = []
+            var ends: [Int64] = [try log.lastPosition()]
             for s in scripts {
                 let bytes = try InputFiles.bytes(scriptsDir + "/" + s)
                 let commands: [ScriptCommand]
@@ -71,7 +84,9 @@ struct Demo: ParsableCommand {
                 }
                 say("• \(s): \(actors.joined(separator: ", ")) — \(commands.count) steps → \(r.events.count) events; committed \(count("SessionCommitted")), canceled \(count("SessionCanceled")), abandoned \(count("SessionAbandoned")), rule updates \(count("FeatureDerived")), deletions \(count("FeatureDeleted")), photos \(count("AttachmentStaged"))")
                 scriptResults.append(["script": .string(s), "events": .int(Int64(r.events.count))])
+                ends.append(try log.lastPosition())
             }
+            say("  (one script by hand: editlog record \(path) \(scriptsDir)/\(scripts.first ?? "SCRIPT.ndjson"))")
 
             // The tree with the richest story.
             let tree = touched.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.first?.key
@@ -81,12 +96,14 @@ struct Demo: ParsableCommand {
                 let story = entries.filter { $0.cause != "baseline" }
                 let shown = try log.show(globalId: tree)
                 say("\nHistory of tree \(tree) (\(short(shown["attributes"]?["Address"] ?? .null, 60)), \(short(shown["attributes"]?["Neighborhood"] ?? .null))):")
+                say("  $ editlog history \(path) '\(tree)'")
                 say(historyTable(story, layer: layer, log: log, clock: .default))
                 historyJSON = .object(["globalId": .string(tree), "entries": .array(story.map(\.json))])
             }
             let canceled = try log.sessions(status: "canceled") + log.sessions(status: "abandoned") + log.sessions(status: "open")
             if !canceled.isEmpty {
                 say("\nSessions that did not commit (kept for auditors):")
+                say("  $ editlog sessions \(path) --status canceled")
                 for s in canceled {
                     let st = s.state
                     let staged = st.staged.map { "\(short(.string($0.field)))=\(short($0.value, 16))" }
@@ -94,14 +111,27 @@ struct Demo: ParsableCommand {
                     say("  \(st.status.rawValue) \(short(.string(st.id))) by \(st.actor) on \(short(.string(st.globalId), 40)): \((staged + atts).joined(separator: ", "))")
                 }
             }
+            var story = DemoStory(log: log, path: path, dir: work, fixtures: dir, say: say)
+            // A moment halfway through the day: after the middle script.
+            let middle = ends[ends.count / 2], head = try log.lastPosition()
+            try story.replayAsOf(middle, label: "after \(scripts.isEmpty ? "the baseline" : scripts[max(0, ends.count / 2 - 1)])")
+            try story.diff(from: middle, to: head)
+            if let tree {
+                try story.twoDevices(tree: tree)
+                try story.hubAndSync(tree: tree)
+            }
+            try story.report()
             let stats = try log.stats()
             let report = try log.verify()
-            say("\nSummary: \(stats["events"]?.intValue ?? 0) events; sessions \(short(stats["sessions"] ?? .null, 120)); actors \(short(stats["actors"] ?? .null, 120)); \(stats["attachments"]?.intValue ?? 0) attachments (\(stats["blobBytes"]?.intValue ?? 0) bytes)")
-            say("verify: \(report.ok ? "ok" : "FAILED") — chain head \(report.headHash)\(report.projectionsChecked ? ", projections equal a rebuild" : "")")
-            say("\nTry: editlog history \(path) \(tree ?? "<globalId>")   ·   editlog sessions \(path)   ·   editlog verify \(path)")
+            story.section("Verify")
+            story.command("verify \(path)")
+            let sessions = (stats["sessions"]?.objectValue ?? [:]).sorted { $0.key < $1.key }.map { "\($0.value.intValue ?? 0) \($0.key)" }.joined(separator: ", ")
+            say("  \(stats["events"]?.intValue ?? 0) events; sessions: \(sessions); actors \((stats["actors"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")); \(stats["attachments"]?.intValue ?? 0) attachments (\(stats["blobBytes"]?.intValue ?? 0) bytes)")
+            say("  verify: \(report.ok ? "ok" : "FAILED") — chain head \(report.headHash)\(report.projectionsChecked ? ", projections equal a rebuild" : "")")
+            say("\nExplore: editlog log \(path) · editlog blame \(path) '\(tree ?? "<globalId>")' · editlog show \(path) '\(tree ?? "<globalId>")'")
             if output.json {
-                out(JSONValue.object(["path": .string(path), "logId": .string(log.logId), "scripts": .array(scriptResults), "history": historyJSON,
-                                      "stats": stats, "verify": report.json]).serialized())
+                out(JSONValue.object(["path": .string(path), "dir": .string(work), "logId": .string(log.logId), "scripts": .array(scriptResults), "history": historyJSON,
+                                      "story": .object(story.json), "stats": stats, "verify": report.json]).serialized())
             }
             if !report.ok { throw EditLogError(.corrupt, "verification failed: \(report.problems.first ?? "")") }
         }

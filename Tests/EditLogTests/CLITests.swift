@@ -24,6 +24,19 @@ import Testing
         #expect(r.stdout.contains("rule:tree-latest-inspection") || r.stdout.contains("rule:tree-neighborhood"))
         #expect(r.stdout.contains("canceled"))
         #expect(r.stdout.contains("verify: ok"))
+        // The whole story, each step with the command that does it by hand, and no raw JSON in the text.
+        for step in ["$ editlog replay", "$ editlog diff", "$ editlog bundle export", "$ editlog bundle import", "$ editlog conflicts",
+                     "$ editlog serve", "$ editlog sync", "$ editlog report", "$ editlog verify"] {
+            #expect(r.stdout.contains(step), "the demo does not show \(step)")
+        }
+        #expect(r.stdout.contains("the later commit by client time wins"), "the bundle conflict names its rule")
+        #expect(!r.stdout.contains("{\""), "raw JSON in the demo's text")
+        let json = try JSONParser.parse(try CLI.run("demo", "--db", TempPath().path, "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        let story = try #require(json["story"])
+        #expect(FileManager.default.fileExists(atPath: story["replay"]?["out"]?.stringValue ?? "-"))
+        #expect(FileManager.default.fileExists(atPath: story["report"]?.stringValue ?? "-"))
+        #expect(story["conflict"]?["winner"]?.stringValue == "remote" && story["conflict"]?["rule"] == "client-time")
+        #expect((story["sync"]?["pushed"]?.arrayValue?.count ?? 0) >= 1)
         let v = try CLI.run("verify", tmp.path, "--json")
         let report = try JSONParser.parse(v.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(v.status == 0 && report["ok"] == true && report["projectionsChecked"] == true)
