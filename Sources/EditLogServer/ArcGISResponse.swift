@@ -3,8 +3,9 @@ import Foundation
 import Hummingbird
 
 /// Responses in ArcGIS's shapes: JSON (`f=json`, `f=pjson` indented) and errors as
-/// `{"error":{"code":…,"message":…,"details":[…]}}` with HTTP 200, as ArcGIS Server answers, except
-/// authentication (401/403) and unknown paths (404).
+/// `{"error":{"code":…,"message":…,"details":[…]}}` with HTTP 200, as ArcGIS Server answers — a refused
+/// token too (498 invalid, 499 required) — except unknown paths (404), a body over the limit (413) and the
+/// rate limit (429).
 public enum ArcGISResponse {
     public static let queryErrorMessage = "Unable to perform query. Please check your parameters."
 

@@ -60,6 +60,14 @@ struct ServiceError: Error {
     static func query(_ detail: String) -> ServiceError { ServiceError(code: 400, message: ArcGISResponse.queryErrorMessage, details: [detail]) }
     static func invalid(_ detail: String) -> ServiceError { ServiceError(code: 400, message: "Invalid or missing input parameters.", details: [detail]) }
     static let notFound = ServiceError(code: 404, message: "Requested URL not found.", details: [], status: .notFound)
+    /// A token that no user holds, wherever it was sent. HTTP 200, as ArcGIS Server answers a `f=json`
+    /// request: clients read the code in the body (bmi-arcgis-restapi raises on any other status before
+    /// reading it).
+    static let invalidToken = ServiceError(code: 498, message: "Invalid token.", details: [])
+    /// No token where one is needed (an edit; a read without `--anonymous-reads`). HTTP 200, as above.
+    static func tokenRequired(_ details: [String] = []) -> ServiceError { ServiceError(code: 499, message: "Token Required", details: details) }
+
+    func response(pretty: Bool) -> Response { ArcGISResponse.error(code, message, details: details, status: status, pretty: pretty) }
 }
 
 final class FeatureService: Sendable {
@@ -97,17 +105,10 @@ final class FeatureService: Sendable {
             }
         }
         let pretty = params["f"]?.lowercased() == "pjson"
-        // Authentication: `token=` or `Authorization: Bearer`.
-        var token = params["token"]
-        // `Authorization: Bearer …`, or `X-Esri-Authorization: Bearer …` as ArcGIS clients send it.
-        for field in request.headers where token == nil && ["authorization", "x-esri-authorization"].contains(field.name.canonicalName) {
-            if field.value.lowercased().hasPrefix("bearer ") {
-                token = String(field.value.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
-            }
-        }
+        // Authentication: wherever ArcGIS clients send a token (see `RequestToken`).
         var user: String?
-        if let token {
-            guard let u = options.tokens[token] else { return ArcGISResponse.error(498, "Invalid token.", status: .forbidden, pretty: pretty) }
+        if let token = RequestToken.find(params: params, headers: request.headers) {
+            guard let u = options.tokens[token] else { return ServiceError.invalidToken.response(pretty: pretty) }
             user = u
         }
         if let limiter, !limiter.allow(user.map { "user:" + $0 } ?? "ip:" + context.remoteAddress) {
@@ -123,7 +124,7 @@ final class FeatureService: Sendable {
         do {
             return try await routeOffThePool(request.uri.path, req, write: request.method == .post && Self.isEdit(request.uri.path))
         } catch let e as ServiceError {
-            return ArcGISResponse.error(e.code, e.message, details: e.details, status: e.status, pretty: pretty)
+            return e.response(pretty: pretty)
         } catch let e as EditLogError {
             return ArcGISResponse.error(500, "Unable to complete operation.", details: [e.description], pretty: pretty)
         } catch {
@@ -152,12 +153,12 @@ final class FeatureService: Sendable {
 
     func requireRead(_ r: ServiceRequest) throws(ServiceError) {
         if r.user == nil && !options.anonymousReads {
-            throw ServiceError(code: 499, message: "Token Required", details: [], status: .unauthorized)
+            throw ServiceError.tokenRequired()
         }
     }
 
     func requireEdit(_ r: ServiceRequest) throws(ServiceError) -> String {
-        guard let u = r.user else { throw ServiceError(code: 499, message: "Token Required", details: ["editing needs a token"], status: .unauthorized) }
+        guard let u = r.user else { throw ServiceError.tokenRequired(["editing needs a token"]) }
         return u
     }
 

@@ -9,7 +9,7 @@ struct Serve: ParsableCommand {
         abstract: "Serve the log as an ArcGIS FeatureServer: queries read the projections; edits are recorded as edit sessions of the token's user.",
         discussion: """
             Paths as ArcGIS Server: /arcgis/rest/services/NAME/FeatureServer[/ID[/query|/applyEdits|…]].
-            The token file holds one `TOKEN USER` pair per line; clients send `token=` or `Authorization: Bearer`.
+            The token file holds one `TOKEN USER` pair per line; clients send it as `token=`, `X-Esri-Authorization: Bearer`, `Authorization: Bearer` or the `agstoken` cookie.
             """)
 
     @OptionGroup var log: LogOptions
