@@ -32,6 +32,21 @@ public struct LayerReadLimits: Sendable, Hashable {
 }
 
 extension FeatureServiceClient {
+    /// The service's root, its `/layers` answer and the schema read from it, checked: a FeatureServer's.
+    public func definitions() async throws(EditLogError) -> (root: JSONValue, layers: JSONValue, schema: ServiceSchema) {
+        let root = try await json("")
+        guard root["layers"]?.arrayValue != nil || root["tables"]?.arrayValue != nil else {
+            throw EditLogError(.invalidInput, "the answer is not a FeatureServer root (no \"layers\" or \"tables\"): \(root.serialized().prefix(160))", at: baseURL)
+        }
+        let layers = try await json("layers")
+        guard layers["layers"]?.arrayValue != nil else {
+            throw EditLogError(.invalidInput, "the service's /layers answer has no \"layers\"", at: baseURL + "/layers")
+        }
+        do { return (root, layers, try ArcGISSchemaDecoder.decode(service: [(name: "layers", json: layers)], webmap: nil, rules: nil)) } catch {
+            throw EditLogError(.invalidInput, "the service's layer definitions cannot be read: \(error.message)", at: baseURL + "/layers")
+        }
+    }
+
     /// Every feature of layer `layer` that `whereClause` selects, however many answers that takes: pages of at
     /// most `maxRecordCount` (`resultOffset` in ObjectID order where the layer pages, else the ObjectIDs first and
     /// then batches of them), following `exceededTransferLimit` until the service says it has said everything.

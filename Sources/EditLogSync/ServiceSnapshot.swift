@@ -17,18 +17,7 @@ public struct ServiceSnapshot: Sendable {
     /// Reads the service behind `client`; `progress` gets (features read, features in all).
     public static func read(_ client: FeatureServiceClient, data: Bool = true,
                             progress: (@Sendable (Int64, Int64) -> Void)? = nil) async throws(EditLogError) -> ServiceSnapshot {
-        let root = try await client.json("")
-        guard root["layers"]?.arrayValue != nil || root["tables"]?.arrayValue != nil else {
-            throw EditLogError(.invalidInput, "the answer is not a FeatureServer root (no \"layers\" or \"tables\"): \(root.serialized().prefix(160))", at: client.baseURL)
-        }
-        let layers = try await client.json("layers")
-        guard layers["layers"]?.arrayValue != nil else {
-            throw EditLogError(.invalidInput, "the service's /layers answer has no \"layers\"", at: client.baseURL + "/layers")
-        }
-        let schema: ServiceSchema
-        do { schema = try ArcGISSchemaDecoder.decode(service: [(name: "layers", json: layers)], webmap: nil, rules: nil) } catch {
-            throw EditLogError(.invalidInput, "the service's layer definitions cannot be read: \(error.message)", at: client.baseURL + "/layers")
-        }
+        let (root, layers, schema) = try await client.definitions()
         let gen = FeatureServiceClient.serverGens(root: root).values.map(\.current).max()
         var snap = ServiceSnapshot(layers: layers, sets: [], serverGen: gen, objectIds: [:])
         guard data else { return snap }

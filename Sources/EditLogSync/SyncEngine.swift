@@ -104,18 +104,7 @@ public final class SyncEngine {
 
     /// The service root and its layers, checked: a FeatureServer, holding every layer and field of this log.
     func checkService() async throws(EditLogError) -> JSONValue {
-        let root = try await client.json("")
-        guard root["layers"]?.arrayValue != nil || root["tables"]?.arrayValue != nil else {
-            throw EditLogError(.invalidInput, "the answer is not a FeatureServer root (no \"layers\" or \"tables\"): \(root.serialized().prefix(160))", at: client.baseURL)
-        }
-        let layers = try await client.json("layers")
-        guard layers["layers"]?.arrayValue != nil else {
-            throw EditLogError(.invalidInput, "the service's /layers answer has no \"layers\"", at: client.baseURL + "/layers")
-        }
-        let remote: ServiceSchema
-        do { remote = try ArcGISSchemaDecoder.decode(service: [(name: "layers", json: layers)], webmap: nil, rules: nil) } catch {
-            throw EditLogError(.invalidInput, "the service's layer definitions cannot be read: \(error.message)", at: client.baseURL + "/layers")
-        }
+        let (root, layers, remote) = try await client.definitions()
         if let problem = remote.incompatibility(importing: log.schema) {
             throw EditLogError(.invalidInput, "the service's schema does not match this log's: \(problem)", at: client.baseURL)
         }

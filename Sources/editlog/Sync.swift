@@ -8,9 +8,11 @@ struct Sync: ParsableCommand {
         abstract: "Sync the log with an ArcGIS FeatureServer: pull its changes, merge them field by field, push this log's changes.",
         discussion: """
             Pull: extractChanges since the last recorded server generation (query by the edit date field when the \
-            service has no change tracking), attachments included; each changed feature becomes a sync-pull session \
+            service has no change tracking), after a paged snapshot of every feature on a first sync or when the \
+            service's minServerGen is past the recorded generation; every query follows exceededTransferLimit. \
+            Attachments included; each changed feature becomes a sync-pull session \
             (actor: the service's editor field), keyed by GlobalID, merged with this log's changes since the last sync \
-            under --policy (conflicts and decisions are MergeDecided events: `editlog conflicts`). Push: applyEdits \
+            under --policy (last-in-wins: this log's upload is the last in and wins, as in ArcGIS; conflicts and decisions are MergeDecided events: `editlog conflicts`). Push: applyEdits \
             with useGlobalIds and rollbackOnFailure, parents before children, attachments with their GlobalIDs, only \
             what the service does not have already. Each run's state is a SyncPulled / SyncPushed event; a run \
             interrupted anywhere is finished by the next one without duplicates.

@@ -86,7 +86,7 @@ import Testing
         let before = try b.report()
         #expect(before.conflicts.map(\.conflict) == [c] && before.conflicts.first?.resolutions.isEmpty == true)
         #expect(before.html.contains("id=\"total-conflicts\">1<") && before.html.contains("class=\"conflict field\""))
-        #expect(before.html.contains("last-in-wins → <b>local</b>"), "\(before.html.suffix(1500))")
+        #expect(before.html.contains("last-in-wins (client-time) → <b>local</b>"), "\(before.html.suffix(1500))")
         let head = try b.lastPosition()
         _ = try b.resolveConflict(id: c.id, take: .remote, actor: "carol", device: "desk")
         let after = try b.report()
