@@ -50,7 +50,8 @@ public struct HistoryEntry: Sendable, Hashable {
     public var actor: String
     public var device: String
     public var session: String?
-    /// An attribute, or `@attachment`, `@deleted`, `@session`, `@related:<child layer>` (a child added or deleted under this feature).
+    /// An attribute (editor-tracking fields included), or `@attachment`, `@deleted`, `@session` (a session that ended
+    /// without a commit, or committed and changed nothing), `@related:<child layer>` (a child added or deleted under this feature).
     public var field: String
     public var old: JSONValue
     public var new: JSONValue
@@ -120,7 +121,7 @@ public enum Audit {
     }
 
     /// The field-level timeline of one feature: baseline values, committed session changes, rule-derived
-    /// changes, attachments, relationship changes (a re-pointed key; children added or deleted under it),
+    /// changes, each event's editor-tracking change, attachments, relationship changes (a re-pointed key; children added or deleted under it),
     /// deletion, and sessions that ended without a commit. With `asOf`, only what happened up to that moment.
     public static func history(_ db: Database, schema: ServiceSchema, globalId: String, clock: EventClock = .default,
                                asOf: LogMoment? = nil) throws -> (layer: LayerSchema, entries: [HistoryEntry])? {
@@ -137,9 +138,12 @@ public enum Audit {
         // This log's merge decisions: an imported event's value that the merge did not take is not history here.
         let ownLog = try EventStore.logId(in: db)
         var decisions: [String: MergeDecision] = [:]
+        // The feature's editor-tracking values so far, so each event's tracking change shows old → new.
+        var tracked: [String: JSONValue] = [:]
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
             guard asOf?.includes(e, clock: clock) ?? true else { return }
             let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
+            let before = out.count
             let skip = Set(decision?.skipFields ?? [])
             // A hand resolution names its conflict and what it took; a rule's value derived after one names it too.
             var cause: String?
@@ -152,12 +156,20 @@ public enum Audit {
                 var h = entry(e, field, old, new, relationship: keyRelationship[field.lowercased()])
                 if let cause { h.cause = cause }
                 out.append(h)
+                if let f = layer.field(field), layer.isEditorTrackingField(f.name) { tracked[f.name] = new }
+            }
+            // Editor tracking as the projector writes it (`EditorTracking`): each field that moved.
+            func track() {
+                for (k, v) in layer.editorTrackingValues(of: e, decision: decision).sorted(by: { $0.key < $1.key }) where (tracked[k] ?? .null) != v {
+                    add(k, tracked[k] ?? .null, v)
+                }
             }
             let p = e.fields
             if decision?.revive == true { add("@deleted", true, false) }
             switch e.eventType {
             case .featureBaselined?:
                 for (k, v) in try p.object("attributes").sorted(by: { $0.key < $1.key }) where !v.isNull { add(k, .null, v) }
+                track()
             case .mergeDecided?:
                 // Every conflict an import met on this feature, by whichever log decided it, and who won. For this
                 // log's own decision the line is the value before it and the one kept: a change only where the remote
@@ -184,6 +196,9 @@ public enum Audit {
                     for a in try p.array("renamed", in: atts, parentKey: "attachments") { add("@attachment", a["old"] ?? .null, a["new"] ?? .null) }
                     for a in try p.array("removed", in: atts, parentKey: "attachments") { add("@attachment", a["name"] ?? .null, .null) }
                 }
+                track()
+                // A commit that changed nothing (not even editor tracking) still touched the feature.
+                if e.eventType == .sessionCommitted && out.count == before { add("@session", "open", "committed") }
             case .featureDeleted?:
                 if decision?.skipDelete != true { add("@deleted", false, true) }
             case .sessionCanceled?:

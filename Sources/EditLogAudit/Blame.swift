@@ -101,9 +101,9 @@ public struct BlameFold: Sendable {
     /// The field's schema spelling.
     func name(_ k: String) -> String { layer.field(k)?.name ?? k }
 
-    /// Editor tracking as the projector fills it: the event's actor and recording time.
-    mutating func track(_ e: RecordedEvent, create: Bool) {
-        for (f, v) in layer.editorTrackingValues(of: e, create: create) { values[f] = entry(e, f, v) }
+    /// Editor tracking as the projector fills it (`EditorTracking`, this log's decision included).
+    mutating func track(_ e: RecordedEvent) {
+        for (f, v) in layer.editorTrackingValues(of: e, decision: decision) { values[f] = entry(e, f, v) }
     }
 
     public mutating func apply(_ e: RecordedEvent) throws {
@@ -119,6 +119,7 @@ public struct BlameFold: Sendable {
             if !merged { for f in layer.attributeFields { values[f.name] = entry(e, f.name, .null) } }
             for (k, v) in attrs { set(e, name(k), v) }
             if let g = p.optional("geometry"), !g.isNull { set(e, "@geometry", g) }
+            track(e)
         case .sessionCommitted?, .conflictResolved?:
             let changes = try p.object("changes")
             let create = try e.eventType == .sessionCommitted && p.string("kind") == "create"
@@ -128,11 +129,11 @@ public struct BlameFold: Sendable {
                 if let g = p.optional("geometry"), !g.isNull { set(e, "@geometry", g) }
             }
             for (k, c) in changes { set(e, name(k), c["new"] ?? .null) }
-            track(e, create: create && !merged)
+            track(e)
         case .featureDerived?:
             let source = p.optional("from")?.stringValue ?? p.optional("polygon")?.stringValue
             for (k, c) in try p.object("changes") { set(e, name(k), c["new"] ?? .null, source: source) }
-            track(e, create: false)
+            track(e)
         case .featureDeleted?:
             if decision?.skipDelete != true { deleted = entry(e, "@deleted", true) }
         case .mergeDecided?:

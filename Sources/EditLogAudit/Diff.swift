@@ -34,12 +34,16 @@ public struct FeatureChange: Sendable, Hashable {
     public var sessions: [String]
     /// Esri JSON, from the events or the current projection (filled by `Audit.diff` for geojson).
     public var geometry: JSONValue?
+    /// An update whose every changed field is an editor-tracking field (a commit that changed no value still
+    /// moves Editor and EditDate): auditors may filter these out.
+    public var trackingOnly = false
 
     public var json: JSONValue {
         var f: [String: JSONValue] = [:]
         for c in fields { f[c.field] = c.json }
         return ["layer": .string(layerName), "layerId": .int(Int64(layer)), "globalId": .string(globalId), "change": .string(kind.rawValue),
-                "fields": .object(f), "actors": .array(actors.map { .string($0) }), "sessions": .array(sessions.map { .string($0) })]
+                "fields": .object(f), "actors": .array(actors.map { .string($0) }), "sessions": .array(sessions.map { .string($0) }),
+                "trackingOnly": .bool(trackingOnly)]
     }
 }
 
@@ -66,7 +70,8 @@ public struct DiffResult: Sendable, Hashable {
                 return .object([
                     "type": "Feature", "id": .string(c.globalId), "geometry": GeoJSON.geometry(c.geometry),
                     "properties": ["change": .string(c.kind.rawValue), "layer": .string(c.layerName), "globalId": .string(c.globalId),
-                                   "fields": .object(f), "actors": .array(c.actors.map { .string($0) }), "sessions": .array(c.sessions.map { .string($0) })],
+                                   "fields": .object(f), "actors": .array(c.actors.map { .string($0) }), "sessions": .array(c.sessions.map { .string($0) }),
+                                   "trackingOnly": .bool(c.trackingOnly)],
                 ])
             }),
         ])
@@ -89,7 +94,12 @@ public enum GeoJSON {
 
 /// The pure fold behind `diff`: feed the feature-changing events between two moments in position order.
 public struct DiffFold: Sendable {
-    struct Field { var old: JSONValue; var new: JSONValue; var actors: [String] = []; var sessions: [String] = []; var causes: [String] = [] }
+    struct Field {
+        var old: JSONValue; var new: JSONValue; var actors: [String] = []; var sessions: [String] = []; var causes: [String] = []
+        /// An editor-tracking field first set in the window by the tracking (events carry no old value for it):
+        /// `old` is read at the window's start (`resolveTracking`).
+        var oldUnknown = false
+    }
     struct Feature {
         var layer: Int
         var created = false
@@ -175,6 +185,13 @@ public struct DiffFold: Sendable {
             if !detail && f.created { return }
             Self.change(&f.fields[k, default: Field(old: old, new: new)], to: new, by: e, detail: detail)
         }
+        // Editor tracking as the projector writes it (`EditorTracking`), after the event's own changes.
+        func track() {
+            guard let layer, detail || !f.created else { return }
+            for (k, v) in layer.editorTrackingValues(of: e, decision: decision) {
+                Self.change(&f.fields[k, default: Field(old: .null, new: v, oldUnknown: !f.created)], to: v, by: e, detail: detail)
+            }
+        }
         if decision?.revive == true { revive(&f) }
         // A create of a feature this log had, applied as an update of the fields it took.
         let created = decision?.asUpdate != true
@@ -188,6 +205,7 @@ public struct DiffFold: Sendable {
                 for (k, v) in try p.object("attributes") where !v.isNull && !skip.contains(k) { change(name(k), .null, v) }
             }
             if let g = p.optional("geometry"), !g.isNull, !skip.contains(MergeEngine.geometryField) { f.geometry = detail ? g : Self.centre(g) }
+            track()
         case .sessionCommitted, .featureDerived, .conflictResolved:
             if type == .sessionCommitted, try p.string("kind") == "create" {
                 if first && created { f.created = true }
@@ -195,6 +213,7 @@ public struct DiffFold: Sendable {
             }
             if !detail && f.created { break }
             for (k, c) in try p.object("changes") where !skip.contains(k) { change(name(k), c["old"] ?? .null, c["new"] ?? .null) }
+            track()
             if type == .sessionCommitted {
                 let atts = try p.object("attachments")
                 for a in try p.array("added", in: atts, parentKey: "attachments") {
@@ -215,6 +234,24 @@ public struct DiffFold: Sendable {
                 f.deletedBy = (e.actor, e.session, e.cause)
             }
         default: break
+        }
+    }
+
+    /// Reads where the window changed a feature's editor tracking what it was at the window's start (`start`: a
+    /// feature's tracking values then), so tracking compares like any field: a commit that moved only Editor and
+    /// EditDate is an update, one that moved nothing is none. Without field detail, only for a feature no other
+    /// field shows changed (its kind is all the report reads). Call it before `changes`.
+    public mutating func resolveTracking(_ start: (_ layer: LayerSchema, _ globalId: String) throws -> [String: JSONValue]) rethrows {
+        for i in features.indices {
+            let f = features.values[i]
+            guard !f.created, f.fields.values.contains(where: \.oldUnknown) else { continue }
+            if !detail && (f.deleted || f.fields.values.contains { !$0.oldUnknown && $0.old != $0.new }) { continue }
+            guard let layer = schema.layer(id: f.layer) else { continue }
+            let values = try start(layer, features.keys[i])
+            for (k, c) in f.fields where c.oldUnknown {
+                features.values[i].fields[k]?.old = values[k] ?? .null
+                features.values[i].fields[k]?.oldUnknown = false
+            }
         }
     }
 
@@ -248,7 +285,8 @@ public struct DiffFold: Sendable {
             if f.created && f.deleted { continue }
             if !detail {
                 let kind: FeatureChange.Kind = f.deleted ? .deleted : f.created ? .added : .updated
-                if kind == .updated && !f.fields.contains(where: { $0.value.old != $0.value.new }) { continue }
+                // A tracking field still unread (`resolveTracking`) stands beside a field that changed: a change either way.
+                if kind == .updated && !f.fields.values.contains(where: { $0.oldUnknown || $0.old != $0.new }) { continue }
                 try body(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [],
                                              geometry: f.geometry))
                 continue
@@ -271,8 +309,10 @@ public struct DiffFold: Sendable {
                 if kind == .updated && fields.isEmpty { continue }
             }
             fields.sort { $0.field < $1.field }
+            let layer = schema.layer(id: f.layer)
+            let trackingOnly = kind == .updated && fields.allSatisfy { layer?.isEditorTrackingField($0.field) == true }
             try body(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: fields, actors: f.actors,
-                                         sessions: f.sessions, geometry: f.geometry))
+                                   sessions: f.sessions, geometry: f.geometry, trackingOnly: trackingOnly))
         }
     }
 }
@@ -313,6 +353,7 @@ extension Audit {
             throw error
         }
         if let pipeline { fold = try pipeline.finish() }
+        try fold.resolveTracking(trackingStart(db, at: from, clock: clock, ownLog: decisions.ownLog))
         scan?.finish()
         let events = fold.events
         var changes = fold.takeChanges()
@@ -324,6 +365,24 @@ extension Audit {
             }
         }
         return DiffResult(from: from, to: to, clock: clock, events: events, changes: changes)
+    }
+}
+
+extension Audit {
+    /// A feature's editor-tracking values at `moment`: blame's fold of its stream up to it (this log's decisions
+    /// and `EditorTracking`, as the projection applied them).
+    static func trackingStart(_ db: Database, at moment: LogMoment, clock: EventClock, ownLog: String?) -> (LayerSchema, String) throws -> [String: JSONValue] {
+        { layer, globalId in
+            var fold = BlameFold(layer: layer, clock: clock, ownLog: ownLog)
+            var sql = "stream = ?"
+            var args: StatementArguments = [StreamName.feature(layer: layer.id, globalId: globalId)]
+            if case .position(let p) = moment { sql += " AND position <= ?"; args += [p] }
+            try EventReading.forEach(db, where: sql, arguments: args) { e in
+                guard moment.includes(e, clock: clock) else { return }
+                try fold.apply(e)
+            }
+            return fold.values.filter { layer.isEditorTrackingField($0.key) }.mapValues(\.value)
+        }
     }
 }
 

@@ -230,6 +230,8 @@ public struct AuditReport: Sendable {
             if $0.type == EventType.featureDerived.rawValue { derivedCount += 1 }
             scan?.at($0.position)
         }
+        // A commit that moved editor tracking only changed the feature's row, as in `diff`.
+        try fold.resolveTracking(Audit.trackingStart(db, at: from, clock: clock, ownLog: decisions.ownLog))
         scan?.finish()
         var out: [ChangedFeature] = []
         out.reserveCapacity(fold.featureCount)

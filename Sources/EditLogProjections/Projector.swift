@@ -92,7 +92,7 @@ public final class Projector {
             if let decision, decision.asUpdate {
                 try applyAsUpdate(e, attributes: try p.object("attributes"), decision, db)
             } else {
-                try insertFeature(e, attributes: try p.object("attributes"), geometry: p.optional("geometry"), db)
+                try insertFeature(e, attributes: try p.object("attributes"), geometry: p.optional("geometry"), db, tracking: .of(e, decision: decision))
             }
         case .sessionStarted:
             let session = try e.requireSession()
@@ -131,7 +131,7 @@ public final class Projector {
             // A rule's values derived again after an import (`keepTracking` in the payload) leave the tracking as it is:
             // every log that merged the same events names the same editor, whichever of them derived again.
             try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db,
-                              tracking: decision?.keepTracking == true || e.payload["keepTracking"] == true ? .keep : .edit)
+                              tracking: .of(e, decision: decision))
         case .mergeDecided:
             let d: MergeDecision
             do { d = try MergeDecision(json: e.payload) } catch { throw p.corrupt(error.message) }
@@ -148,7 +148,7 @@ public final class Projector {
             let l = try p.layer(in: schema), g = try p.string("globalId")
             try revive(decision, e, db)
             try updateFeature(l, globalId: g, changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db,
-                              tracking: decision?.keepTracking == true ? .keep : .edit)
+                              tracking: .of(e, decision: decision))
         case .syncPulled, .syncPushed:
             return  // sync state: read from the events by `editlog sync`; no projection
         case .scriptRecorded:
@@ -214,10 +214,10 @@ public final class Projector {
         }
     }
 
-    func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: Bool = false) throws {
+    func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: EditorTracking) throws {
         let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
         if let i = pendingFeatures.index(forKey: g), pendingFeatures.values[i].inserted { throw e.fields.corrupt("creates feature \(g) a second time") }
-        let tracked = tracking ? layer.editorTrackingValues(of: e, create: true) : [:]
+        let tracked = layer.editorTrackingValues(of: e, tracking)
         try fold(layer, globalId: g, insertAt: e.position) { c, row in
             // Each field's value is the tracked one, else the given one, else NULL: every attribute column NULL, then
             // the given values, then the tracked ones (one lookup per value, not three per field of the layer).
@@ -246,27 +246,10 @@ public final class Projector {
         row[c.ymax] = b?.maxY.databaseValue ?? .null
     }
 
-    /// What an update does to a feature's editor tracking: whether it names the event's actor and time as the last
-    /// editor, as the creator, and whether in the layer's editor-tracking fields too (`fields`) or in the `_editor` and
-    /// `_creator` columns only (a baseline's tracking fields are data, the service's own values).
-    struct Tracking {
-        var editor: Bool
-        var creator: Bool = false
-        var fields = true
-        static let keep = Tracking(editor: false)
-        static let edit = Tracking(editor: true)
-    }
-
     func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database,
-                       tracking: Tracking = .edit) throws {
+                       tracking: EditorTracking) throws {
         let editor = tracking.editor, creator = tracking.creator
-        var tracked: [String: JSONValue] = [:]
-        if tracking.fields, editor || creator {
-            tracked = layer.editorTrackingValues(of: e, create: creator)
-            if !editor, let info = layer.editFieldsInfo {
-                for f in [info.editorField, info.editDateField] { if let name = f.flatMap({ layer.field(named: $0)?.name }) { tracked[name] = nil } }
-            }
-        }
+        let tracked = layer.editorTrackingValues(of: e, tracking)
         try fold(layer, globalId: globalId, insertAt: nil) { c, row in
             for (k, change) in changes {
                 guard let f = layer.field(k), let i = c.attribute[f.name] else {
@@ -295,15 +278,15 @@ public final class Projector {
         let changes = try p.object("changes")
         try revive(decision, e, db)
         let skipAttachments = Set(decision?.skipAttachments ?? [])
+        let tracking = EditorTracking.of(e, decision: decision)
         if let decision, decision.asUpdate {
             try applyAsUpdate(e, attributes: changes.mapValues { $0["new"] ?? .null }, decision, db)
         } else if let decision, !decision.skipFields.isEmpty {
-            try updateFeature(layer, globalId: g, changes: Self.without(decision.skipFields, changes), geometry: nil, e, db,
-                              tracking: decision.keepTracking ? .keep : .edit)
+            try updateFeature(layer, globalId: g, changes: Self.without(decision.skipFields, changes), geometry: nil, e, db, tracking: tracking)
         } else if try p.string("kind") == "create" {
-            try insertFeature(e, attributes: changes.mapValues { $0["new"] ?? .null }, geometry: p.optional("geometry"), db, tracking: true)
+            try insertFeature(e, attributes: changes.mapValues { $0["new"] ?? .null }, geometry: p.optional("geometry"), db, tracking: tracking)
         } else {
-            try updateFeature(layer, globalId: g, changes: changes, geometry: nil, e, db, tracking: decision?.keepTracking == true ? .keep : .edit)
+            try updateFeature(layer, globalId: g, changes: changes, geometry: nil, e, db, tracking: tracking)
         }
         let atts = try p.object("attachments")
         for a in try p.array("added", in: atts, parentKey: "attachments") {
@@ -352,8 +335,7 @@ public final class Projector {
         // The tracking follows the later writer; a baseline's editor-tracking fields are data (the service's), merged
         // with the rest, so only the internal columns follow it (`keepTrackingFields`; older decisions lack it and
         // set the fields, as they did when recorded, so a rebuild of an older log gives what it held).
-        let tracking = Tracking(editor: !d.keepTracking, creator: d.takeCreator, fields: !d.keepTrackingFields)
-        try updateFeature(layer, globalId: g, changes: changes, geometry: geometry, e, db, tracking: tracking)
+        try updateFeature(layer, globalId: g, changes: changes, geometry: geometry, e, db, tracking: .asUpdate(d))
     }
 
     /// A feature kept by an earlier decision of this log deleted again (and the attachments that decision made live

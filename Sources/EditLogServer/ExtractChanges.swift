@@ -4,7 +4,8 @@ import Hummingbird
 
 /// `…/FeatureServer/extractChanges`: the features added, updated and deleted since a server generation.
 /// A server generation is a log position; the changes are the facade's `diff` between two positions (a
-/// feature created and deleted in between is left out, as ArcGIS does).
+/// feature created and deleted in between is left out, as ArcGIS does). An update that moved only editor tracking
+/// is an update too: the row changed, and a sync client gets its new Editor and EditDate.
 ///
 /// `returnAttachments=true` adds each layer's attachment changes in the window, in the shape of applyEdits'
 /// attachments: `"attachments": {"adds": [...], "updates": [...], "deleteIds": [attachment GlobalIDs]}`. An

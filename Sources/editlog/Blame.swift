@@ -29,10 +29,10 @@ struct Blame: ParsableCommand {
             if output.json { out(b.json.serialized()); return }
             out("\(b.layer.name) \(b.globalId)\(b.asOf.map { " as of \($0)" } ?? "")")
             guard b.exists else { out("(did not exist yet)"); return }
-            if let d = b.deleted { out("deleted at position \(d.position) by \(d.actor)@\(d.device), \(d.time.prefix(19)) (\(d.clock.rawValue)), cause \(d.cause)") }
+            if let d = b.deleted { out("deleted at position \(d.position) by \(d.actor)@\(d.device), \(Timestamp.human(d.time)) (\(d.clock.rawValue)), cause \(d.cause)") }
             out(table(["field", "value", "pos", "type", "actor", "device", "session", clock.clock.label, "cause"], b.fields.map { e in
                 [e.field, displayValue(e.field, e.value, layer: b.layer, log: editLog, width: 32), String(e.position), e.type, e.actor, e.device,
-                 e.session ?? "-", String(e.time.prefix(19)), e.conflict.map { "\(e.cause), conflict \($0)" } ?? e.cause]
+                 e.session ?? "-", Timestamp.human(e.time), e.conflict.map { "\(e.cause), conflict \($0)" } ?? e.cause]
             }))
         }
     }

@@ -72,7 +72,8 @@ struct BundleImportCommand: ParsableCommand {
             out("\(r.decisions) merge decisions, \(r.conflicts.count) conflicts (policy \(policy.rawValue)), \(r.derived) values derived again")
             if !r.conflicts.isEmpty {
                 out(table(["conflict", "kind", "feature", "field", "local", "remote", "winner"], r.conflicts.map { c in
-                    [c.id, c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "", short(c.local.value, 24), short(c.remote.value, 24), c.winner.rawValue]
+                    let field = c.field.flatMap { editLog.schema.layer(id: c.layer)?.field($0) }
+                return [c.id, c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "", fieldText(c.local.value, field, 24), fieldText(c.remote.value, field, 24), c.winner.rawValue]
                 }))
             }
         }

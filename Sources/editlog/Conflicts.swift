@@ -23,10 +23,11 @@ struct ConflictsCommand: ParsableCommand {
 }
 
 /// One line per conflict: the same concurrent pair of writes, whichever log decided it.
-func conflictRow(_ r: ConflictRecord) -> [String] {
+func conflictRow(_ r: ConflictRecord, schema: ServiceSchema) -> [String] {
     let c = r.conflict
+    let field = c.field.flatMap { schema.layer(id: c.layer)?.field($0) }
     return [c.id, r.status, c.kind.rawValue, c.globalId, c.field ?? c.attachmentId ?? "",
-            short(c.local.value, 20), c.local.writer?.actor ?? "base", short(c.remote.value, 20), c.remote.writer?.actor ?? "base",
+            fieldText(c.local.value, field, 20), c.local.writer?.actor ?? "base", fieldText(c.remote.value, field, 20), c.remote.writer?.actor ?? "base",
             c.policy.rawValue, r.resolutions.last?.take ?? c.winner.rawValue]
 }
 
@@ -76,7 +77,7 @@ struct ConflictsList: ParsableCommand {
                 return
             }
             if records.isEmpty { out("no conflicts"); return }
-            out(table(["conflict", "status", "kind", "feature", "field", "local", "by", "remote", "by", "policy", "taken"], records.map(conflictRow)))
+            out(table(["conflict", "status", "kind", "feature", "field", "local", "by", "remote", "by", "policy", "taken"], records.map { conflictRow($0, schema: editLog.schema) }))
         }
     }
 }

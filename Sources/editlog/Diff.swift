@@ -4,7 +4,7 @@ import EditLog
 struct Diff: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "What changed between two moments: per layer, features added, deleted and updated, each field old → new and who changed it.",
-        discussion: "FROM is exclusive, TO inclusive; each is a position or an ISO-8601 time on the --by clock. Only the events in between are read. A feature created and deleted in between, and a field changed and changed back, are left out.")
+        discussion: "FROM is exclusive, TO inclusive; each is a position or an ISO-8601 time on the --by clock. Only the events in between are read. A feature created and deleted in between, and a field changed and changed back, are left out. Editor-tracking fields count as fields: an update that moved only them is marked \"(editor tracking only)\" (JSON: \"trackingOnly\": true).")
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case text, json, geojson }
 
@@ -49,11 +49,12 @@ struct Diff: ParsableCommand {
             out("changes after \(d.from) up to \(d.to) (\(d.clock.rawValue) clock): \(d.events) events")
             for (layerName, changes) in orderedGroups(d.changes) {
                 let count = { (k: FeatureChange.Kind) in changes.filter { $0.kind == k }.count }
-                out("\(layerName): \(count(.added)) added, \(count(.deleted)) deleted, \(count(.updated)) updated")
+                let tracking = changes.filter(\.trackingOnly).count
+                out("\(layerName): \(count(.added)) added, \(count(.deleted)) deleted, \(count(.updated)) updated" + (tracking > 0 ? " (\(tracking) editor tracking only)" : ""))
                 let l = try editLog.layer(layerName)
                 for c in changes {
                     let mark = switch c.kind { case .added: "+"; case .deleted: "-"; case .updated: "~" }
-                    out("  \(mark) \(c.globalId)  by \(c.actors.joined(separator: ", ")); sessions \(c.sessions.isEmpty ? "-" : c.sessions.joined(separator: ", "))")
+                    out("  \(mark) \(c.globalId)  by \(c.actors.joined(separator: ", ")); sessions \(c.sessions.isEmpty ? "-" : c.sessions.joined(separator: ", "))\(c.trackingOnly ? "  (editor tracking only)" : "")")
                     for f in c.fields {
                         out("      \(f.field): \(displayValue(f.field, f.old, layer: l, log: editLog, width: 40)) → \(displayValue(f.field, f.new, layer: l, log: editLog, width: 40))  (\(f.actors.joined(separator: ", ")); \(f.causes.joined(separator: ", ")))")
                     }

@@ -81,7 +81,7 @@ func auditPoint(_ s: String, _ what: String) throws -> LogMoment {
 /// A value as people read it: a date field as ISO-8601, a relationship key as the related record's display
 /// field (the species' common name, not its GlobalID).
 func displayValue(_ field: String, _ v: JSONValue, layer: LayerSchema, log: EditLog, width: Int = 24) -> String {
-    if layer.field(field)?.type == .date, let ms = v.intValue { return String(Timestamp.format(milliseconds: ms).prefix(19)) }
+    if layer.field(field)?.type == .date { return fieldText(v, layer.field(field), width) }
     let keys = Set(layer.relationships.filter { $0.role == .destination }.compactMap { $0.keyField?.lowercased() })
     if keys.contains(field.lowercased()), let g = v.stringValue, let f = try? log.show(globalId: g),
        let related = f["layer"]?.stringValue.flatMap(log.schema.layer), let display = related.displayField,
@@ -116,6 +116,12 @@ func table(_ header: [String], _ rows: [[String]]) -> String {
         cells.enumerated().map { i, c in i == cells.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0) }.joined(separator: "  ")
     }
     return ([line(header)] + rows.map(line)).joined(separator: "\n")
+}
+
+/// A field's value in a text output: a date field (Esri epoch milliseconds) in `Timestamp.human`'s form, the rest `short`.
+func fieldText(_ v: JSONValue, _ field: FieldSchema?, _ max: Int = 40) -> String {
+    if field?.type == .date, let ms = v.intValue { return Timestamp.human(milliseconds: ms) }
+    return short(v, max)
 }
 
 func short(_ v: JSONValue, _ max: Int = 40) -> String {

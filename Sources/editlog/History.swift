@@ -43,7 +43,7 @@ func historyTable(_ entries: [HistoryEntry], layer: LayerSchema, log: EditLog, c
     // A relationship change reads as its relationship: `SpeciesGlobalID (Species_Trees)`, `@related:Inspections (Tree_Inspections)`.
     table(["pos", clock.label, "actor", "device", "session", "field", "old", "new", "cause"], entries.map { e in
         let field = e.relationship.map { "\(e.field) (\($0))" } ?? e.field
-        return [String(e.position), String(e.time.prefix(19)), e.actor, e.device, e.session ?? "-", field,
+        return [String(e.position), Timestamp.human(e.time), e.actor, e.device, e.session ?? "-", field,
                 displayValue(e.field, e.old, layer: layer, log: log), displayValue(e.field, e.new, layer: layer, log: log), e.cause]
     })
 }

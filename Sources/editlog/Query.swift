@@ -22,7 +22,7 @@ struct Query: ParsableCommand {
             var rows: [[String]] = []
             for f in features {
                 let a = f["attributes"] ?? .null
-                rows.append([short(a[l.objectIdField ?? ""] ?? .null), short(a[l.globalIdField ?? ""] ?? .null, 38)] + names.map { short(a[$0] ?? .null, 24) })
+                rows.append([short(a[l.objectIdField ?? ""] ?? .null), short(a[l.globalIdField ?? ""] ?? .null, 38)] + names.map { fieldText(a[$0] ?? .null, l.field($0), 24) })
             }
             out(table([l.objectIdField ?? "OID", l.globalIdField ?? "GlobalID"] + names, rows))
             out("\(features.count) features in \(l.name)")

@@ -46,12 +46,13 @@ struct Sessions: ParsableCommand {
             if output.json { out(JSONValue.array(list.map(\.json)).serialized()); return }
             out(table(["session", "status", "kind", "layer", "feature", "actor", "device", "started (\(clock.clock.rawValue))", "staged"], list.map { s in
                 let st = s.state
-                let staged = st.staged.map { "\(short(.string($0.field)))=\(short($0.value, 16))" }
+                let fields = editLog.schema.layer(id: st.layerId)
+                let staged = st.staged.map { "\(short(.string($0.field)))=\(fieldText($0.value, fields?.field($0.field), 16))" }
                 let rel = s.relationships.map { "\($0.name)→\(short(.string($0.globalId), 12))" }
                 let att = st.attachmentsAdded.map { "+\(short(.string($0.name)))" }
                 let layer = editLog.schema.layer(id: st.layerId)?.name ?? "layer \(st.layerId)"
                 return [st.id, st.status.rawValue, st.kind.rawValue, layer, short(.string(st.globalId), 38), st.actor, st.device,
-                        String(s.startedTime.prefix(19)), (staged + rel + att).joined(separator: ", ")]
+                        Timestamp.human(s.startedTime), (staged + rel + att).joined(separator: ", ")]
             }))
             // What each session staged beyond field values: attachments (with their bytes' identity) and relationship choices.
             for s in list where !s.state.attachmentsAdded.isEmpty || !s.relationships.isEmpty {

@@ -18,6 +18,7 @@ struct Show: ParsableCommand {
             if output.json { out(f.serialized()); return }
             out("\(short(f["layer"] ?? .null)) \(short(f["globalId"] ?? .null, 40))\(f["deleted"]?.boolValue == true ? "  (deleted)" : "")")
             let attrs = f["attributes"]?.objectValue ?? [:]
+            let layer = f["layer"]?.stringValue.flatMap(editLog.schema.layer)
             // The conflict behind a field's value: this log's latest decision on it, else another log's (`conflicts show
             // ID` has it whole).
             let own = editLog.logId
@@ -45,9 +46,9 @@ struct Show: ParsableCommand {
                 if behind[field].map({ $0.rank < rank }) ?? true { behind[field] = (rank, described(c)) }
             }
             if behind.isEmpty {
-                out(table(["field", "value"], attrs.keys.sorted().map { [$0, short(attrs[$0]!, 60)] }))
+                out(table(["field", "value"], attrs.keys.sorted().map { [$0, fieldText(attrs[$0]!, layer?.field($0), 60)] }))
             } else {
-                out(table(["field", "value", "conflict"], attrs.keys.sorted().map { [$0, short(attrs[$0]!, 60), behind[$0]?.text ?? ""] }))
+                out(table(["field", "value", "conflict"], attrs.keys.sorted().map { [$0, fieldText(attrs[$0]!, layer?.field($0), 60), behind[$0]?.text ?? ""] }))
             }
             for c in f["conflicts"]?.arrayValue ?? [] where c["field"]?.stringValue == nil {
                 out("\(c["kind"]?.stringValue ?? "") conflict \(described(c)) at position \(c["position"]?.intValue ?? 0)")

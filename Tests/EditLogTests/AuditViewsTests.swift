@@ -165,7 +165,7 @@ import Testing
             for l in schema.layers {
                 for r in try Row.fetchAll(db, sql: "SELECT * FROM \(ProjectionTables.featureTable(l.id))") {
                     var a: [String: JSONValue] = [:]
-                    for f in l.attributeFields where !l.isEditorTrackingField(f.name) {
+                    for f in l.attributeFields {
                         let v: DatabaseValue = r[f.name]
                         switch v.storage {
                         case .null: break
@@ -216,14 +216,16 @@ import Testing
             }
         }
         #expect(!expected.isEmpty, "\(window): an empty window proves nothing")
-        // Attachment-only updates are changes too, but not of the feature tables.
+        // Attachment-only updates are changes too, but not of the feature tables (their commit moves editor tracking, so
+        // the row shows one when the tracking moved).
         let got = d.changes.filter { c in c.kind != .updated || c.fields.contains { !$0.field.hasPrefix("@attachment:") } }
         #expect(Set(got.map(\.globalId)) == Set(expected.keys), "\(window)")
         for c in got {
             guard let (kind, fields) = expected[c.globalId] else { continue }
             #expect(c.kind == kind, "\(c.globalId)")
             let l = try #require(log.schema.layer(id: c.layer))
-            let mine = c.fields.filter { !$0.field.hasPrefix("@attachment:") && !l.isEditorTrackingField($0.field) }
+            let mine = c.fields.filter { !$0.field.hasPrefix("@attachment:") }
+            #expect(c.trackingOnly == (c.kind == .updated && !mine.isEmpty && mine.count == c.fields.count && mine.allSatisfy { l.isEditorTrackingField($0.field) }))
             #expect(Set(mine.map(\.field)) == Set(fields.keys), "\(window) \(c.globalId)")
             for f in mine {
                 #expect(Self.same(f.old, fields[f.field]?.0) && Self.same(f.new, fields[f.field]?.1), "\(c.globalId) \(f.field): \(f.old) → \(f.new), projections \(String(describing: fields[f.field]))")
@@ -231,6 +233,63 @@ import Testing
             }
         }
         #expect(d.changes.count == Set(d.changes.map(\.globalId)).count)
+        // The windows hold commits that moved editor tracking only (s-0203 in 02-inspections, for one).
+        if from < (try Self.position(tmp.path, "SELECT position FROM events WHERE session = 's-0203' AND type = 'SessionCommitted'")) {
+            #expect(d.changes.contains { $0.trackingOnly }, "\(window)")
+        }
+    }
+
+    /// Issue 44 item 4: s-0203 commits tree A48AA108 with the values it had. The projection and blame name dev.patel as its
+    /// editor with a new EditDate, so diff names the tree (editor tracking only) and history shows the change.
+    @Test func aCommitThatMovedOnlyEditorTrackingIsInDiffAndHistory() throws {
+        let tmp = TempPath()
+        let log = try Self.fullLog(tmp.path)
+        let tree = "{A48AA108-B599-477F-B78E-E9E8B676291D}"
+        let p = try Self.position(tmp.path, "SELECT position FROM events WHERE session = 's-0203' AND type = 'SessionCommitted'")
+        let blame = try log.blame(globalId: tree, asOf: .position(p))
+        let editor = try #require(blame.fields.first { $0.field == "Editor" }), editDate = try #require(blame.fields.first { $0.field == "EditDate" })
+        #expect(editor.value == "dev.patel" && editor.position == p && editDate.position == p)
+        let before = try log.blame(globalId: tree, asOf: .position(p - 1))
+        let oldEditDate = try #require(before.fields.first { $0.field == "EditDate" }).value
+        // The commit alone, and a window of many events around it.
+        let baselineEnd = try Self.position(tmp.path, "SELECT MAX(position) FROM events WHERE type = 'FeatureBaselined'")
+        for (from, to) in [(p - 1, p), (baselineEnd, try log.eventCount())] {
+            let d = try log.diff(from: .position(from), to: .position(to))
+            let c = try #require(d.changes.first { $0.globalId == tree }, "diff \(from) \(to) does not name the tree")
+            #expect(c.kind == .updated && c.trackingOnly && c.json["trackingOnly"] == true)
+            #expect(Set(c.fields.map(\.field)).isSubset(of: ["Editor", "EditDate"]) && c.sessions.contains("s-0203"))
+            let date = try #require(c.fields.first { $0.field == "EditDate" })
+            #expect(date.old == oldEditDate && date.sessions == ["s-0203"])
+            if to == p { #expect(date.new == editDate.value && c.fields.first { $0.field == "Editor" }?.new == "dev.patel") }
+        }
+        // A value change is no tracking-only change.
+        let d = try log.diff(from: .position(baselineEnd), to: .position(try log.eventCount()))
+        #expect(d.changes.contains { $0.kind == .updated && !$0.trackingOnly && $0.fields.contains { $0.field == "Editor" } })
+        // history: the commit's tracking change, at its position.
+        let h = try log.history(globalId: tree).entries.filter { $0.position == p }
+        #expect(h.contains { $0.field == "Editor" && $0.new == "dev.patel" && $0.session == "s-0203" && $0.cause == "session" })
+        #expect(h.contains { $0.field == "EditDate" && $0.old == oldEditDate && $0.new == editDate.value })
+    }
+
+    /// A commit that changed no value and did not move editor tracking (the same editor within the same millisecond)
+    /// leaves the row as it was: diff lists nothing, history still shows the session that touched the feature.
+    @Test func aCommitThatChangedNothingIsASessionInHistoryAndNoDiff() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path, clock: StepClock(start: 1_780_000_000_000, step: 0))
+        let tree = AuditViewsTests.tree96
+        func commit(_ session: String, _ width: Double) throws -> Int64 {
+            let events = try log.run(#"{"op":"edit","layer":"Trees","globalId":"\#(tree)","session":"\#(session)"}"#,
+                                     #"{"op":"set","field":"SiteWidth","value":\#(width)}"#, #"{"op":"finish"}"#, actor: "ivy")
+            return try #require(events.last { $0.type == EventType.sessionCommitted.rawValue }).position
+        }
+        let p1 = try commit("s-one", 7.5), p2 = try commit("s-two", 7.5)
+        #expect(try log.diff(from: .position(p1), to: .position(p2)).changes.isEmpty)
+        let first = try log.diff(from: .position(p1 - 1), to: .position(p1)).changes
+        #expect(first.count == 1 && first.first?.trackingOnly == false)
+        let h = try log.history(globalId: tree).entries
+        #expect(h.filter { $0.position == p2 }.map { [$0.field, $0.old.serialized(), $0.new.serialized(), $0.session ?? "-"] }
+            == [["@session", "\"open\"", "\"committed\"", "s-two"]])
+        #expect(h.contains { $0.position == p1 && $0.field == "Editor" && $0.new == "ivy" })
     }
 
     @Test func diffByLayerAndGeoJSON() throws {
@@ -304,6 +363,19 @@ import Testing
         #expect(hj["clock"] == "recorded" && hj["entries"]?.arrayValue?.first?["clock"] == "recorded")
         let diff = try CLI.run("diff", tmp.path, "450", "2026-07-01T00:00:00Z", "--layer", "Trees")
         #expect(diff.status == 0 && diff.stdout.contains("Trees:") && diff.stdout.contains("Condition: Good → Fair  (maria.lopez; session)"), "\(diff.stderr)")
+        // A tracking-only update is marked, its dates in the one human form.
+        let s0203 = try Self.position(tmp.path, "SELECT position FROM events WHERE session = 's-0203' AND type = 'SessionCommitted'")
+        let tracking = try CLI.run("diff", tmp.path, "\(s0203 - 1)", "\(s0203)").stdout
+        #expect(tracking.contains("~ {A48AA108-B599-477F-B78E-E9E8B676291D}  by dev.patel; sessions s-0203  (editor tracking only)"), "\(tracking)")
+        #expect(tracking.contains("Trees: 0 added, 0 deleted, 1 updated (1 editor tracking only)") && tracking.contains("EditDate: 20"))
+        let ht = try CLI.run("history", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}").stdout
+        #expect(ht.split(separator: "\n").contains { $0.hasPrefix("\(s0203) ") && $0.contains("Editor") && $0.contains("dev.patel") }, "\(ht)")
+        // show prints dates as history and blame do (`--json` keeps Esri epoch milliseconds).
+        let shown = try CLI.run("show", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}").stdout
+        let ms = try #require(try JSONParser.parse(try CLI.run("show", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}", "--json").stdout)["attributes"]?["EditDate"]?.intValue)
+        #expect(shown.split(separator: "\n").contains { $0.hasPrefix("EditDate ") && $0.hasSuffix(" \(Timestamp.human(milliseconds: ms))") }
+                && !shown.contains(String(ms)), "\(shown)")
+        #expect(ht.contains(Timestamp.human(milliseconds: ms)))
         for f in ["json", "geojson"] {
             let r = try CLI.run("diff", tmp.path, "0", "2026-07-01T00:00:00Z", "--format", f)
             #expect(r.status == 0 && (try? JSONParser.parse(r.stdout)) != nil, "\(f): \(r.stderr)")

@@ -597,8 +597,17 @@ import Testing
         let whole = try c.diff(from: .position(start), to: .position(try c.lastPosition()))
         #expect(!whole.changes.isEmpty)
         for change in whole.changes {
-            let deleted = try c.show(globalId: change.globalId)["deleted"] == true
-            #expect((change.kind == .deleted) == deleted, "\(change.globalId): \(change.kind)")
+            let shown = try c.show(globalId: change.globalId)
+            #expect((change.kind == .deleted) == (shown["deleted"] == true), "\(change.globalId): \(change.kind)")
+            // Editor tracking as this log's projection holds it, merge decisions (`keepTracking`) included.
+            let layer = try #require(c.schema.layer(id: change.layer))
+            for f in change.fields where change.kind != .deleted && layer.isEditorTrackingField(f.field) {
+                #expect(f.new == (shown["attributes"]?[f.field] ?? .null), "\(change.globalId) \(f.field)")
+            }
+            // blame reads the same rule (`EditorTracking`).
+            for b in try c.blame(globalId: change.globalId).fields where layer.isEditorTrackingField(b.field) {
+                #expect(b.value == (shown["attributes"]?[b.field] ?? .null), "blame \(change.globalId) \(b.field)")
+            }
         }
     }
 

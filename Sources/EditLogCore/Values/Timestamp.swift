@@ -99,6 +99,12 @@ public enum Timestamp {
         }
     }
 
+    /// The one form text outputs print a time in: ISO-8601 to the second, UTC (`2026-06-01T10:00:00`). JSON
+    /// outputs keep the stored form (times) and Esri epoch milliseconds (date fields).
+    public static func human(milliseconds: Int64) -> String { String(format(milliseconds: milliseconds).prefix(19)) }
+    /// A stored time (`2026-06-01T10:00:00.000Z`) in the human form.
+    public static func human(_ stored: String) -> String { String(stored.prefix(19)) }
+
     /// Normalizes an ISO-8601 string to the stored form.
     public static func normalize(_ s: String) -> String? { parse(s).map { format(milliseconds: $0) } }
 
