@@ -241,15 +241,22 @@ public struct DiffFold: Sendable {
     /// feature's tracking values then), so tracking compares like any field: a commit that moved only Editor and
     /// EditDate is an update, one that moved nothing is none. Without field detail, only for a feature no other
     /// field shows changed (its kind is all the report reads). Call it before `changes`.
-    public mutating func resolveTracking(_ start: (_ layer: LayerSchema, _ globalId: String) throws -> [String: JSONValue]) rethrows {
+    public mutating func resolveTracking(_ start: (_ wanted: [(layer: LayerSchema, globalId: String)]) throws -> [String: [String: JSONValue]]) rethrows {
+        var wanted: [(layer: LayerSchema, globalId: String)] = []
         for i in features.indices {
             let f = features.values[i]
             guard !f.created, f.fields.values.contains(where: \.oldUnknown) else { continue }
             if !detail && (f.deleted || f.fields.values.contains { !$0.oldUnknown && $0.old != $0.new }) { continue }
             guard let layer = schema.layer(id: f.layer) else { continue }
-            let values = try start(layer, features.keys[i])
-            for (k, c) in f.fields where c.oldUnknown {
-                features.values[i].fields[k]?.old = values[k] ?? .null
+            wanted.append((layer, features.keys[i]))
+        }
+        guard !wanted.isEmpty else { return }
+        let values = try start(wanted)
+        for (_, g) in wanted {
+            guard let i = features.index(forKey: g) else { continue }
+            let found = values[g] ?? [:]
+            for (k, c) in features.values[i].fields where c.oldUnknown {
+                features.values[i].fields[k]?.old = found[k] ?? .null
                 features.values[i].fields[k]?.oldUnknown = false
             }
         }
@@ -371,18 +378,76 @@ extension Audit {
 extension Audit {
     /// A feature's editor-tracking values at `moment`: blame's fold of its stream up to it (this log's decisions
     /// and `EditorTracking`, as the projection applied them).
-    static func trackingStart(_ db: Database, at moment: LogMoment, clock: EventClock, ownLog: String?) -> (LayerSchema, String) throws -> [String: JSONValue] {
-        { layer, globalId in
-            var fold = BlameFold(layer: layer, clock: clock, ownLog: ownLog)
-            var sql = "stream = ?"
-            var args: StatementArguments = [StreamName.feature(layer: layer.id, globalId: globalId)]
-            if case .position(let p) = moment { sql += " AND position <= ?"; args += [p] }
-            try EventReading.forEach(db, where: sql, arguments: args) { e in
-                guard moment.includes(e, clock: clock) else { return }
-                try fold.apply(e)
+    static func trackingStart(_ db: Database, at moment: LogMoment, clock: EventClock, ownLog: String?)
+        -> ([(layer: LayerSchema, globalId: String)]) throws -> [String: [String: JSONValue]] {
+        { wanted in
+            // The streams in batches, one statement each (a statement per feature cost more than the fold).
+            var folds: [String: TrackingFold] = [:]
+            var byStream: [String: String] = [:]
+            for (layer, g) in wanted {
+                folds[g] = TrackingFold(layer: layer, ownLog: ownLog)
+                byStream[StreamName.feature(layer: layer.id, globalId: g)] = g
             }
-            return fold.values.filter { layer.isEditorTrackingField($0.key) }.mapValues(\.value)
+            let streams = Array(byStream.keys)
+            var i = 0
+            while i < streams.count {
+                let batch = Array(streams[i..<min(i + 500, streams.count)])
+                i += batch.count
+                // Only the types that write tracking or decide about an event (not a session's staging).
+                var sql = "stream IN (\(batch.map { _ in "?" }.joined(separator: ","))) AND type IN ('FeatureBaselined', 'SessionCommitted', "
+                    + "'ConflictResolved', 'FeatureDerived', 'MergeDecided')"
+                var args = StatementArguments(batch)
+                if case .position(let p) = moment { sql += " AND position <= ?"; args += [p] }
+                try EventReading.forEach(db, where: sql, arguments: args) { e in
+                    guard moment.includes(e, clock: clock), let g = byStream[e.stream] else { return }
+                    try folds[g]?.apply(e)
+                }
+            }
+            return folds.mapValues(\.values)
         }
+    }
+}
+
+/// A feature's editor-tracking fields folded from its stream: `BlameFold`'s rule (this log's decisions, a
+/// baseline's values as data, `EditorTracking` for each write) for those fields only, without an entry per
+/// field and event. `diff` reads them at its window's start for every feature it changed.
+struct TrackingFold {
+    let layer: LayerSchema
+    let ownLog: String?
+    let tracked: Set<String>
+    var values: [String: JSONValue] = [:]
+    var decisions: [String: MergeDecision] = [:]
+
+    init(layer: LayerSchema, ownLog: String?) {
+        self.layer = layer; self.ownLog = ownLog
+        tracked = Set(layer.attributeFields.map(\.name).filter(layer.isEditorTrackingField))
+    }
+
+    mutating func apply(_ e: RecordedEvent) throws {
+        let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
+        let merged = decision?.asUpdate == true
+        func set(_ k: String, _ v: JSONValue) {
+            let n = layer.field(k)?.name ?? k
+            guard tracked.contains(n), decision?.skipFields.contains(n) != true else { return }
+            values[n] = v
+        }
+        let p = e.fields
+        switch e.eventType {
+        case .featureBaselined?:
+            if !merged { for f in tracked { values[f] = .null } }
+            for (k, v) in try p.object("attributes") { set(k, v) }
+        case .sessionCommitted?, .conflictResolved?:
+            if try e.eventType == .sessionCommitted && p.string("kind") == "create", !merged { for f in tracked { values[f] = .null } }
+            for (k, c) in try p.object("changes") { set(k, c["new"] ?? .null) }
+        case .featureDerived?:
+            for (k, c) in try p.object("changes") { set(k, c["new"] ?? .null) }
+        case .mergeDecided?:
+            if let d = try? MergeDecision(json: e.payload), d.log == ownLog, let target = d.event { decisions[target] = d }
+            return
+        default:
+            return
+        }
+        for (f, v) in layer.editorTrackingValues(of: e, decision: decision) { values[f] = v }
     }
 }
 
