@@ -1,17 +1,15 @@
 import EditLog
 
 /// A live FeatureServer read whole, for `editlog init DB --service URL`: its layer definitions and every feature
-/// of every layer (paged as each layer allows), and the change-tracking generation the root named before the read,
-/// so the log's first `sync` continues with `extractChanges` from there instead of reading everything again.
+/// of every layer (paged as each layer allows). Attachments are not read: a baseline has none, and the log's first
+/// `sync` (a snapshot) brings them as the service's changes.
 public struct ServiceSnapshot: Sendable {
     /// The `/layers` answer (layers and tables), as `init` takes it from a file.
     public var layers: JSONValue
     /// One feature set per layer (the `query` answer's shape), for the baseline.
     public var sets: [BaselineSet]
-    /// The generation before the read (nil: the service does not track changes).
+    /// The generation the root named before the read (nil: the service does not track changes).
     public var serverGen: Int64?
-    /// Per layer, the service's ObjectID of each feature read.
-    public var objectIds: [Int: [Int64: String]]
     public var features: Int { sets.reduce(0) { $0 + ($1.json["features"]?.arrayValue?.count ?? 0) } }
 
     /// Reads the service behind `client`; `progress` gets (features read, features in all).
@@ -19,7 +17,7 @@ public struct ServiceSnapshot: Sendable {
                             progress: (@Sendable (Int64, Int64) -> Void)? = nil) async throws(EditLogError) -> ServiceSnapshot {
         let (root, layers, schema) = try await client.definitions()
         let gen = FeatureServiceClient.serverGens(root: root).values.map(\.current).max()
-        var snap = ServiceSnapshot(layers: layers, sets: [], serverGen: gen, objectIds: [:])
+        var snap = ServiceSnapshot(layers: layers, sets: [], serverGen: gen)
         guard data else { return snap }
         let limits = LayerReadLimits.of(layers: layers)
         var total: Int64 = 0, done: Int64 = 0
@@ -34,10 +32,9 @@ public struct ServiceSnapshot: Sendable {
             let l = limits[layer.id] ?? LayerReadLimits(objectIdField: layer.objectIdField ?? "OBJECTID")
             try await client.queryAll(layer: layer.id, where: "1=1", returnGeometry: !layer.isTable, limits: l) { page throws(EditLogError) in
                 for f in page {
-                    guard let rf = RemoteValues.feature(f, layer: layer) else {
+                    guard RemoteValues.feature(f, layer: layer) != nil else {
                         throw EditLogError(.invalidInput, "a \(layer.name) feature has no GlobalID: \(f.serialized().prefix(160))", at: client.baseURL + "/\(layer.id)/query")
                     }
-                    if let oid = rf.objectId { snap.objectIds[layer.id, default: [:]][oid] = rf.globalId }
                     // The baseline takes the layer's own fields; the ObjectID is per database and stays behind.
                     var attrs = f["attributes"]?.objectValue ?? [:]
                     if let oidField = layer.objectIdField { attrs = attrs.filter { $0.key.lowercased() != oidField.lowercased() } }
@@ -51,14 +48,5 @@ public struct ServiceSnapshot: Sendable {
             snap.sets.append(BaselineSet(name: client.baseURL + "/\(layer.id)", layer: String(layer.id), json: ["features": .array(features)]))
         }
         return snap
-    }
-
-    /// The sync state of a log made from this snapshot (its `SyncPulled` event: mode `snapshot`, the generation
-    /// and the ObjectIDs), appended by `record(in:)`.
-    public func record(in log: EditLog, client: FeatureServiceClient, actor: String, device: String) throws(EditLogError) {
-        let payload: JSONValue = ["service": .string(client.serviceKey), "mode": "snapshot", "fromServerGen": .null,
-                                  "serverGen": serverGen.map(JSONValue.int) ?? .null, "changes": [], "objectIds": SyncEngine.objectIdsJSON(objectIds),
-                                  "imported": 0, "conflicts": []]
-        _ = try log.appendSystemEvents([SystemEvent(stream: StreamName.sync, type: .syncPulled, payload: payload, cause: Cause.sync)], actor: actor, device: device)
     }
 }

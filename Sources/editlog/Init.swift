@@ -54,6 +54,8 @@ struct Init: ParsableCommand {
     func run() throws {
         try handleErrors {
             var live: (client: FeatureServiceClient, snapshot: ServiceSnapshot)?
+            // The baseline is the service's features; its attachments and ObjectIDs come with the first `sync`,
+            // whose snapshot finds this log holding the same features.
             if let url = liveService {
                 let client = try FeatureServiceClient(url: url, token: try tokens.resolved())
                 let bar = ProgressBar(label: "features")
@@ -80,14 +82,6 @@ struct Init: ParsableCommand {
             let log = try EditLog.create(at: db, service: docs, webmap: webmapJSON, rules: rulesJSON, baseline: sets, actor: actor, device: "editlog-cli",
                                          progress: { bar.update(Int64($0), Int64($1)) })
             bar.finish()
-            if let live {
-                // The service's generation and ObjectIDs: the first sync continues from them. A failure here leaves no log.
-                do { try live.snapshot.record(in: log, client: live.client, actor: actor, device: "editlog-cli") } catch {
-                    log.close()
-                    for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + s) }
-                    throw error
-                }
-            }
             let counts = try log.eventCount()
             if output.json {
                 out(JSONValue.object(["logId": .string(log.logId), "path": .string(db), "events": .int(counts),
