@@ -100,16 +100,16 @@ struct ConflictsShow: ParsableCommand {
             let c = r.conflict
             func who(_ w: Writer?) -> String {
                 guard let w else { return "the common base" }
-                return "\(w.actor) on \(w.device) at \(w.time), session \(w.session ?? "-"), event \(w.eventId) of log \(w.logId)"
+                return "\(w.actor) on \(w.device) at \(Timestamp.human(w.time)), session \(w.session ?? "-"), event \(w.eventId) of log \(w.logId)"
             }
             out("conflict \(c.id) (\(c.kind.rawValue)) on layer \(c.layer) feature \(c.globalId)\(c.field.map { " field \($0)" } ?? "")\(c.attachmentId.map { " attachment \($0)" } ?? "")")
             out("  base:   \(c.base.serialized())")
             out("  local:  \(c.local.value.serialized())  by \(who(c.local.writer))")
             out("  remote: \(c.remote.value.serialized())  by \(who(c.remote.writer))")
             out("  rule:   \(c.ruleDescription)")
-            out("  policy \(c.policy.rawValue): \(c.winner == .open ? "left open" : "\(c.winner.rawValue) won"); decided in log \(r.decidedIn) at position \(r.position) by \(r.decidedBy), \(r.decidedAt)")
+            out("  policy \(c.policy.rawValue): \(c.winner == .open ? "left open" : "\(c.winner.rawValue) won"); decided in log \(r.decidedIn) at position \(r.position) by \(r.decidedBy), \(Timestamp.human(r.decidedAt))")
             for s in r.resolutions {
-                out("  resolved at position \(s.position) by \(s.actor) on \(s.device), \(s.time): took \(s.take) = \(s.value.serialized())")
+                out("  resolved at position \(s.position) by \(s.actor) on \(s.device), \(Timestamp.human(s.time)): took \(s.take) = \(s.value.serialized())")
             }
             out("  status: \(r.status)")
         }

@@ -362,6 +362,8 @@ extension BundleImportTests {
             #expect(shown.status == 0 && ids.contains { shown.stdout.contains($0) }, "\(shown.stdout)")
             let show = try CLI.run("conflicts", d.file(log), "show", c["id"]!.stringValue!)
             #expect(show.status == 0 && show.stdout.contains("base:") && show.stdout.contains("last-in-wins"), "\(show.stdout)\(show.stderr)")
+            // It names the rule it applied (bundles: client time) and prints times in the one human format.
+            #expect(show.stdout.contains("rule:   last-in-wins: the later commit by client time wins") && !show.stdout.contains(".000Z"), "\(show.stdout)")
         }
         // An investigator re-resolves: a new event, the value changes.
         let id = try JSONParser.parse(try CLI.run("conflicts", "list", d.file("b.sqlite"), "--json").stdout.split(separator: "\n").first.map(String.init) ?? "")["id"]!.stringValue!
