@@ -381,7 +381,7 @@ extension Audit {
     static func trackingStart(_ db: Database, at moment: LogMoment, clock: EventClock, ownLog: String?)
         -> ([(layer: LayerSchema, globalId: String)]) throws -> [String: [String: JSONValue]] {
         { wanted in
-            // The streams in batches, one statement each (a statement per feature cost more than the fold).
+            // Every wanted stream read together, in batches of 500 (one statement each, under SQLite's parameter limit).
             var folds: [String: TrackingFold] = [:]
             var byStream: [String: String] = [:]
             for (layer, g) in wanted {
