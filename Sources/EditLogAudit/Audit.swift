@@ -137,50 +137,48 @@ public enum Audit {
         }
         // This log's merge decisions: an imported event's value that the merge did not take is not history here.
         let ownLog = try EventStore.logId(in: db)
-        var decisions: [String: MergeDecision] = [:]
+        var effects = EffectFold(ownLog: ownLog)
         // The feature's editor-tracking values so far, so each event's tracking change shows old → new.
         var tracked: [String: JSONValue] = [:]
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
             guard asOf?.includes(e, clock: clock) ?? true else { return }
-            let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
+            let step = try effects.next(e)
+            let effect = step.effect
             let before = out.count
-            let skip = Set(decision?.skipFields ?? [])
             // A hand resolution names its conflict and what it took; a rule's value derived after one names it too.
             var cause: String?
-            if let id = e.payload["conflictId"]?.stringValue {
-                if e.eventType == .conflictResolved { cause = "\(e.cause) of conflict \(id) (took \(e.payload["take"]?.stringValue ?? "a value"))" }
-                if e.eventType == .featureDerived { cause = "\(e.cause) after the resolution of conflict \(id)" }
+            switch step.body {
+            case .conflictResolved(let r): if let id = r.conflictId { cause = "\(e.cause) of conflict \(id) (took \(r.take ?? "a value"))" }
+            case .featureDerived(let d): if let id = d.conflictId { cause = "\(e.cause) after the resolution of conflict \(id)" }
+            default: break
             }
             func add(_ field: String, _ old: JSONValue, _ new: JSONValue) {
-                guard !skip.contains(field) else { return }
+                if let effect, effect.kept(field) { return }
                 var h = entry(e, field, old, new, relationship: keyRelationship[field.lowercased()])
                 if let cause { h.cause = cause }
                 out.append(h)
                 if let f = layer.field(field), layer.isEditorTrackingField(f.name) { tracked[f.name] = new }
             }
-            // Editor tracking as the projector writes it (`EditorTracking`): each field that moved.
+            // Editor tracking as the projector writes it (the effect's): each field that moved.
             func track() {
-                for (k, v) in layer.editorTrackingValues(of: e, decision: decision).sorted(by: { $0.key < $1.key }) where (tracked[k] ?? .null) != v {
+                guard let effect else { return }
+                for (k, v) in layer.editorTrackingValues(of: e, effect.tracking).sorted(by: { $0.key < $1.key }) where (tracked[k] ?? .null) != v {
                     add(k, tracked[k] ?? .null, v)
                 }
             }
-            let p = e.fields
-            if decision?.revive == true { add("@deleted", true, false) }
-            switch e.eventType {
-            case .featureBaselined?:
-                for (k, v) in try p.object("attributes").sorted(by: { $0.key < $1.key }) where !v.isNull { add(k, .null, v) }
+            if effect?.revives == true { add("@deleted", true, false) }
+            switch step.body {
+            case .featureBaselined(let b):
+                for (k, v) in b.attributes.sorted(by: { $0.key < $1.key }) where !v.isNull { add(k, .null, v) }
                 track()
-            case .mergeDecided?:
+            case .mergeDecided:
                 // Every conflict an import met on this feature, by whichever log decided it, and who won. For this
                 // log's own decision the line is the value before it and the one kept: a change only where the remote
                 // side won (local won or open: the same value twice, the conflict named). Another log's decision,
                 // carried here in a bundle, changed nothing here: its line is the value that log kept, twice. The base
                 // and both sides are `conflicts show`'s.
-                let d: MergeDecision
-                do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
-                if d.log == ownLog, let target = d.event { decisions[target] = d }
-                if d.log == ownLog, d.event == nil, d.revive { add("@deleted", true, false) }
-                if d.log == ownLog, d.event == nil, d.deleteAgain { add("@deleted", false, true) }
+                guard let d = step.decision else { break }
+                if effect?.row == .deleteAgain { add("@deleted", false, true) }
                 for c in d.conflicts {
                     let kept = c.winner == .remote ? c.remote.value : c.local.value
                     var h = entry(e, c.field ?? c.attachmentId.map { "@attachment:\($0)" } ?? "@\(c.kind.rawValue)", d.log == ownLog ? c.local.value : kept, kept)
@@ -188,22 +186,25 @@ public enum Audit {
                         + (d.log == ownLog ? ")" : ", decided in log \(d.log))")
                     out.append(h)
                 }
-            case .sessionCommitted?, .featureDerived?, .conflictResolved?:
-                for (k, c) in try p.object("changes").sorted(by: { $0.key < $1.key }) { add(k, c["old"] ?? .null, c["new"] ?? .null) }
-                if e.eventType == .sessionCommitted {
-                    let atts = try p.object("attachments")
-                    for a in try p.array("added", in: atts, parentKey: "attachments") { add("@attachment", .null, a["name"] ?? .null) }
-                    for a in try p.array("renamed", in: atts, parentKey: "attachments") { add("@attachment", a["old"] ?? .null, a["new"] ?? .null) }
-                    for a in try p.array("removed", in: atts, parentKey: "attachments") { add("@attachment", a["name"] ?? .null, .null) }
-                }
+            case .sessionCommitted(let c):
+                for (k, ch) in c.changes.raw.sorted(by: { $0.key < $1.key }) { add(k, ch["old"] ?? .null, ch["new"] ?? .null) }
+                for a in c.attachments.added { add("@attachment", .null, .string(a.name)) }
+                for a in c.attachments.renamed { add("@attachment", a.old, .string(a.new)) }
+                for a in c.attachments.removed { add("@attachment", a.name, .null) }
                 track()
                 // A commit that changed nothing (not even editor tracking) still touched the feature.
-                if e.eventType == .sessionCommitted && out.count == before { add("@session", "open", "committed") }
-            case .featureDeleted?:
-                if decision?.skipDelete != true { add("@deleted", false, true) }
-            case .sessionCanceled?:
+                if out.count == before { add("@session", "open", "committed") }
+            case .featureDerived(let x):
+                for (k, ch) in x.changes.raw.sorted(by: { $0.key < $1.key }) { add(k, ch["old"] ?? .null, ch["new"] ?? .null) }
+                track()
+            case .conflictResolved(let r):
+                for (k, ch) in r.changes.raw.sorted(by: { $0.key < $1.key }) { add(k, ch["old"] ?? .null, ch["new"] ?? .null) }
+                track()
+            case .featureDeleted:
+                if effect?.row == .delete { add("@deleted", false, true) }
+            case .sessionStep(.sessionCanceled):
                 add("@session", "open", "canceled")
-            case .sessionAbandoned?:
+            case .sessionStep(.sessionAbandoned):
                 add("@session", "open", "abandoned")
             default: break
             }
@@ -240,29 +241,25 @@ public enum Audit {
             for c in children {
                 // The child's key and life as this log applied them, event by event (this log's decisions honoured).
                 var pointing = false, live = false, here = false
-                var pending: [String: MergeDecision] = [:]
+                var effects = EffectFold(ownLog: ownLog)
                 try EventReading.forEach(db, where: "stream = ? AND type IN ('FeatureBaselined', 'SessionCommitted', 'ConflictResolved', 'FeatureDeleted', 'MergeDecided')",
                                          arguments: [StreamName.feature(layer: child.id, globalId: c)]) { e in
                     guard asOf?.includes(e, clock: clock) ?? true else { return }
-                    let d = pending.isEmpty ? nil : pending.removeValue(forKey: e.id.lowercasedString)
-                    let keyTaken = !(d?.skipFields.contains(fk.name) ?? false)
-                    if d?.revive == true { live = true }
-                    switch e.eventType {
-                    case .mergeDecided?:
-                        let decision: MergeDecision
-                        do throws(EditLogError) { decision = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
-                        guard decision.log == ownLog else { return }
-                        if let target = decision.event { pending[target] = decision } else if decision.revive { live = true } else if decision.deleteAgain { live = false }
-                    case .featureBaselined?:
-                        if keyTaken { pointing = pointsHere(e.payload["attributes"]?[fk.name]) }
+                    let step = try effects.next(e)
+                    guard let f = step.effect else { return }
+                    if f.revives { live = true }
+                    switch step.body {
+                    case .featureBaselined(let b):
+                        if !f.kept(fk.name) { pointing = pointsHere(b.attributes[fk.name]) }
                         live = true
-                    case .sessionCommitted?, .conflictResolved?:
-                        if let change = e.payload["changes"]?[fk.name], keyTaken { pointing = pointsHere(change["new"]) }
-                        if e.payload["kind"]?.stringValue == "create" { live = true }
-                    case .featureDeleted?:
-                        if d?.skipDelete != true { live = false }
+                    case .sessionCommitted(let x):
+                        if let new = x.changes.new(fk.name), !f.kept(fk.name) { pointing = pointsHere(new) }
+                        if x.isCreate { live = true }
+                    case .conflictResolved(let x):
+                        if let new = x.changes.new(fk.name), !f.kept(fk.name) { pointing = pointsHere(new) }
                     default: break
                     }
+                    if f.row == .delete || f.row == .deleteAgain { live = false }
                     let now = pointing && live
                     if now != here { out.append(entry(e, field, here ? .string(c) : .null, now ? .string(c) : .null, relationship: r.name)) }
                     here = now

@@ -68,17 +68,20 @@ public struct BlameFold: Sendable {
     public private(set) var exists = false
     /// This log: its merge decisions say which imported values applied; events of other logs are marked imported.
     public let ownLog: String?
-    var decisions: [String: MergeDecision] = [:]
-    /// The decision for the event being applied.
-    var decision: MergeDecision?
+    /// Each event's effect with this log's decisions applied (`FeatureEffect`).
+    var effects: EffectFold
+    /// The effect of the event being applied.
+    var effect: FeatureEffect?
 
-    public init(layer: LayerSchema, clock: EventClock, ownLog: String? = nil) { self.layer = layer; self.clock = clock; self.ownLog = ownLog }
+    public init(layer: LayerSchema, clock: EventClock, ownLog: String? = nil) {
+        self.layer = layer; self.clock = clock; self.ownLog = ownLog; effects = EffectFold(ownLog: ownLog)
+    }
 
     func entry(_ e: RecordedEvent, _ field: String, _ value: JSONValue, source: String? = nil) -> BlameEntry {
         BlameEntry(field: field, value: value, position: e.position, type: e.type, actor: e.actor, device: e.device, session: e.session,
                    time: clock.time(of: e), clock: clock, cause: e.cause, source: source,
                    importedFrom: ownLog != nil && e.origin.logId != ownLog ? e.origin.logId : nil,
-                   conflict: field == "@deleted" ? decision?.conflicts.first?.id : decision?.conflicts.first { $0.field == field }?.id
+                   conflict: field == "@deleted" ? effect?.conflicts.first?.id : effect?.conflicts.first { $0.field == field }?.id
                        ?? Self.resolvedConflict(e))
     }
 
@@ -90,56 +93,45 @@ public struct BlameFold: Sendable {
 
     /// Sets a field unless this log's merge decision kept the local value.
     mutating func set(_ e: RecordedEvent, _ field: String, _ value: JSONValue, source: String? = nil) {
-        if let decision, decision.skipFields.contains(field) {
-            // The local value stayed: it now stands against the conflict the import met.
-            if let c = decision.conflicts.first(where: { $0.field == field }) { values[field]?.conflict = c.id }
-            return
-        }
         values[field] = entry(e, field, value, source: source)
+    }
+
+    /// The fields whose local value this log kept now stand against the conflict the import met.
+    mutating func markKept(_ f: FeatureEffect) {
+        for field in f.keptFields {
+            if let c = f.conflicts.first(where: { $0.field == field }) { values[name(field)]?.conflict = c.id }
+        }
     }
 
     /// The field's schema spelling.
     func name(_ k: String) -> String { layer.field(k)?.name ?? k }
 
-    /// Editor tracking as the projector fills it (`EditorTracking`, this log's decision included).
-    mutating func track(_ e: RecordedEvent) {
-        for (f, v) in layer.editorTrackingValues(of: e, decision: decision) { values[f] = entry(e, f, v) }
+    /// Editor tracking as the projector fills it (the effect's, this log's decision included).
+    mutating func track(_ e: RecordedEvent, _ f: FeatureEffect) {
+        for (field, v) in layer.editorTrackingValues(of: e, f.tracking) { values[field] = entry(e, field, v) }
     }
 
     public mutating func apply(_ e: RecordedEvent) throws {
-        let p = e.fields
-        decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
-        defer { decision = nil }
-        if decision?.revive == true { deleted = nil }
-        let merged = decision?.asUpdate == true  // a create of a feature this log had: an update of the fields it took
-        switch e.eventType {
-        case .featureBaselined?:
-            exists = true
-            let attrs = try p.object("attributes")
-            if !merged { for f in layer.attributeFields { values[f.name] = entry(e, f.name, .null) } }
-            for (k, v) in attrs { set(e, name(k), v) }
-            if let g = p.optional("geometry"), !g.isNull { set(e, "@geometry", g) }
-            track(e)
-        case .sessionCommitted?, .conflictResolved?:
-            let changes = try p.object("changes")
-            let create = try e.eventType == .sessionCommitted && p.string("kind") == "create"
-            if create {
+        let step = try effects.next(e)
+        guard let f = step.effect else { return }
+        effect = f
+        defer { effect = nil }
+        if f.revives { deleted = nil }
+        switch f.row {
+        case .create, .update:
+            let source: String? = if case .featureDerived(let d) = step.body { d.source } else { nil }
+            if f.row == .create {
                 exists = true
-                if !merged { for f in layer.attributeFields { values[f.name] = entry(e, f.name, .null) } }
-                if let g = p.optional("geometry"), !g.isNull { set(e, "@geometry", g) }
+                for field in layer.attributeFields { values[field.name] = entry(e, field.name, .null) }
             }
-            for (k, c) in changes { set(e, name(k), c["new"] ?? .null) }
-            track(e)
-        case .featureDerived?:
-            let source = p.optional("from")?.stringValue ?? p.optional("polygon")?.stringValue
-            for (k, c) in try p.object("changes") { set(e, name(k), c["new"] ?? .null, source: source) }
-            track(e)
-        case .featureDeleted?:
-            if decision?.skipDelete != true { deleted = entry(e, "@deleted", true) }
-        case .mergeDecided?:
-            guard let d = try? MergeDecision(json: e.payload), d.log == ownLog else { break }
-            if let target = d.event { decisions[target] = d } else if d.revive { deleted = nil } else if d.deleteAgain { deleted = entry(e, "@deleted", true) }
-        default: break
+            f.forEachValue { k, _, v in set(e, name(k), v, source: source) }
+            if let g = f.geometry { set(e, "@geometry", g) }
+            markKept(f)
+            track(e, f)
+        case .delete, .deleteAgain:
+            deleted = entry(e, "@deleted", true)
+        case .none:
+            break
         }
     }
 

@@ -142,31 +142,35 @@ public struct DiffFold: Sendable {
     }
 
     /// Folds one event; `decision`: this log's decision about it (an imported event merged otherwise than as it came,
-    /// `DecisionLookup`), applied as the projection applies it. A decision event itself is folded only when it is
-    /// this log's and standalone (a decision about an event comes with that event).
+    /// `DecisionLookup`), applied as the projection applies it (`FeatureEffect`). A decision event itself is folded
+    /// only when it is this log's and standalone (a decision about an event comes with that event).
     public mutating func apply(_ e: RecordedEvent, decision: MergeDecision? = nil) throws {
         guard let type = e.eventType, Self.foldedTypes.contains(type), let (layerId, globalId) = StreamName.parseFeature(e.stream) else { return }
-        if type == .mergeDecided {
-            guard let ownLog, let d = try? MergeDecision(json: e.payload), d.log == ownLog, d.event == nil, d.revive || d.deleteAgain else { return }
+        let body = try EventBody(e)
+        if case .mergeDecided(let payload) = body {
+            let d: MergeDecision
+            do { d = try MergeDecision(json: payload) } catch { throw e.fields.corrupt(error.message) }
+            guard let ownLog, d.log == ownLog, let effect = FeatureEffect.of(standalone: d), effect.revives || effect.row == .deleteAgain else { return }
             events += 1
-            Self.apply(standalone: d, e, detail: detail, to: &features[globalId, default: Feature(layer: layerId)])
+            Self.apply(standalone: effect, e, detail: detail, to: &features[globalId, default: Feature(layer: layerId)])
             return
         }
+        guard let effect = FeatureEffect.of(e, body, decision: decision) else { return }
         // A resolution that closes a conflict as this log held it changes nothing.
-        if type == .conflictResolved, e.payload["field"] == nil { return }
+        if case .conflictResolved = body, effect.row == .none { return }
         events += 1
         // Changed in place in the dictionary (one lookup, and its field table is not copied on write).
-        try Self.apply(e, type, layer: schema.layer(id: layerId), detail: detail, decision: decision, to: &features[globalId, default: Feature(layer: layerId)])
+        Self.apply(e, body, effect, layer: schema.layer(id: layerId), detail: detail, to: &features[globalId, default: Feature(layer: layerId)])
     }
 
     /// A standalone decision of this log: the feature live again (kept for an orphan, or with its parent), or deleted
     /// again. Live again while the fold holds it live: it was deleted at the window's start, so it appears in it.
-    static func apply(standalone d: MergeDecision, _ e: RecordedEvent, detail: Bool, to f: inout Feature) {
+    static func apply(standalone effect: FeatureEffect, _ e: RecordedEvent, detail: Bool, to f: inout Feature) {
         f.seen = true
         if detail { note(&f.actors, e.actor) }
-        if d.revive {
+        if effect.revives {
             revive(&f)
-        } else if d.deleteAgain {
+        } else if effect.row == .deleteAgain {
             f.deleted = true
             if detail { f.deletedBy = (e.actor, nil, e.cause) }
         }
@@ -177,63 +181,45 @@ public struct DiffFold: Sendable {
         if f.deleted { f.deleted = false; f.deletedBy = nil; f.deletedAttributes = [:] } else { f.created = true }
     }
 
-    static func apply(_ e: RecordedEvent, _ type: EventType, layer: LayerSchema?, detail: Bool, decision: MergeDecision?, to f: inout Feature) throws {
-        let p = e.fields
-        let skip = Set(decision?.skipFields ?? []), skipAttachments = Set(decision?.skipAttachments ?? [])
+    static func apply(_ e: RecordedEvent, _ body: EventBody, _ effect: FeatureEffect, layer: LayerSchema?, detail: Bool, to f: inout Feature) {
         func name(_ k: String) -> String { layer?.field(k)?.name ?? k }
         func change(_ k: String, _ old: JSONValue, _ new: JSONValue) {
             if !detail && f.created { return }
             Self.change(&f.fields[k, default: Field(old: old, new: new)], to: new, by: e, detail: detail)
         }
-        // Editor tracking as the projector writes it (`EditorTracking`), after the event's own changes.
+        // Editor tracking as the projector writes it (the effect's), after the event's own changes.
         func track() {
             guard let layer, detail || !f.created else { return }
-            for (k, v) in layer.editorTrackingValues(of: e, decision: decision) {
+            for (k, v) in layer.editorTrackingValues(of: e, effect.tracking) {
                 Self.change(&f.fields[k, default: Field(old: .null, new: v, oldUnknown: !f.created)], to: v, by: e, detail: detail)
             }
         }
-        if decision?.revive == true { revive(&f) }
-        // A create of a feature this log had, applied as an update of the fields it took.
-        let created = decision?.asUpdate != true
+        if effect.revives { revive(&f) }
         let first = !f.seen
         f.seen = true
         if detail { Self.note(&f.actors, e.actor); Self.note(&f.sessions, e.session) }
-        switch type {
-        case .featureBaselined:
-            if first && created { f.created = true }
-            if detail || !f.created {
-                for (k, v) in try p.object("attributes") where !v.isNull && !skip.contains(k) { change(name(k), .null, v) }
-            }
-            if let g = p.optional("geometry"), !g.isNull, !skip.contains(MergeEngine.geometryField) { f.geometry = detail ? g : Self.centre(g) }
-            track()
-        case .sessionCommitted, .featureDerived, .conflictResolved:
-            if type == .sessionCommitted, try p.string("kind") == "create" {
-                if first && created { f.created = true }
-                if let g = p.optional("geometry"), !g.isNull, !skip.contains(MergeEngine.geometryField) { f.geometry = detail ? g : Self.centre(g) }
-            }
+        switch effect.row {
+        case .create, .update:
+            if effect.row == .create && first { f.created = true }
+            if let g = effect.geometry { f.geometry = detail ? g : Self.centre(g) }
             if !detail && f.created { break }
-            for (k, c) in try p.object("changes") where !skip.contains(k) { change(name(k), c["old"] ?? .null, c["new"] ?? .null) }
+            // A baseline's attributes are values, not changes: only those it sets.
+            let attributes: Bool = if case .featureBaselined = body { true } else { false }
+            effect.forEachValue { k, old, new in if !(attributes && new.isNull) { change(name(k), old, new) } }
             track()
-            if type == .sessionCommitted {
-                let atts = try p.object("attachments")
-                for a in try p.array("added", in: atts, parentKey: "attachments") {
-                    if let id = a["attachmentId"]?.stringValue { change("@attachment:\(id)", .null, a["name"] ?? .null) }
-                }
-                for a in try p.array("renamed", in: atts, parentKey: "attachments") {
-                    if let id = a["attachmentId"]?.stringValue, !skipAttachments.contains(id) { change("@attachment:\(id)", a["old"] ?? .null, a["new"] ?? .null) }
-                }
-                for a in try p.array("removed", in: atts, parentKey: "attachments") {
-                    if let id = a["attachmentId"]?.stringValue, !skipAttachments.contains(id) { change("@attachment:\(id)", a["name"] ?? .null, .null) }
-                }
+            if let atts = effect.attachments {
+                for a in atts.added { change("@attachment:\(a.attachmentId)", .null, .string(a.name)) }
+                for a in atts.renamed { change("@attachment:\(a.attachmentId)", a.old, .string(a.new)) }
+                for a in atts.removed { change("@attachment:\(a.attachmentId)", a.name, .null) }
             }
-        case .featureDeleted:
-            if decision?.skipDelete == true { break }
+        case .delete, .deleteAgain:
             f.deleted = true
-            if detail {
-                f.deletedAttributes = try p.object("attributes")
+            if detail, case .featureDeleted(let d) = body {
+                f.deletedAttributes = d.attributes
                 f.deletedBy = (e.actor, e.session, e.cause)
             }
-        default: break
+        case .none:
+            break
         }
     }
 
@@ -413,41 +399,31 @@ extension Audit {
 /// field and event. `diff` reads them at its window's start for every feature it changed.
 struct TrackingFold {
     let layer: LayerSchema
-    let ownLog: String?
     let tracked: Set<String>
     var values: [String: JSONValue] = [:]
-    var decisions: [String: MergeDecision] = [:]
+    var effects: EffectFold
 
     init(layer: LayerSchema, ownLog: String?) {
-        self.layer = layer; self.ownLog = ownLog
+        self.layer = layer
+        effects = EffectFold(ownLog: ownLog)
         tracked = Set(layer.attributeFields.map(\.name).filter(layer.isEditorTrackingField))
     }
 
     mutating func apply(_ e: RecordedEvent) throws {
-        let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
-        let merged = decision?.asUpdate == true
-        func set(_ k: String, _ v: JSONValue) {
+        guard let f = try effects.next(e).effect else { return }
+        switch f.row {
+        case .create:
+            for t in tracked { values[t] = .null }
+        case .update:
+            break
+        case .delete, .deleteAgain, .none:
+            return
+        }
+        f.forEachValue { k, _, v in
             let n = layer.field(k)?.name ?? k
-            guard tracked.contains(n), decision?.skipFields.contains(n) != true else { return }
-            values[n] = v
+            if tracked.contains(n) { values[n] = v }
         }
-        let p = e.fields
-        switch e.eventType {
-        case .featureBaselined?:
-            if !merged { for f in tracked { values[f] = .null } }
-            for (k, v) in try p.object("attributes") { set(k, v) }
-        case .sessionCommitted?, .conflictResolved?:
-            if try e.eventType == .sessionCommitted && p.string("kind") == "create", !merged { for f in tracked { values[f] = .null } }
-            for (k, c) in try p.object("changes") { set(k, c["new"] ?? .null) }
-        case .featureDerived?:
-            for (k, c) in try p.object("changes") { set(k, c["new"] ?? .null) }
-        case .mergeDecided?:
-            if let d = try? MergeDecision(json: e.payload), d.log == ownLog, let target = d.event { decisions[target] = d }
-            return
-        default:
-            return
-        }
-        for (f, v) in layer.editorTrackingValues(of: e, decision: decision) { values[f] = v }
+        for (field, v) in layer.editorTrackingValues(of: e, f.tracking) { values[field] = v }
     }
 }
 
@@ -513,7 +489,6 @@ struct DecisionLookup {
                   (row[0] as String) == EventType.mergeDecided.rawValue else { return nil }
             payload = try JSONParser.parse(row[1] as String)
         }
-        guard let d = try? MergeDecision(json: payload), d.log == ownLog, d.event == e.id.lowercasedString else { return nil }
-        return d
+        return EffectFold.decision(about: e, before: payload, ownLog: ownLog)
     }
 }

@@ -35,8 +35,15 @@ extension Importer {
                                  cached: true) { e in
             if e.type == EventType.featureDeleted.rawValue {
                 deletes.append((e.cause, Writer(e)))
-            } else if let d = try? MergeDecision(json: e.payload), d.log == ownLog {
-                if d.deleteAgain { s.keptBy = nil } else if d.revive { s.keptBy = d.event == nil ? d : nil }
+            } else {
+                let d: MergeDecision
+                do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw e.fields.corrupt(error.message) }
+                guard d.log == ownLog else { return }
+                switch d.liveness {
+                case .keptLive?: s.keptBy = d
+                case .liveWithEvent?, .deletedAgain?: s.keptBy = nil
+                case nil: break
+                }
             }
         }
         guard !deletes.isEmpty else { return s }  // never deleted: its history is not read

@@ -550,7 +550,7 @@ public struct Importer {
 
     func readHistory(of stream: String, _ db: Database) throws -> FeatureHistory {
         var h = FeatureHistory(ownLog: engine.ownLog)
-        try EventReading.forEach(db, where: Self.historyClause, arguments: [stream], cached: true) { h.apply($0) }
+        try EventReading.forEach(db, where: Self.historyClause, arguments: [stream], cached: true) { try h.apply($0) }
         return h
     }
 
@@ -567,7 +567,10 @@ public struct Importer {
         knownStreams?.insert(r.stream)
         // Not while it is empty: the subscript's modify accessor made the empty dictionary unique (an allocation)
         // for every event.
-        if !histories.isEmpty { histories[r.stream]?.apply(r) }
+        // An event the fold cannot read drops the cached history: the next read of the stream reports it.
+        if !histories.isEmpty, histories.index(forKey: r.stream) != nil {
+            do throws(EditLogError) { try histories[r.stream]?.apply(r) } catch { histories[r.stream] = nil }
+        }
     }
 
     /// Attachments its last applied delete detached along with the feature (they come back with it).

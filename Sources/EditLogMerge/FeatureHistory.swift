@@ -26,57 +26,50 @@ public struct FeatureHistory: Sendable, Hashable {
     /// The attributes and geometry the feature was first created (or baselined) with here.
     public private(set) var created: [String: JSONValue]?
     public private(set) var createdGeometry: JSONValue?
-    /// Decisions of this log waiting for their event.
-    var pending: [String: MergeDecision] = [:]
+    /// Each event's body and effect, with this log's decisions applied (`FeatureEffect`).
+    var effects: EffectFold
 
-    public init(ownLog: String) { self.ownLog = ownLog }
+    public init(ownLog: String) { self.ownLog = ownLog; effects = EffectFold(ownLog: ownLog) }
 
     /// The event types `apply` folds; it ignores every other.
     public static let foldedTypes: Set<EventType> = [.mergeDecided, .featureBaselined, .featureDerived, .sessionCommitted, .conflictResolved, .featureDeleted]
 
-    public mutating func apply(_ e: RecordedEvent) {
+    public mutating func apply(_ e: RecordedEvent) throws(EditLogError) {
         guard let type = e.eventType, Self.foldedTypes.contains(type) else { return }
-        let id = e.id.lowercasedString
-        let decision = pending.removeValue(forKey: id)
-        let skip = Set(decision?.skipFields ?? [])
-        let skipAtt = Set(decision?.skipAttachments ?? [])
+        let step = try effects.next(e)
+        let effect = step.effect
         let w = Writer(e)
         let own = e.origin.logId == ownLog
         func write(_ field: String) {
-            guard !skip.contains(field) else { return }
+            if let effect, effect.kept(field) { return }
             fieldWriters[field] = own ? w : latest(fieldWriters[field], w)
         }
-        switch type {
-        case .mergeDecided:
-            guard let d = try? MergeDecision(json: e.payload), d.log == ownLog, let target = d.event else { return }
-            pending[target] = d
-        case .featureBaselined:
-            let attrs = e.payload["attributes"]?.objectValue ?? [:]
-            if created == nil { created = attrs; createdGeometry = e.payload["geometry"] ?? .null }
-            for k in attrs.keys { write(k) }
+        switch step.body {
+        case .featureBaselined(let b):
+            if created == nil { created = b.attributes; createdGeometry = b.geometry ?? .null }
+            for k in b.attributes.keys { write(k) }
             lastTracked = latest(lastTracked, w)
             createdBy = latest(createdBy, w)
-        case .featureDerived:
-            for k in (e.payload["changes"]?.objectValue ?? [:]).keys { write(k) }
-            if e.payload["keepTracking"] != true { lastTracked = latest(lastTracked, w) }
-        case .sessionCommitted, .conflictResolved:
-            let changes = e.payload["changes"]?.objectValue ?? [:]
-            if created == nil, e.payload["kind"]?.stringValue == "create" {
-                created = changes.mapValues { $0["new"] ?? .null }; createdGeometry = e.payload["geometry"] ?? .null
-            }
-            // A resolution that closes a conflict as this log held it (no field) changes nothing, tracking included.
-            if type == .sessionCommitted || e.payload["field"] != nil { lastTracked = latest(lastTracked, w) }
-            if e.payload["kind"]?.stringValue == "create" { createdBy = latest(createdBy, w) }
-            for k in changes.keys { write(k) }
+        case .featureDerived(let x):
+            for k in x.changes.names { write(k) }
+            if !x.keepsTracking { lastTracked = latest(lastTracked, w) }
+        case .sessionCommitted(let c):
+            if created == nil, c.isCreate { created = c.changes.newValues; createdGeometry = c.geometry ?? .null }
+            lastTracked = latest(lastTracked, w)
+            if c.isCreate { createdBy = latest(createdBy, w) }
+            for k in c.changes.names { write(k) }
             lastWrite = latest(lastWrite, w)
-            let atts = e.payload["attachments"]
-            for a in atts?["added"]?.arrayValue ?? [] { if let a = a["attachmentId"]?.stringValue { attachmentWriters[a] = w } }
-            for a in atts?["renamed"]?.arrayValue ?? [] {
-                if let a = a["attachmentId"]?.stringValue, !skipAtt.contains(a) { attachmentWriters[a] = own ? w : latest(attachmentWriters[a], w) }
+            for a in c.attachments.added { attachmentWriters[a.attachmentId] = w }
+            for a in c.attachments.renamed where !(effect?.keptAttachments.contains(a.attachmentId) ?? false) {
+                attachmentWriters[a.attachmentId] = own ? w : latest(attachmentWriters[a.attachmentId], w)
             }
-            for a in atts?["removed"]?.arrayValue ?? [] {
-                if let a = a["attachmentId"]?.stringValue { detachWriters[a] = latest(detachWriters[a], w) }
-            }
+            // A detach's writer counts whether this log applied it or not (as a delete's).
+            for a in c.attachments.removed { detachWriters[a.attachmentId] = latest(detachWriters[a.attachmentId], w) }
+        case .conflictResolved(let r):
+            // A resolution that closes a conflict as this log held it (no field) changes nothing, tracking included.
+            if r.field != nil { lastTracked = latest(lastTracked, w) }
+            for k in r.changes.names { write(k) }
+            lastWrite = latest(lastWrite, w)
         case .featureDeleted:
             lastDelete = latest(lastDelete, w)
         default:

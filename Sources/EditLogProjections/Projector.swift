@@ -9,9 +9,9 @@ import GRDB
 public final class Projector {
     public private(set) var schema: ServiceSchema?
     /// The log whose events these are: its own `MergeDecided` events apply, other logs' are records only.
-    public var logId: String?
-    /// Decisions of this log waiting for their imported event (by event id).
-    var decisions: [String: MergeDecision] = [:]
+    public var logId: String? { get { effects.ownLog } set { effects.ownLog = newValue } }
+    /// Each event's typed body and effect, with this log's decisions held until their event.
+    var effects: EffectFold
     /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
     /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
     public internal(set) var openSessions: [String: SessionState] = [:]
@@ -46,7 +46,7 @@ public final class Projector {
     /// Where the rows written on this projector's thread bind their texts and blobs from.
     let arena = BindArena()
 
-    public init(schema: ServiceSchema? = nil, logId: String? = nil) { self.schema = schema; self.logId = logId }
+    public init(schema: ServiceSchema? = nil, logId: String? = nil) { self.schema = schema; effects = EffectFold(ownLog: logId) }
 
     /// Sets the schema when the projection tables already exist (incremental use).
     public func setSchema(_ s: ServiceSchema) { schema = s }
@@ -71,16 +71,15 @@ public final class Projector {
     }
 
     func project(_ e: RecordedEvent, _ db: Database) throws {
-        // Types from a newer EditLog change no projection here (an older build can still read the log).
-        guard let type = e.eventType else { return }
-        let p = e.fields
-        let decision = decisions.isEmpty ? nil : decisions.removeValue(forKey: e.id.lowercasedString)
-        switch type {
-        case .schemaDefined:
+        let step = try effects.next(e)
+        switch step.body {
+        case .unknown:
+            return  // a type from a newer EditLog changes no projection here (an older build can still read the log)
+        case .schemaDefined(let payload):
             // Another log's schema, imported with its events, never replaces this log's (the import checked they agree).
             if schema != nil, let logId, e.origin.logId != logId { return }
             let s: ServiceSchema
-            do { s = try Projector.decodeSchema(e.payload) } catch { throw p.corrupt("the schema cannot be decoded: \(error.message)") }
+            do { s = try Projector.decodeSchema(payload) } catch { throw e.fields.corrupt("the schema cannot be decoded: \(error.message)") }
             try exclusive {
                 if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
                 for l in s.layers where try !db.tableExists(ProjectionTables.featureTable(l.id)) {
@@ -88,73 +87,77 @@ public final class Projector {
                 }
             }
             schema = s
-        case .featureBaselined:
-            if let decision, decision.asUpdate {
-                try applyAsUpdate(e, attributes: try p.object("attributes"), decision, db)
-            } else {
-                try insertFeature(e, attributes: try p.object("attributes"), geometry: p.optional("geometry"), db, tracking: .of(e, decision: decision))
-            }
         case .sessionStarted:
             let session = try e.requireSession()
             let st: SessionState
             do { st = try SessionState(started: e.payload, session: session, actor: e.actor, device: e.device, position: e.position) } catch {
                 throw error.at("position \(e.position)")
             }
-            _ = try p.layer(in: schema)
+            _ = try e.fields.layer(in: schema)
             // `index(forKey:)`: a subscript compared with nil copies the whole value out first.
             if pendingSessions.index(forKey: session) != nil || openSessions.index(forKey: session) != nil {
-                throw p.corrupt("opens session \(session) a second time")
+                throw e.fields.corrupt("opens session \(session) a second time")
             }
             openSessions[session] = st
             pendingSessions[session] = PendingSession(inserted: true, startedPosition: st.startedPosition, state: nil, openedBy: e.actor,
                                                       startedTime: e.clientTime ?? e.recordedTime)
             sessionRowsStale = true
-        case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
-             .sessionCanceled, .sessionAbandoned:
+        case .sessionStep(let type):
             try updateSession(e, type, db)
         case .sessionCommitted:
-            try updateSession(e, type, db)
-            try commit(e, decision, db)
-        case .featureDeleted:
-            if decision?.skipDelete == true { return }
-            let l = try p.layer(in: schema), g = try p.string("globalId")
+            try updateSession(e, .sessionCommitted, db)
+            if let effect = step.effect { try write(effect, e, db) }
+        case .featureBaselined, .featureDeleted, .featureDerived, .conflictResolved, .mergeDecided:
+            if let effect = step.effect { try write(effect, e, db) }
+        case .syncPulled, .syncPushed:
+            return  // sync state: read from the events by `editlog sync`; no projection
+        case .scriptRecorded(let s):
+            // The same script recorded by two logs (both imported here) is one row: the first.
+            try execute(db, "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+                        [s.sha256, s.name, s.lines, e.position])
+        }
+    }
+
+    /// Writes an event's effect on its feature (`FeatureEffect`: this log's decision applied) to the rows.
+    func write(_ f: FeatureEffect, _ e: RecordedEvent, _ db: Database) throws {
+        if f.revives || !f.revivedAttachments.isEmpty {
+            try setDeleted(false, feature: f.revives ? f : nil, attachments: f.revivedAttachments, e, db)
+        }
+        switch f.row {
+        case .create:
+            try insertFeature(e, try e.fields.layer(in: schema), f, db)
+        case .update:
+            try updateFeature(try e.fields.layer(in: schema), f, e, db)
+        case .delete:
+            let l = try e.fields.layer(in: schema)
             // The layer's editor-tracking fields stay the last edit's (a feature revived, here or where the delete lost,
             // shows the same on both sides); the internal columns name the delete.
-            try fold(l, globalId: g, insertAt: nil) { c, row in
+            try fold(l, globalId: f.globalId, insertAt: nil) { c, row in
                 row[c.deleted] = 1.databaseValue
                 row[c.editor] = e.actor.databaseValue
                 row[c.edited] = e.recordedTime.databaseValue
                 row[c.position] = e.position.databaseValue
             }
-            try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0", [e.position, g])
-        case .featureDerived:
-            // A rule's values derived again after an import (`keepTracking` in the payload) leave the tracking as it is:
-            // every log that merged the same events names the same editor, whichever of them derived again.
-            try updateFeature(try p.layer(in: schema), globalId: try p.string("globalId"), changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db,
-                              tracking: .of(e, decision: decision))
-        case .mergeDecided:
-            let d: MergeDecision
-            do { d = try MergeDecision(json: e.payload) } catch { throw p.corrupt(error.message) }
-            guard d.log == logId else { return }
-            if let target = d.event {
-                decisions[target] = d
-            } else {
-                try revive(d, e, db)
-                try deleteAgain(d, e, db)
-            }
-        case .conflictResolved:
-            // A conflict closed as this log held it (no field): nothing changes, not even editor tracking.
-            if e.payload["field"] == nil { return }
-            let l = try p.layer(in: schema), g = try p.string("globalId")
-            try revive(decision, e, db)
-            try updateFeature(l, globalId: g, changes: Self.without(decision?.skipFields, try p.object("changes")), geometry: nil, e, db,
-                              tracking: .of(e, decision: decision))
-        case .syncPulled, .syncPushed:
-            return  // sync state: read from the events by `editlog sync`; no projection
-        case .scriptRecorded:
-            // The same script recorded by two logs (both imported here) is one row: the first.
-            try execute(db, "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
-                        [try p.string("sha256"), try p.string("name"), try p.int("lines"), e.position])
+            try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE parent_global_id = ? AND deleted = 0", [e.position, f.globalId])
+        case .deleteAgain, .none:
+            break
+        }
+        if f.row == .deleteAgain || !f.detachedAttachments.isEmpty {
+            try setDeleted(true, feature: f.row == .deleteAgain ? f : nil, attachments: f.detachedAttachments, e, db)
+        }
+        guard let atts = f.attachments, !atts.isEmpty else { return }
+        for s in atts.added {
+            // The same attachment added again by another log (the import let only an identical one through): a no-op.
+            try execute(db, """
+                INSERT INTO p_attachments (global_id, parent_layer, parent_global_id, name, content_type, size, sha256, keywords, preferred_size, position)
+                VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT(global_id) DO NOTHING
+                """, [s.attachmentId, f.layer, f.globalId, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
+        }
+        for r in atts.renamed {
+            try execute(db, "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?", [r.new, e.position, r.attachmentId])
+        }
+        for r in atts.removed {
+            try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?", [e.position, r.attachmentId])
         }
     }
 
@@ -214,17 +217,17 @@ public final class Projector {
         }
     }
 
-    func insertFeature(_ e: RecordedEvent, attributes: [String: JSONValue], geometry: JSONValue?, _ db: Database, tracking: EditorTracking) throws {
-        let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
+    func insertFeature(_ e: RecordedEvent, _ layer: LayerSchema, _ f: FeatureEffect, _ db: Database) throws {
+        let g = f.globalId
         if let i = pendingFeatures.index(forKey: g), pendingFeatures.values[i].inserted { throw e.fields.corrupt("creates feature \(g) a second time") }
-        let tracked = layer.editorTrackingValues(of: e, tracking)
+        let tracked = layer.editorTrackingValues(of: e, f.tracking)
         try fold(layer, globalId: g, insertAt: e.position) { c, row in
             // Each field's value is the tracked one, else the given one, else NULL: every attribute column NULL, then
             // the given values, then the tracked ones (one lookup per value, not three per field of the layer).
             for i in c.attributeColumns { row[i] = .null }
-            for (k, v) in attributes { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
+            f.forEachValue { k, _, v in if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
             for (k, v) in tracked { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
-            Self.setGeometry(geometry.flatMap { $0.isNull ? nil : $0 }, c, &row)
+            Self.setGeometry(f.geometry, c, &row)
             row[c.creator] = e.actor.databaseValue
             row[c.created] = e.recordedTime.databaseValue
             row[c.editor] = e.actor.databaseValue
@@ -246,25 +249,25 @@ public final class Projector {
         row[c.ymax] = b?.maxY.databaseValue ?? .null
     }
 
-    func updateFeature(_ layer: LayerSchema, globalId: String, changes: [String: JSONValue], geometry: JSONValue?, _ e: RecordedEvent, _ db: Database,
-                       tracking: EditorTracking) throws {
-        let editor = tracking.editor, creator = tracking.creator
+    func updateFeature(_ layer: LayerSchema, _ f: FeatureEffect, _ e: RecordedEvent, _ db: Database) throws {
+        let tracking = f.tracking
         let tracked = layer.editorTrackingValues(of: e, tracking)
-        try fold(layer, globalId: globalId, insertAt: nil) { c, row in
-            for (k, change) in changes {
-                guard let f = layer.field(k), let i = c.attribute[f.name] else {
+        try fold(layer, globalId: f.globalId, insertAt: nil) { c, row in
+            try f.forEachValue { k, _, new in
+                guard let field = layer.field(k), let i = c.attribute[field.name] else {
+                    if f.ignoresUnknownFields { return }
                     throw e.fields.corrupt("changes field \"\(k)\", which layer \(layer.name) does not have as an attribute")
                 }
-                row[i] = Projector.databaseValue(change["new"] ?? .null)?.databaseValue ?? .null
+                row[i] = Projector.databaseValue(new)?.databaseValue ?? .null
             }
             // Editor tracking after the changes, as a field the tracking fills is not the crew's to set.
             for (k, v) in tracked { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
-            if let g = geometry, !g.isNull { Self.setGeometry(g, c, &row) }
-            if editor {
+            if let g = f.geometry { Self.setGeometry(g, c, &row) }
+            if tracking.editor {
                 row[c.editor] = e.actor.databaseValue
                 row[c.edited] = e.recordedTime.databaseValue
             }
-            if creator {
+            if tracking.creator {
                 row[c.creator] = e.actor.databaseValue
                 row[c.created] = e.recordedTime.databaseValue
             }
@@ -272,91 +275,17 @@ public final class Projector {
         }
     }
 
-    func commit(_ e: RecordedEvent, _ decision: MergeDecision?, _ db: Database) throws {
-        let p = e.fields
-        let layer = try p.layer(in: schema), g = try p.string("globalId")
-        let changes = try p.object("changes")
-        try revive(decision, e, db)
-        let skipAttachments = Set(decision?.skipAttachments ?? [])
-        let tracking = EditorTracking.of(e, decision: decision)
-        if let decision, decision.asUpdate {
-            try applyAsUpdate(e, attributes: changes.mapValues { $0["new"] ?? .null }, decision, db)
-        } else if let decision, !decision.skipFields.isEmpty {
-            try updateFeature(layer, globalId: g, changes: Self.without(decision.skipFields, changes), geometry: nil, e, db, tracking: tracking)
-        } else if try p.string("kind") == "create" {
-            try insertFeature(e, attributes: changes.mapValues { $0["new"] ?? .null }, geometry: p.optional("geometry"), db, tracking: tracking)
-        } else {
-            try updateFeature(layer, globalId: g, changes: changes, geometry: nil, e, db, tracking: tracking)
-        }
-        let atts = try p.object("attachments")
-        for a in try p.array("added", in: atts, parentKey: "attachments") {
-            guard let s = SessionState.StagedAttachment(json: a) else { throw p.corrupt("payload \"attachments.added\" holds an entry that is not an attachment") }
-            // The same attachment added again by another log (the import let only an identical one through): a no-op.
-            try execute(db, """
-                INSERT INTO p_attachments (global_id, parent_layer, parent_global_id, name, content_type, size, sha256, keywords, preferred_size, position)
-                VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT(global_id) DO NOTHING
-                """, [s.attachmentId, layer.id, g, s.name, s.contentType, s.size, s.sha256, s.preferredSize, e.position])
-        }
-        for r in try p.array("renamed", in: atts, parentKey: "attachments") {
-            guard let id = r["attachmentId"]?.stringValue, let name = r["new"]?.stringValue else {
-                throw p.corrupt("payload \"attachments.renamed\" needs attachmentId and new")
-            }
-            if skipAttachments.contains(id) { continue }
-            try execute(db, "UPDATE p_attachments SET name = ?, position = ? WHERE global_id = ?", [name, e.position, id])
-        }
-        for r in try p.array("removed", in: atts, parentKey: "attachments") {
-            guard let id = r["attachmentId"]?.stringValue else { throw p.corrupt("payload \"attachments.removed\" needs attachmentId") }
-            if skipAttachments.contains(id) { continue }
-            try execute(db, "UPDATE p_attachments SET deleted = 1, position = ? WHERE global_id = ?", [e.position, id])
-        }
-    }
-
-    // MARK: Merge decisions (EditLogMerge)
-
     /// Starting after `last` (a replay from a checkpoint): a decision of this log recorded there still applies
     /// to the next event.
-    public func resume(after last: RecordedEvent) {
-        guard last.eventType == .mergeDecided, let d = try? MergeDecision(json: last.payload), d.log == logId, let target = d.event else { return }
-        decisions[target] = d
-    }
+    public func resume(after last: RecordedEvent) { effects.resume(after: last) }
 
-    static func without(_ skip: [String]?, _ changes: [String: JSONValue]) -> [String: JSONValue] {
-        guard let skip, !skip.isEmpty else { return changes }
-        return changes.filter { !skip.contains($0.key) }
-    }
-
-    /// A create of a GlobalID this log already has, merged: the fields the decision did not keep, as an update.
-    func applyAsUpdate(_ e: RecordedEvent, attributes: [String: JSONValue], _ d: MergeDecision, _ db: Database) throws {
-        let layer = try e.fields.layer(in: schema), g = try e.fields.string("globalId")
-        try revive(d, e, db)
-        var changes: [String: JSONValue] = [:]
-        for (k, v) in attributes where !d.skipFields.contains(k) && layer.field(k) != nil { changes[k] = ["new": v] }
-        let geometry = d.skipFields.contains(MergeEngine.geometryField) ? nil : e.fields.optional("geometry")
-        // The tracking follows the later writer; a baseline's editor-tracking fields are data (the service's), merged
-        // with the rest, so only the internal columns follow it (`keepTrackingFields`; older decisions lack it and
-        // set the fields, as they did when recorded, so a rebuild of an older log gives what it held).
-        try updateFeature(layer, globalId: g, changes: changes, geometry: geometry, e, db, tracking: .asUpdate(d))
-    }
-
-    /// A feature kept by an earlier decision of this log deleted again (and the attachments that decision made live
-    /// again detached), when a standalone decision says so. The internal editor columns are left as they are.
-    func deleteAgain(_ d: MergeDecision, _ e: RecordedEvent, _ db: Database) throws {
-        try setDeleted(true, feature: d.deleteAgain ? d : nil, attachments: d.detachAttachments, e, db)
-    }
-
-    /// A feature (and the attachments its delete detached) live again, when a decision says so.
-    func revive(_ d: MergeDecision?, _ e: RecordedEvent, _ db: Database) throws {
-        guard let d else { return }
-        try setDeleted(false, feature: d.revive ? d : nil, attachments: d.reviveAttachments, e, db)
-    }
-
-    /// Sets the deleted flag of the decision's feature (when given) and of the listed attachments, at the decision.
-    func setDeleted(_ deleted: Bool, feature d: MergeDecision?, attachments: [String], _ e: RecordedEvent, _ db: Database) throws {
-        if let d {
-            guard let layer = schema?.layer(id: d.layer) else {
-                throw e.fields.corrupt("\(deleted ? "deletes again" : "revives") a feature of layer \(d.layer), which the schema does not have")
+    /// Sets the deleted flag of the effect's feature (when given) and of the listed attachments, at the event.
+    func setDeleted(_ deleted: Bool, feature f: FeatureEffect?, attachments: [String], _ e: RecordedEvent, _ db: Database) throws {
+        if let f {
+            guard let layer = schema?.layer(id: f.layer) else {
+                throw e.fields.corrupt("\(deleted ? "deletes again" : "revives") a feature of layer \(f.layer), which the schema does not have")
             }
-            try fold(layer, globalId: d.globalId, insertAt: nil) { c, row in
+            try fold(layer, globalId: f.globalId, insertAt: nil) { c, row in
                 row[c.deleted] = (deleted ? 1 : 0).databaseValue
                 row[c.position] = e.position.databaseValue
             }

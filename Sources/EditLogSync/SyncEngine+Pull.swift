@@ -470,25 +470,12 @@ extension SyncEngine {
     /// or detach this log's merge decided not to apply left out).
     func attachmentNames(_ stream: String, at position: Int64, _ log: EditLog) throws(EditLogError) -> [String: String] {
         var names: [String: String] = [:]
-        var skipped: [String: Set<String>] = [:]
+        var effects = EffectFold(ownLog: log.logId)
         for e in try log.streamEvents(stream) where e.position <= position {
-            switch e.eventType {
-            case .mergeDecided:
-                if let d = try? MergeDecision(json: e.payload), d.log == log.logId, let target = d.event { skipped[target] = Set(d.skipAttachments) }
-            case .sessionCommitted, .conflictResolved:
-                let skip = skipped.removeValue(forKey: e.id.lowercasedString) ?? []
-                let atts = e.payload["attachments"]
-                for a in atts?["added"]?.arrayValue ?? [] {
-                    if let id = a["attachmentId"]?.stringValue, let n = a["name"]?.stringValue { names[id] = n }
-                }
-                for a in atts?["renamed"]?.arrayValue ?? [] {
-                    if let id = a["attachmentId"]?.stringValue, !skip.contains(id), let n = a["new"]?.stringValue { names[id] = n }
-                }
-                for a in atts?["removed"]?.arrayValue ?? [] {
-                    if let id = a["attachmentId"]?.stringValue, !skip.contains(id) { names[id] = nil }
-                }
-            default: continue
-            }
+            guard let atts = try effects.next(e).effect?.attachments else { continue }
+            for a in atts.added { names[a.attachmentId] = a.name }
+            for a in atts.renamed { names[a.attachmentId] = a.new }
+            for a in atts.removed { names[a.attachmentId] = nil }
         }
         return names
     }

@@ -14,10 +14,27 @@ import Testing
     static func event(_ type: EventType, payload: JSONValue, minute: Int, log: String, originPosition: Int64, id: UInt64) -> RecordedEvent {
         let time = String(format: "2026-05-01T10:%02d:00.000Z", minute)
         return RecordedEvent(position: originPosition, id: UUID(uuidString: String(format: "00000000-0000-4000-8000-%012llx", id))!,
-                             stream: "feature-\(layer)-\(globalId)", streamVersion: originPosition, type: type.rawValue, payload: payload,
+                             stream: "feature-\(layer)-\(globalId)", streamVersion: originPosition, type: type.rawValue, payload: complete(payload, type),
                              actor: "crew-\(log)", device: "device-\(log)", session: type == .sessionCommitted ? "s\(id)" : nil, cause: "test",
                              clientTime: time, recordedTime: time, origin: EventOrigin(logId: log, position: originPosition, hash: Array(repeating: 0, count: 32)),
                              hash: Array(repeating: 0, count: 32))
+    }
+
+    /// The payload with what its type requires and the case leaves out (the feature, an update's kind, no attachments).
+    static func complete(_ payload: JSONValue, _ type: EventType) -> JSONValue {
+        var o = payload.objectValue ?? [:]
+        o["layer"] = o["layer"] ?? .int(Int64(layer))
+        o["globalId"] = o["globalId"] ?? .string(globalId)
+        switch type {
+        case .featureBaselined, .featureDeleted: o["attributes"] = o["attributes"] ?? [:]
+        case .sessionCommitted: o["kind"] = o["kind"] ?? "update"; o["changes"] = o["changes"] ?? [:]; o["attachments"] = o["attachments"] ?? [:]
+        case .featureDerived: o["rule"] = o["rule"] ?? "test"; o["changes"] = o["changes"] ?? [:]
+        case .conflictResolved:
+            o["changes"] = o["changes"] ?? [:]; o["conflictId"] = o["conflictId"] ?? "c"; o["take"] = o["take"] ?? "value"
+            o["value"] = o["value"] ?? .null; o["field"] = o["field"] ?? "Condition"
+        default: break
+        }
+        return .object(o)
     }
 
     static func changes(_ rng: inout SplitMix64) -> JSONValue {
@@ -38,13 +55,13 @@ import Testing
                 // A history of earlier writes (creates, commits, derived values, baselines) from either side.
                 var history = FeatureHistory(ownLog: "here")
                 var minute = 0, n: UInt64 = 0
-                history.apply(Self.event(.featureBaselined, payload: .object(["attributes": .object(["Condition": .string("Good")])]),
+                try history.apply(Self.event(.featureBaselined, payload: .object(["attributes": .object(["Condition": .string("Good")])]),
                                          minute: minute, log: "hub", originPosition: 1, id: n))
                 for _ in 0..<Int.random(in: 0...5, using: &rng) {
                     minute += Int.random(in: 0...2, using: &rng); n += 1
                     let log = ["here", "a", "b"].randomElement(using: &rng)!
                     let type: EventType = [.sessionCommitted, .featureDerived, .conflictResolved].randomElement(using: &rng)!
-                    history.apply(Self.event(type, payload: .object(["changes": Self.changes(&rng)]), minute: minute, log: log, originPosition: Int64(n + 1), id: n))
+                    try history.apply(Self.event(type, payload: .object(["changes": Self.changes(&rng)]), minute: minute, log: log, originPosition: Int64(n + 1), id: n))
                 }
                 // The event: after every write of the history (a later minute, or the same minute and a later order).
                 minute += Int.random(in: 0...1, using: &rng); n += 1

@@ -9,19 +9,19 @@ import Testing
     typealias E = MergeEnginePlainTests
 
     /// The local history: a baseline, then (when `localMinute` is given) this log's commit of Condition = "Poor".
-    static func local(localMinute: Int?, deleted: Bool = false, attachment: (name: String, deleted: Bool)? = nil) -> LocalFeature {
+    static func local(localMinute: Int?, deleted: Bool = false, attachment: (name: String, deleted: Bool)? = nil) throws -> LocalFeature {
         var history = FeatureHistory(ownLog: "here")
-        history.apply(E.event(.featureBaselined, payload: ["attributes": ["Condition": "Good"]], minute: 0, log: "hub", originPosition: 1, id: 1))
+        try history.apply(E.event(.featureBaselined, payload: ["attributes": ["Condition": "Good"]], minute: 0, log: "hub", originPosition: 1, id: 1))
         if let m = localMinute {
             var payload: JSONValue = ["changes": ["Condition": ["old": "Good", "new": "Poor"]]]
             if let a = attachment {
                 payload = ["changes": [:], "attachments": a.deleted ? ["removed": [["attachmentId": "att", "name": "a.jpg"]]]
                                                                      : ["renamed": [["attachmentId": "att", "old": "a.jpg", "new": .string(a.name)]]]]
             }
-            history.apply(E.event(.sessionCommitted, payload: payload, minute: m, log: "here", originPosition: 2, id: 2))
+            try history.apply(E.event(.sessionCommitted, payload: payload, minute: m, log: "here", originPosition: 2, id: 2))
         }
         if deleted {
-            history.apply(E.event(.featureDeleted, payload: ["attributes": ["Condition": "Good"]], minute: localMinute ?? 1, log: "here", originPosition: 3, id: 3))
+            try history.apply(E.event(.featureDeleted, payload: ["attributes": ["Condition": "Good"]], minute: localMinute ?? 1, log: "here", originPosition: 3, id: 3))
         }
         let snapshot = FeatureSnapshot(layerId: E.layer, globalId: E.globalId, objectId: 1,
                                        attributes: ["Condition": attachment == nil && localMinute != nil ? "Poor" : "Good"], geometry: nil, deleted: deleted)
