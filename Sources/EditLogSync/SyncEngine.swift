@@ -34,7 +34,7 @@ public final class SyncEngine {
         let tracking = root["extractChangesCapabilities"] != nil || root["changeTrackingInfo"] != nil
             || (root["capabilities"]?.stringValue ?? "").lowercased().contains("changetracking")
         for attempt in 1...Self.pullAttempts {
-            let state = SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
+            let state = try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey)
             var pulledGen: Int64?
             if tracking {
                 var from = state.serverGen ?? 0
@@ -45,7 +45,7 @@ public final class SyncEngine {
                     try await pullSnapshot(state: state, gen: gen)
                     from = gen ?? from
                 }
-                let st = from == (state.serverGen ?? 0) ? state : SyncState(events: try log.streamEvents(StreamName.sync), service: client.serviceKey)
+                let st = from == (state.serverGen ?? 0) ? state : try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey)
                 pulledGen = try await pullInWindows(from: from, root: root, state: st)
                 report.mode = "extractChanges"
             } else {

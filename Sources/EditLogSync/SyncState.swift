@@ -14,26 +14,19 @@ struct SyncState {
     var objectIds: [Int: [Int64: String]] = [:]
     var runs = 0
 
-    init(events: [RecordedEvent], service: String) {
-        for e in events where e.payload["service"]?.stringValue == service {
-            runs += 1
-            if let g = e.payload["serverGen"]?.intValue { serverGen = g }
-            if let d = e.payload["lastEditDate"]?.intValue { lastEditDate = max(lastEditDate ?? d, d) }
-            if e.type == EventType.syncPushed.rawValue, let p = e.payload["agreedPosition"]?.intValue { agreedPosition = p }
-            for (layer, pairs) in e.payload["objectIds"]?.objectValue ?? [:] {
-                guard let l = Int(layer) else { continue }
-                for pair in pairs.arrayValue ?? [] {
-                    guard let oid = pair[0]?.intValue, let g = pair[1]?.stringValue else { continue }
-                    objectIds[l, default: [:]][oid] = g
-                }
+    init(events: [RecordedEvent], service: String) throws(EditLogError) {
+        for e in events {
+            let r: SyncRecorded
+            switch try EventBody(e) {
+            case .syncPulled(let x), .syncPushed(let x): r = x
+            default: continue
             }
+            guard r.service == service else { continue }
+            runs += 1
+            if let g = r.serverGen { serverGen = g }
+            if let d = r.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
+            if e.type == EventType.syncPushed.rawValue, let p = r.agreedPosition { agreedPosition = p }
+            for (l, pairs) in r.objectIds { for (oid, g) in pairs { objectIds[l, default: [:]][oid] = g } }
         }
-    }
-}
-
-extension JSONValue {
-    subscript(index: Int) -> JSONValue? {
-        guard let a = arrayValue, index >= 0, index < a.count else { return nil }
-        return a[index]
     }
 }

@@ -15,8 +15,8 @@ public enum EventBody: Sendable {
     /// A merge decision; `MergeDecision(json:)` in EditLogMerge decodes it (Core knows no merge types).
     case mergeDecided(JSONValue)
     case scriptRecorded(ScriptRecorded)
-    case syncPulled(JSONValue)
-    case syncPushed(JSONValue)
+    case syncPulled(SyncRecorded)
+    case syncPushed(SyncRecorded)
     case unknown(String)
 
     /// The body of `e`; `.corrupt` at its position when the payload is not what its type says.
@@ -36,8 +36,8 @@ public enum EventBody: Sendable {
         case .conflictResolved: self = .conflictResolved(try ConflictResolved(p))
         case .mergeDecided: self = .mergeDecided(e.payload)
         case .scriptRecorded: self = .scriptRecorded(try ScriptRecorded(p))
-        case .syncPulled: self = .syncPulled(e.payload)
-        case .syncPushed: self = .syncPushed(e.payload)
+        case .syncPulled: self = .syncPulled(try SyncRecorded(p))
+        case .syncPushed: self = .syncPushed(try SyncRecorded(p))
         }
     }
 
@@ -189,5 +189,35 @@ public struct ScriptRecorded: Sendable {
 
     public init(_ p: PayloadReader) throws(EditLogError) {
         sha256 = try p.string("sha256"); name = try p.string("name"); lines = try p.int("lines")
+    }
+}
+
+/// What a run of `editlog sync` recorded of a service (`SyncPulled`, `SyncPushed`): the generation and edit date a pull
+/// reached, the position a push left both sides equal at, and the service's ObjectIDs of features it learned.
+public struct SyncRecorded: Sendable {
+    public var service: String
+    public var serverGen: Int64?
+    public var lastEditDate: Int64?
+    public var agreedPosition: Int64?
+    /// Per layer, the service's ObjectID and the feature's GlobalID.
+    public var objectIds: [Int: [(objectId: Int64, globalId: String)]] = [:]
+    /// The whole payload (what was sent and answered), for the readers that show it.
+    public var payload: JSONValue
+
+    public init(_ p: PayloadReader) throws(EditLogError) {
+        payload = p.payload
+        service = try p.string("service")
+        serverGen = p.optional("serverGen")?.intValue
+        lastEditDate = p.optional("lastEditDate")?.intValue
+        agreedPosition = p.optional("agreedPosition")?.intValue
+        for (layer, pairs) in p.optional("objectIds")?.objectValue ?? [:] {
+            guard let l = Int(layer), let list = pairs.arrayValue else { throw p.corrupt("payload \"objectIds.\(layer)\" is not a layer's list") }
+            for pair in list {
+                guard let a = pair.arrayValue, a.count == 2, let oid = a[0].intValue, let g = a[1].stringValue else {
+                    throw p.corrupt("payload \"objectIds.\(layer)\" holds an entry that is not [ObjectID, GlobalID]")
+                }
+                objectIds[l, default: []].append((oid, g))
+            }
+        }
     }
 }
