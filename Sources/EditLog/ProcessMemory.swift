@@ -11,10 +11,8 @@ public enum ProcessMemory {
 
     /// Fixes glibc's mmap threshold at `mappedThreshold` (its initial value). glibc otherwise raises the threshold
     /// to the size of each mapped block freed, up to 32 MiB: after the first freed 1 MiB gzip block or 4 MiB tar chunk,
-    /// every later one came from the heap, and the holes they left between longer-lived allocations stayed resident.
-    /// Measured on the 1.05M-event bundle (`editlog-bench bundle-export bundle-import bundle-verify`): peak RSS of
-    /// export 88.1 → 81.3 MB, import 91.9 → 88.6 MB, verify 43.9 → 41.3 MB; times unchanged once the gzip writer
-    /// reused its blocks rather than mapping a fresh one for each (`ParallelGzipWriter`).
+    /// every later one came from the heap, and the holes they left between longer-lived allocations stayed resident
+    /// (it lowers the bundle commands' peak RSS: `tools/BENCH-RESULTS.md`).
     /// Returns false where there is no glibc `mallopt` (nothing changes then).
     @discardableResult
     public static func keepLargeAllocationsMapped() -> Bool {

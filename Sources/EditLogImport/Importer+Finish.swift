@@ -233,7 +233,7 @@ extension Importer {
         try projector.apply(r, db)
         appended(r)
         report.decisions += 1
-        note(layer, d.globalId, before: before, type: .mergeDecided, writer: Writer.Order(millis: 0, logId: logId, position: 0))
+        note(layer, d.globalId, before: before, type: .mergeDecided, writer: Author.Order(millis: 0, logId: logId, position: 0))
         touched[key]?.origin = -1
     }
 }

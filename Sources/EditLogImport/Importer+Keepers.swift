@@ -29,12 +29,12 @@ extension Importer {
     mutating func standing(of layer: LayerSchema, _ g: String, gone: String? = nil, db: Database, world: ProjectedState) throws -> Standing {
         let stream = StreamName.feature(layer: layer.id, globalId: g)
         var s = Standing()
-        var deletes: [(cause: String, writer: Writer)] = []
+        var deletes: [(cause: String, writer: Author)] = []
         let ownLog = engine.ownLog
         try EventReading.forEach(db, where: "stream = ? AND type IN (?, ?)", arguments: [stream, EventType.featureDeleted.rawValue, EventType.mergeDecided.rawValue],
                                  cached: true) { e in
             if e.type == EventType.featureDeleted.rawValue {
-                deletes.append((e.cause, Writer(e)))
+                deletes.append((e.cause, Author(e)))
             } else {
                 let d: MergeDecision
                 do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw e.fields.corrupt(error.message) }

@@ -134,9 +134,8 @@ public struct Importer {
     /// Below this many events, an import's session rows fit the page cache beside the rest.
     public static let deferredIndexMinimum = 20_000
 
-    /// The page cache while the deferred indexes are created, in KiB: SQLite's sorter may take as much again, beside
-    /// what the cache gave back to the heap. On the bench's bundle (172k session rows), 8 MiB raised the CLI import's
-    /// peak RSS by 6.5 MB, 2 MiB by 0.5 MB (the sorter then merges runs it wrote to temporary files).
+    /// The page cache while the deferred indexes are created, in KiB: small, as SQLite's sorter may take as much again
+    /// beside what the cache gave back to the heap (the sorter then merges runs it wrote to temporary files).
     public static let indexSortKiB = 2_048
 
     /// The ids, streams and started sessions of every event in the log, if it holds at most `idFilterPreload`.
@@ -223,21 +222,9 @@ public struct Importer {
     public static let featureCacheLimit = 1_024
     /// Projection rows the projector holds before writing them during an import (`Projector.pendingLimit`).
     public static let pendingRowLimit = 2_048
-    /// The writer's page cache during an import, in KiB (three quarters of `EventStore.writerCacheKiB`). Measured on
-    /// a 1.05M-event bundle: 16 → 8 MiB, 8 MB less peak RSS for 1% more time; 8 → 6 MiB, 2–3 MB less, which the
-    /// bundle reader's thread (its own malloc arena) took back. Once the import stopped reading the features it
-    /// creates (`Touched.origin`, `startedEmpty`), peak RSS fell to 82.5 MB at 6 MiB, and the cache grew back:
-    /// 6 MiB 23.30 / 24.77 s (82.5 MB), 12 MiB 22.37 / 20.27 s (89–90 MB), 16 MiB 22.04 / 23.17 / 19.51 s (93 MB).
-    /// Its misses were SQLite spilling dirty pages to the WAL mid-transaction and reading them back.
-    /// 12 → 20 MiB once the bundle reader stopped holding a whole event chunk and SHA256SUMS (`BundleReader.pieceBytes`,
-    /// `SumsCheck`): the importing thread's CPU (`perf record -F 250` of `editlog bundle import`, two runs each)
-    /// 18.57 / 18.43 s → 16.92 / 16.92 s; 28 MiB gave no more (17.28 / 17.05 s), 64 MiB 15.42 / 16.24 s at 140 MB.
-    /// 20 → 24 MiB with the bundle reader's 3 MB less in flight (`BundleReadAhead.items`: 8 batches, not 16), after
-    /// the misses were counted by table (the WAL frames the import reads back, by page, `tools/BENCH-RESULTS.md`):
-    /// 661k misses, 63% of them the projection's indexes and feature rows (the GlobalID indexes of the feature
-    /// tables and of the sessions, the trees' rows its updates rewrite), which the events' stream index pushes
-    /// out. `editlog-bench bundle-import`, in rounds: 20 MiB and 16 batches 17.88 / 18.25 s at 93.3–93.5 MB,
-    /// 24 MiB and 8 batches 17.92 / 16.17 s at 94.4 MB, 26 MiB and 8 batches 17.32 / 16.62 s at 96.6–96.7 MB.
+    /// The writer's page cache during an import, in KiB: large enough that SQLite does not spill the projection's
+    /// indexes and feature rows to the WAL mid-transaction and read them back, small enough to keep a million-event
+    /// import's peak RSS under 100 MB (the sizes tried: `tools/BENCH-RESULTS.md`, "Figures moved out of code comments").
     public static let pageCacheKiB = 24_576
 
     public init(schema: ServiceSchema, policy: MergePolicy, rule: LastInRule = .clientTime, ownLog: String, context: EventContext, source: String) throws(EditLogError) {
@@ -302,7 +289,7 @@ public struct Importer {
             guard let layer = schema.layer(id: feature.layer) else {
                 throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
-            let writer = Writer.Order(e)
+            let writer = Author.Order(e)
             if let t = touched[key], t.origin >= 0, isBefore(t.latest, writer), Self.plainUnread(e, type) {
                 // A feature the import created, every event of its stream from the event's own log and applied as it
                 // came: this log holds it as the event's log did when it wrote the event, so the event's old values are
@@ -455,7 +442,7 @@ public struct Importer {
 
     /// Notes a feature the import changes: its relationship keys before, a deleted parent, a created feature (with
     /// `writer`, its creator, as the first bound of its writers).
-    mutating func note(_ layer: LayerSchema, _ g: String, before: FeatureSnapshot?, type: EventType, writer: Writer.Order) {
+    mutating func note(_ layer: LayerSchema, _ g: String, before: FeatureSnapshot?, type: EventType, writer: Author.Order) {
         let key = GlobalIDKey(g)
         touched[key, default: Touched(layerIndex: layerIndexes[layer.id]!)].noteKeys(of: layer, before: before)
         if type == .featureDeleted {
@@ -467,7 +454,7 @@ public struct Importer {
         }
     }
 
-    mutating func bound(_ w: Writer.Order) -> WriterBound {
+    mutating func bound(_ w: Author.Order) -> WriterBound {
         let log: Int32
         if let i = originIndex[w.logId] { log = i } else {
             log = Int32(origins.count)
@@ -510,7 +497,7 @@ public struct Importer {
     }
 
     /// Raises a created feature's bound (`Touched.latest`) to `w` when `w` comes after it.
-    mutating func raiseBound(_ key: GlobalIDKey, to w: Writer.Order) {
+    mutating func raiseBound(_ key: GlobalIDKey, to w: Author.Order) {
         guard let latest = touched[key]?.latest, latest.log >= 0, isBefore(latest, w) else { return }
         let b = bound(w)
         touched[key]?.latest = b
@@ -523,8 +510,8 @@ public struct Importer {
         touched.values[i].version = r.streamVersion < Int64(Int32.max) ? Int32(r.streamVersion) : -1
     }
 
-    /// `Writer.isBefore` for a bound.
-    func isBefore(_ b: WriterBound, _ w: Writer.Order) -> Bool {
+    /// `Author.isBefore` for a bound.
+    func isBefore(_ b: WriterBound, _ w: Author.Order) -> Bool {
         if b.millis != w.millis { return b.millis < w.millis }
         let log = origins[Int(b.log)]
         if log != w.logId { return log < w.logId }

@@ -23,10 +23,10 @@ public enum ConflictKind: String, Sendable, Hashable, CaseIterable {
 /// One side's value and who wrote it (nil writer: the common base, or nothing).
 public struct SideValue: Sendable, Hashable {
     public var value: JSONValue
-    public var writer: Writer?
-    public init(value: JSONValue, writer: Writer?) { self.value = value; self.writer = writer }
+    public var writer: Author?
+    public init(value: JSONValue, writer: Author?) { self.value = value; self.writer = writer }
     public var json: JSONValue { .object(["value": value, "writer": writer?.json ?? .null]) }
-    init(json: JSONValue?) { value = json?["value"] ?? .null; writer = json?["writer"].flatMap(Writer.init(json:)) }
+    init(json: JSONValue?) { value = json?["value"] ?? .null; writer = json?["writer"].flatMap(Author.init(json:)) }
 }
 
 /// A concurrent change an import met: base, local and remote, who wrote each, the policy and what won.

@@ -6,23 +6,23 @@ public struct FeatureHistory: Sendable, Hashable {
     /// The log whose decisions apply (this log).
     public let ownLog: String
     /// The writer of each field's current value (a baseline's writer for baselined values).
-    public private(set) var fieldWriters: [String: Writer] = [:]
+    public private(set) var fieldWriters: [String: Author] = [:]
     /// The latest write to the feature (a create, a commit, a resolution; baselines excluded), even when the
     /// merge kept the local value of every field it wrote.
-    public private(set) var lastWrite: Writer?
+    public private(set) var lastWrite: Author?
     /// The latest delete, applied or not.
-    public private(set) var lastDelete: Writer?
+    public private(set) var lastDelete: Author?
     /// The writer of the feature's editor-tracking values here: the latest (in last-in-wins order) of its creates,
     /// baselines, commits, resolutions and rule values (a rule's values derived again after an import, marked
     /// `keepTracking`, and deletes leave the layer's tracking fields as they were). An imported event before it keeps
     /// the tracking (`MergeDecision.keepTracking`), so every log that holds the same events names the same editor.
-    public private(set) var lastTracked: Writer?
+    public private(set) var lastTracked: Author?
     /// The creation whose creator the feature shows: the latest of its creates and baselines (one GlobalID created
     /// on two sides: the later creation, whose content wins each field under last-in-wins).
-    public private(set) var createdBy: Writer?
+    public private(set) var createdBy: Author?
     /// The writer of each attachment's current name, and of its detach.
-    public private(set) var attachmentWriters: [String: Writer] = [:]
-    public private(set) var detachWriters: [String: Writer] = [:]
+    public private(set) var attachmentWriters: [String: Author] = [:]
+    public private(set) var detachWriters: [String: Author] = [:]
     /// The attributes and geometry the feature was first created (or baselined) with here.
     public private(set) var created: [String: JSONValue]?
     public private(set) var createdGeometry: JSONValue?
@@ -38,7 +38,7 @@ public struct FeatureHistory: Sendable, Hashable {
         guard let type = e.eventType, Self.foldedTypes.contains(type) else { return }
         let step = try effects.next(e)
         let effect = step.effect
-        let w = Writer(e)
+        let w = Author(e)
         let own = e.origin.logId == ownLog
         func write(_ field: String) {
             if let effect, effect.kept(field) { return }

@@ -11,7 +11,7 @@ import EditLogCore
 /// - A record deleted with its parent (a composite relationship's cascade) follows the parent: while the parent lives
 ///   here, the record's delete is skipped (the importer revives such records with a parent it revives).
 /// - Under `last-in-wins` by client time (bundles) every field, the feature's existence and each attachment's name
-///   are last-writer-wins registers (by `Writer` order), so logs that exchange everything in any order converge.
+///   are last-writer-wins registers (by `Author` order), so logs that exchange everything in any order converge.
 ///   Under the upload rule (sync, `LastInRule.upload`) this log's changes win as under `local-wins`, and a delete
 ///   on either side stands.
 /// - Fields a rule derives and editor-tracking fields never conflict: they are `excluded` (the importer derives
@@ -43,7 +43,7 @@ public struct MergeEngine: Sendable {
     public func decide(_ remote: RecordedEvent, local: LocalFeature) throws(EditLogError) -> MergeDecision {
         var d = MergeDecision(log: ownLog, event: remote.id.lowercasedString, layer: local.layer, globalId: local.globalId)
         guard let type = remote.eventType else { return d }
-        let w = Writer(remote)
+        let w = Author(remote)
         let skip = excluded[local.layer] ?? []
         func conflict(_ kind: ConflictKind, field: String? = nil, attachment: String? = nil, base: JSONValue,
                       local l: SideValue, remote r: SideValue, winner: Winner) {
@@ -180,7 +180,7 @@ public struct MergeEngine: Sendable {
                  base: base, local: l, remote: r, policy: policy, rule: policy == .lastInWins ? rule : nil, winner: winner)
     }
 
-    func decideRevive(_ d: inout MergeDecision, local: LocalFeature, remote w: Writer) {
+    func decideRevive(_ d: inout MergeDecision, local: LocalFeature, remote w: Author) {
         func conflict(_ k: ConflictKind, _ f: String?, _ a: String?, _ b: JSONValue, _ l: SideValue, _ r: SideValue, _ win: Winner) {
             d.conflicts.append(make(k, f, a, b, l, r, win, local))
         }
@@ -196,7 +196,7 @@ public struct MergeEngine: Sendable {
     }
 
     /// Renames and detaches of attachments this log renamed or detached too.
-    func decideAttachments(_ d: inout MergeDecision, _ remote: RecordedEvent, local: LocalFeature, remote w: Writer) {
+    func decideAttachments(_ d: inout MergeDecision, _ remote: RecordedEvent, local: LocalFeature, remote w: Author) {
         func conflict(_ k: ConflictKind, _ f: String?, _ a: String?, _ b: JSONValue, _ l: SideValue, _ r: SideValue, _ win: Winner) {
             d.conflicts.append(make(k, f, a, b, l, r, win, local))
         }

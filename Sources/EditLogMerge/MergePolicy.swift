@@ -9,7 +9,7 @@ public enum MergePolicy: String, Sendable, Hashable, CaseIterable {
     case manual
 
     /// Which side wins a conflict between a local and a remote write, under `rule` for `last-in-wins`.
-    public func winner(local: Writer?, remote: Writer, rule: LastInRule = .clientTime) -> Winner {
+    public func winner(local: Author?, remote: Author, rule: LastInRule = .clientTime) -> Winner {
         switch effective(rule) {
         case .lastInWins: return local.isBefore(remote) ? .remote : .local
         case .localWins: return .local

@@ -79,8 +79,7 @@ extension ProjectedState {
     }
 
     /// Whether `marker` occurs in `text`. Written out: glibc's `memmem` is not exported to Swift without
-    /// `_GNU_SOURCE`, and the standard library's generic `firstRange(of:)` doubled the 1,000-feature query
-    /// floor (2.4 → 4.5 ms in `tools/bench --quick serve`).
+    /// `_GNU_SOURCE`, and the standard library's generic `firstRange(of:)` was twice as slow on a feature set.
     static func contains(_ text: UnsafeBufferPointer<UInt8>, _ marker: [UInt8]) -> Bool {
         guard let base = text.baseAddress, let first = marker.first, text.count >= marker.count else { return false }
         var i = 0

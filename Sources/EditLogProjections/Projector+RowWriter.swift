@@ -88,9 +88,8 @@ final class RowWriter: @unchecked Sendable {
 
 extension Projector {
     /// Rows pending before they go to the row writer. Smaller than without one: two batches are in memory at once
-    /// (one folding, one being written), and smaller batches keep both threads busy. Measured at a million events
-    /// (`editlog-bench rebuild`, one sweep): 2,000 rows with a 32 MiB cache 3.81 s, 83.5 MB; 10,000 rows with 16 MiB
-    /// 4.78 s, 94.2 MB; 3,000 rows with 40 MiB 3.93 s, 94.7 MB.
+    /// (one folding, one being written), and smaller batches keep both threads busy (the sizes tried with
+    /// `editlog-bench rebuild`: `tools/BENCH-RESULTS.md`).
     public static let asidePendingLimit = 2_000
     /// The target's page cache while the row writer writes, in KiB: the rows' random index inserts (GlobalIDs)
     /// spilled and re-read pages with the log's 16 MiB.

@@ -1,7 +1,6 @@
 /// Which statement a projection row is written with (`Projector.write`): the key its prepared statement is found by.
 /// GRDB's statement cache and the row writer's hashed the SQL text per row, and a feature table's INSERT or UPDATE
-/// names every column: about 5,600 instructions per feature row of an import (callgrind). A key hashes in a few
-/// words. A layer's statements by key hold for one column layout (`LayerColumns`) only.
+/// names every column, so hashing it was a large part of writing a row. A key hashes in a few words. A layer's statements by key hold for one column layout (`LayerColumns`) only.
 enum RowStatement: Hashable {
     case insertFeature(layer: Int)
     /// The UPDATE assigning the columns of `mask` (`LayerColumns.update(assigning:)`).

@@ -98,7 +98,7 @@ struct ConflictsShow: ParsableCommand {
             let r = try editLog.conflict(id: id)
             if json.json { out(r.json.serialized()); return }
             let c = r.conflict
-            func who(_ w: Writer?) -> String {
+            func who(_ w: Author?) -> String {
                 guard let w else { return "the common base" }
                 return "\(w.actor) on \(w.device) at \(Timestamp.human(w.time)), session \(w.session ?? "-"), event \(w.eventId) of log \(w.logId)"
             }

@@ -91,7 +91,7 @@ struct DemoStory {
         let c = r.conflict
         command("conflicts \(path) list --feature \(tree)")
         command("conflicts \(path) show \(c.id)")
-        func who(_ w: Writer?) -> String { w.map { "\($0.actor) at \(Timestamp.human($0.time))" } ?? "the common base" }
+        func who(_ w: Author?) -> String { w.map { "\($0.actor) at \(Timestamp.human($0.time))" } ?? "the common base" }
         say("  conflict \(c.id) (\(c.kind.rawValue)) on \(c.field ?? "")")
         say("    base \(c.base.serialized()) · local \(c.local.value.serialized()) by \(who(c.local.writer)) · remote \(c.remote.value.serialized()) by \(who(c.remote.writer))")
         say("    \(c.ruleDescription) → \(c.winner.rawValue) won")

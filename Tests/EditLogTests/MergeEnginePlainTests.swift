@@ -75,7 +75,7 @@ import Testing
                     payload["attachments"] = .object(atts)
                 }
                 let remote = Self.event(type, payload: .object(payload), minute: minute, log: remoteLog, originPosition: Int64(1_000 + round), id: 10_000 + n)
-                let w = Writer(remote)
+                let w = Author(remote)
                 let writers = Array(history.fieldWriters.values) + Array(history.attachmentWriters.values) + Array(history.detachWriters.values)
                     + [history.lastWrite, history.lastDelete, history.lastTracked, history.createdBy].compactMap { $0 }
                 guard writers.allSatisfy({ $0.isBefore(w) }) else { continue }

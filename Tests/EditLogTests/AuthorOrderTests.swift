@@ -3,10 +3,10 @@ import EditLogMerge
 import Foundation
 import Testing
 
-/// `Writer.Order(e)` (what an import compares per event) follows the last-in-wins rule and `Writer(e)` orders the
+/// `Author.Order(e)` (what an import compares per event) follows the last-in-wins rule and `Author(e)` orders the
 /// same; `StreamName.parseFeature` splits a stream at its first ":" byte (read through the UTF-8 view; found by
 /// Character, a combining mark after the colon hid it).
-@Suite struct WriterOrderTests {
+@Suite struct AuthorOrderTests {
     @Test func anEventsOrderIsItsWritersOrder() {
         var rng = SplitMix64(seed: 3)
         let types: [EventType] = [.featureBaselined, .sessionCommitted, .featureDerived, .conflictResolved, .featureDeleted]
@@ -20,15 +20,15 @@ import Testing
                                   origin: EventOrigin(logId: ["a", "b", "hub"].randomElement(using: &rng)!, position: Int64.random(in: 1...50, using: &rng),
                                                       hash: Array(repeating: 0, count: 32)),
                                   hash: Array(repeating: 0, count: 32))
-            let o = Writer.Order(e)
+            let o = Author.Order(e)
             // The rule itself: a baseline before every edit, else the client time (the recorded one without it;
             // 0 for a time that does not parse), then the origin log and position.
             let millis = type == .featureBaselined ? Int64.min : Timestamp.parse(client ?? "2026-05-01T09:00:00.000Z") ?? 0
-            #expect(o == Writer.Order(millis: millis, logId: e.origin.logId, position: e.origin.position), "\(type) at \(client ?? "no client time")")
+            #expect(o == Author.Order(millis: millis, logId: e.origin.logId, position: e.origin.position), "\(type) at \(client ?? "no client time")")
             if type != .featureBaselined, client == "not a time" { #expect(o.millis == 0) }
             if type != .featureBaselined, client == nil { #expect(o.millis == Timestamp.parse("2026-05-01T09:00:00.000Z")!) }
             // And the writer the merge engine records orders the same.
-            #expect(Writer(e).order == o)
+            #expect(Author(e).order == o)
         }
     }
 

@@ -1,9 +1,9 @@
 import EditLogCore
 
-/// Who wrote a value, and the order `last-in-wins` compares: client time (recorded time when the client gave
-/// none), then the origin log id, then the origin position. Every log orders the same two writes the same way,
-/// whatever order it received them in.
-public struct Writer: Sendable, Hashable {
+/// The author of a value (who wrote it, in which log, event and session), and the order `last-in-wins` compares:
+/// client time (recorded time when the client gave none), then the origin log id, then the origin position. Every log
+/// orders the same two writes the same way, whatever order it received them in.
+public struct Author: Sendable, Hashable {
     public var eventId: String
     /// Client time (else recorded time), normalized ISO-8601.
     public var time: String
@@ -31,7 +31,7 @@ public struct Writer: Sendable, Hashable {
     }
 
     /// True when `self` was written before `other` in last-in-wins order.
-    public func isBefore(_ other: Writer) -> Bool {
+    public func isBefore(_ other: Author) -> Bool {
         if millis != other.millis { return millis < other.millis }
         if logId != other.logId { return logId < other.logId }
         return position < other.position
@@ -49,7 +49,7 @@ public struct Writer: Sendable, Hashable {
     }
 }
 
-extension Writer {
+extension Author {
     /// What `isBefore` compares of an event's writer, without the rest (above all the event id formatted as text):
     /// an import compares the order of every event it merges.
     public struct Order: Sendable, Hashable {
@@ -58,7 +58,7 @@ extension Writer {
         public var position: Int64
 
         /// The order of the event's writer: its client time (else recorded time; a baseline before every edit, see
-        /// `Writer.init(_:)`), its origin log and origin position.
+        /// `Author.init(_:)`), its origin log and origin position.
         public init(_ e: RecordedEvent) {
             millis = e.type == EventType.featureBaselined.rawValue ? Int64.min : Timestamp.parse(e.clientTime ?? e.recordedTime) ?? 0
             logId = e.origin.logId
@@ -70,20 +70,20 @@ extension Writer {
     public var order: Order { Order(millis: millis, logId: logId, position: position) }
 }
 
-extension Writer.Order {
+extension Author.Order {
     public init(millis: Int64, logId: String, position: Int64) { self.millis = millis; self.logId = logId; self.position = position }
 }
 
-extension Optional where Wrapped == Writer {
+extension Optional where Wrapped == Author {
     /// nil (the common base, or nothing) comes before every writer.
-    func isBefore(_ other: Writer) -> Bool {
+    func isBefore(_ other: Author) -> Bool {
         guard let s = self else { return true }
         return s.isBefore(other)
     }
 }
 
 /// The later of two writers (nil is the earliest).
-public func latest(_ a: Writer?, _ b: Writer?) -> Writer? {
+public func latest(_ a: Author?, _ b: Author?) -> Author? {
     guard let a else { return b }
     guard let b else { return a }
     return a.isBefore(b) ? b : a
