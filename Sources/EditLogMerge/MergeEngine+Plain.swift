@@ -11,24 +11,27 @@ extension MergeEngine {
     /// renamed or removed (compared with this log's): those answer false, and the caller takes `decide`.
     /// Creates answer false too (a create of a feature this log holds is merged as an update).
     public func decidesPlainly(_ remote: RecordedEvent, snapshot: FeatureSnapshot) -> Bool {
-        guard let type = remote.eventType, !snapshot.deleted else { return false }
-        switch type {
+        // A payload its type cannot read is not plain: `decide` reports it.
+        guard !snapshot.deleted, remote.eventType != nil, let body = try? EventBody(remote) else { return false }
+        let changes: FieldChanges
+        switch body {
         case .featureDerived:
             // Never a conflict; under last-in-wins a field is kept only against a later local writer: none here.
             return true
-        case .sessionCommitted, .conflictResolved:
-            if type == .sessionCommitted, remote.payload["kind"]?.stringValue == "create" { return false }
-            if let atts = remote.payload["attachments"],
-               atts["renamed"]?.arrayValue?.isEmpty == false || atts["removed"]?.arrayValue?.isEmpty == false { return false }
-            let skip = excluded[snapshot.layerId] ?? []
-            for (f, change) in remote.payload["changes"]?.objectValue ?? [:] {
-                let l = snapshot.attributes[f] ?? .null
-                if l == (change["new"] ?? .null) || skip.contains(f) || l == (change["old"] ?? .null) { continue }
-                return false
-            }
-            return true
+        case .sessionCommitted(let c):
+            if c.isCreate || !c.attachments.renamed.isEmpty || !c.attachments.removed.isEmpty { return false }
+            changes = c.changes
+        case .conflictResolved(let r):
+            changes = r.changes
         default:
             return false
         }
+        let skip = excluded[snapshot.layerId] ?? []
+        for (f, change) in changes.raw {
+            let l = snapshot.attributes[f] ?? .null
+            if l == (change["new"] ?? .null) || skip.contains(f) || l == (change["old"] ?? .null) { continue }
+            return false
+        }
+        return true
     }
 }

@@ -42,7 +42,8 @@ public struct MergeEngine: Sendable {
     /// (an earlier bundle is missing).
     public func decide(_ remote: RecordedEvent, local: LocalFeature) throws(EditLogError) -> MergeDecision {
         var d = MergeDecision(log: ownLog, event: remote.id.lowercasedString, layer: local.layer, globalId: local.globalId)
-        guard let type = remote.eventType else { return d }
+        guard remote.eventType != nil else { return d }
+        let body = try EventBody(remote)
         let w = Author(remote)
         let skip = excluded[local.layer] ?? []
         func conflict(_ kind: ConflictKind, field: String? = nil, attachment: String? = nil, base: JSONValue,
@@ -55,16 +56,21 @@ public struct MergeEngine: Sendable {
                          at: "stream \(remote.stream)")
         }
 
-        switch type {
-        case _ where type == .featureBaselined || (type == .sessionCommitted && remote.payload["kind"]?.stringValue == "create"):
-            guard let snap = local.snapshot else { return d }  // a new feature: plain
+        // A create: a baseline, or a session's create.
+        var created: (attributes: [String: JSONValue], geometry: JSONValue?, namesGeometry: Bool, baseline: Bool)?
+        switch body {
+        case .featureBaselined(let b): created = (b.attributes, b.geometry, b.namesGeometry, true)
+        case .sessionCommitted(let c) where c.isCreate: created = (c.changes.newValues, c.geometry, c.namesGeometry, false)
+        default: break
+        }
+        switch body {
+        case _ where created != nil:
+            guard let snap = local.snapshot, let created else { return d }  // a new feature: plain
             d.asUpdate = true
             d.keepTracking = !local.history.lastTracked.isBefore(w)
             d.takeCreator = local.history.createdBy.isBefore(w)
-            d.keepTrackingFields = type == .featureBaselined
-            let attrs: [String: JSONValue] = type == .featureBaselined
-                ? (remote.payload["attributes"]?.objectValue ?? [:])
-                : (remote.payload["changes"]?.objectValue ?? [:]).mapValues { $0["new"] ?? .null }
+            d.keepTrackingFields = created.baseline
+            let attrs = created.attributes
             // The same record made on both sides from the same data (two logs made from one service's baseline)
             // is the common base, not a conflict: each field differs only where one side edited it since.
             let born = local.history.created ?? [:]
@@ -78,13 +84,13 @@ public struct MergeEngine: Sendable {
                 if skip.contains(f) { continue }  // a derived or tracking field: decided, never a conflict
                 conflict(.createCreate, field: f, base: .null, local: SideValue(value: l, writer: lw), remote: SideValue(value: r, writer: w), winner: winner)
             }
-            if let g = remote.payload["geometry"], !g.isNull, g != (snap.geometry ?? .null), g != (local.history.createdGeometry ?? .null) {
+            if let g = created.geometry, g != (snap.geometry ?? .null), g != (local.history.createdGeometry ?? .null) {
                 let lw = local.history.lastWrite ?? local.history.fieldWriters.values.max { $0.isBefore($1) }
                 let winner = deciding.winner(local: lw, remote: w)
                 if winner != .remote { d.skipFields.append(Self.geometryField) }
                 conflict(.createCreate, field: Self.geometryField, base: .null, local: SideValue(value: snap.geometry ?? .null, writer: lw),
                          remote: SideValue(value: g, writer: w), winner: winner)
-            } else if remote.payload["geometry"] != nil {
+            } else if created.namesGeometry {
                 d.skipFields.append(Self.geometryField)
             }
             // Deleted here since: a conflict only if the other side made something else. The same creation (the
@@ -92,16 +98,24 @@ public struct MergeEngine: Sendable {
             // delete stands under every policy.
             if snap.deleted {
                 let sameCreation = local.history.created != nil && attrs.allSatisfy { (born[$0.key] ?? .null) == $0.value }
-                    && (remote.payload["geometry"].map { $0.isNull || $0 == (local.history.createdGeometry ?? .null) } ?? true)
+                    && (created.geometry.map { $0 == (local.history.createdGeometry ?? .null) } ?? true)
                 if !sameCreation { decideRevive(&d, local: local, remote: w) }
             }
 
         case .sessionCommitted, .conflictResolved:
             guard let snap = local.snapshot else { throw missing() }
-            // Another log closed a conflict as it held it (no field): nothing to apply, nothing to revive.
-            if type == .conflictResolved, remote.payload["field"] == nil { return d }
+            let changes: FieldChanges
+            var attachments: AttachmentChanges?
+            switch body {
+            case .sessionCommitted(let c): changes = c.changes; attachments = c.attachments
+            case .conflictResolved(let r):
+                // Another log closed a conflict as it held it (no field): nothing to apply, nothing to revive.
+                guard r.field != nil else { return d }
+                changes = r.changes
+            default: return d
+            }
             d.keepTracking = !local.history.lastTracked.isBefore(w)
-            for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+            for (f, change) in changes.raw.sorted(by: { $0.key < $1.key }) {
                 let base = change["old"] ?? .null, r = change["new"] ?? .null, l = snap.attributes[f] ?? .null
                 let lw = local.history.fieldWriters[f]
                 if l == r { continue }
@@ -125,20 +139,20 @@ public struct MergeEngine: Sendable {
                 conflict(.field, field: f, base: base, local: SideValue(value: l, writer: lw), remote: SideValue(value: r, writer: w), winner: winner)
             }
             if snap.deleted { decideRevive(&d, local: local, remote: w) }
-            decideAttachments(&d, remote, local: local, remote: w)
+            if let attachments { decideAttachments(&d, attachments, local: local, remote: w) }
 
-        case .featureDerived:
+        case .featureDerived(let x):
             // A rule's value never conflicts; under last-in-wins the later writer's stays (the importer derives it again).
             guard local.snapshot != nil else { throw missing() }
             // An older rule value keeps the tracking (one derived again after an import, marked so, leaves it anyway).
-            d.keepTracking = remote.payload["keepTracking"] != true && !local.history.lastTracked.isBefore(w)
+            d.keepTracking = !x.keepsTracking && !local.history.lastTracked.isBefore(w)
             guard deciding == .lastInWins else { return d }
-            for (f, change) in (remote.payload["changes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+            for (f, change) in x.changes.raw.sorted(by: { $0.key < $1.key }) {
                 let l = local.value(f), r = change["new"] ?? .null
                 if l != r, !local.history.fieldWriters[f].isBefore(w) { d.skipFields.append(f) }
             }
 
-        case .featureDeleted:
+        case .featureDeleted(let x):
             guard let snap = local.snapshot else { throw missing() }
             guard !snap.deleted else { return d }  // deleted on both sides: nothing to decide
             if let parent = local.liveCascadeParent {
@@ -148,7 +162,7 @@ public struct MergeEngine: Sendable {
                 d.cascadeOf = parent
                 return d
             }
-            let base = remote.payload["attributes"]?.objectValue ?? [:]
+            let base = x.attributes
             var changed: [String] = []
             for (f, v) in snap.attributes where !skip.contains(f) && (base[f] ?? .null) != v { changed.append(f) }
             let apply: Bool
@@ -196,14 +210,14 @@ public struct MergeEngine: Sendable {
     }
 
     /// Renames and detaches of attachments this log renamed or detached too.
-    func decideAttachments(_ d: inout MergeDecision, _ remote: RecordedEvent, local: LocalFeature, remote w: Author) {
+    func decideAttachments(_ d: inout MergeDecision, _ atts: AttachmentChanges, local: LocalFeature, remote w: Author) {
         func conflict(_ k: ConflictKind, _ f: String?, _ a: String?, _ b: JSONValue, _ l: SideValue, _ r: SideValue, _ win: Winner) {
             d.conflicts.append(make(k, f, a, b, l, r, win, local))
         }
-        let atts = remote.payload["attachments"]
-        for r in atts?["renamed"]?.arrayValue ?? [] {
-            guard let id = r["attachmentId"]?.stringValue, let new = r["new"]?.stringValue, let here = local.attachments[id] else { continue }
-            let old = r["old"]?.stringValue
+        for r in atts.renamed {
+            let id = r.attachmentId, new = r.new
+            guard let here = local.attachments[id] else { continue }
+            let old = r.old.stringValue
             let lw = local.history.attachmentWriters[id]
             if here.deleted {
                 let dw = local.history.detachWriters[id]
@@ -218,9 +232,10 @@ public struct MergeEngine: Sendable {
                 d.skipAttachments.append(id)
             }
         }
-        for r in atts?["removed"]?.arrayValue ?? [] {
-            guard let id = r["attachmentId"]?.stringValue, let here = local.attachments[id], !here.deleted else { continue }
-            let base = r["name"]?.stringValue
+        for r in atts.removed {
+            let id = r.attachmentId
+            guard let here = local.attachments[id], !here.deleted else { continue }
+            let base = r.name.stringValue
             guard let baseName = base, here.name != baseName else { continue }
             let lw = local.history.attachmentWriters[id]
             let winner = deleteStands ? .remote : deciding.winner(local: lw, remote: w)  // the service's detach stands

@@ -60,10 +60,14 @@ public struct FeatureBaselined: Sendable {
     public var globalId: String
     /// Field name (schema spelling) to value.
     public var attributes: [String: JSONValue]
+    /// The geometry (nil when absent or null).
     public var geometry: JSONValue?
+    /// The payload names a geometry, null included (the merge engine tells a null from none).
+    public var namesGeometry: Bool
 
     public init(_ p: PayloadReader) throws(EditLogError) {
         layer = Int(try p.int("layer")); globalId = try p.string("globalId"); attributes = try p.object("attributes"); geometry = p.optional("geometry")
+        namesGeometry = p.payload["geometry"] != nil
     }
 }
 
@@ -118,13 +122,17 @@ public struct SessionCommitted: Sendable {
     /// The session created the feature (else it updated it).
     public var isCreate: Bool
     public var changes: FieldChanges
+    /// A create's geometry (nil when absent or null).
     public var geometry: JSONValue?
+    /// The payload names a geometry, null included (the merge engine tells a null from none).
+    public var namesGeometry: Bool
     public var attachments: AttachmentChanges
 
     public init(_ p: PayloadReader) throws(EditLogError) {
         layer = Int(try p.int("layer")); globalId = try p.string("globalId")
         isCreate = try p.string("kind") == "create"
         changes = FieldChanges(try p.object("changes")); geometry = p.optional("geometry")
+        namesGeometry = p.payload["geometry"] != nil
         attachments = try AttachmentChanges(p)
     }
 }
