@@ -123,13 +123,15 @@ public final class Projector {
         if f.revives || !f.revivedAttachments.isEmpty {
             try setDeleted(false, feature: f.revives ? f : nil, attachments: f.revivedAttachments, e, db)
         }
+        // The effect's layer as the schema has it (the payload's reader names what is wrong when it does not).
+        func layer() throws -> LayerSchema { try schema?.layer(id: f.layer) ?? e.fields.layer(in: schema) }
         switch f.row {
         case .create:
-            try insertFeature(e, try e.fields.layer(in: schema), f, db)
+            try insertFeature(e, try layer(), f, db)
         case .update:
-            try updateFeature(try e.fields.layer(in: schema), f, e, db)
+            try updateFeature(try layer(), f, e, db)
         case .delete:
-            let l = try e.fields.layer(in: schema)
+            let l = try layer()
             // The layer's editor-tracking fields stay the last edit's (a feature revived, here or where the delete lost,
             // shows the same on both sides); the internal columns name the delete.
             try fold(l, globalId: f.globalId, insertAt: nil) { c, row in
