@@ -75,7 +75,7 @@ import Testing
         let empty = try Fixture.treesLog(at: d.file("empty.sqlite"), baseline: false, seed: 77, logId: "log-empty")
         let first = try empty.importBundle(at: shared.bundle, actor: "op", device: "hub")
         #expect(first.report.imported == Int(shared.head) && first.report.conflicts.isEmpty)
-        let diff = try MergeTests.differences([empty, source])
+        let diff = try MergeDevices.differences([empty, source])
         #expect(try empty.digestOfContent() == (try source.digestOfContent()), "\(diff)")
         #expect(first.report.derived == 0, "nothing to derive again when nothing was merged")
         #expect(try empty.verify().ok)
@@ -279,7 +279,7 @@ extension BundleImportTests {
         defer { wide.close() }
         #expect(try wide.layer("Trees").fields.contains { $0.name == "Wires" })
         #expect(JSONValue.array(try wide.serviceDocuments()).serialized().contains(#""name":"Wires""#))
-        try MergeTests.set(wide, tree, [("Wires", "2"), ("SiteWidth", "4")], at: 3, actor: "walt", session: "w-1")
+        try MergeDevices.set(wide, tree, [("Wires", "2"), ("SiteWidth", "4")], at: 3, actor: "walt", session: "w-1")
         let shown = try wide.show(globalId: tree)
         #expect(shown["attributes"]?["Wires"]?.doubleValue == 2 && shown["attributes"]?["DBH"]?.doubleValue == 3, "\(shown)")
         #expect(try wide.queryCount(layer: "Trees", FeatureQuery()) > 0)
@@ -307,8 +307,8 @@ extension BundleImportTests {
         }
         try add(a, 100, "ann")
         try add(b, 200, "bob")
-        try MergeTests.set(a, MergeTests.tree, [("SiteWidth", "10")], at: 1, actor: "ann", session: "ann-w")
-        try MergeTests.set(b, MergeTests.tree, [("SiteWidth", "20")], at: 2, actor: "bob", session: "bob-w")
+        try MergeDevices.set(a, MergeDevices.tree, [("SiteWidth", "10")], at: 1, actor: "ann", session: "ann-w")
+        try MergeDevices.set(b, MergeDevices.tree, [("SiteWidth", "20")], at: 2, actor: "bob", session: "bob-w")
         a.close(); b.close()
         for (log, name) in [("a.sqlite", "a.bundle"), ("b.sqlite", "b.bundle")] {
             let r = try CLI.run("bundle", "export", d.file(log), "--out", d.file(name), "--peer", "hub")
@@ -342,7 +342,7 @@ extension BundleImportTests {
                 let atts = try log.show(globalId: newGID(n))["attachments"]?.arrayValue ?? []
                 #expect(atts.count == 1 && atts.first?["name"]?.stringValue == "\(actor).jpg", "\(atts)")
             }
-            #expect(try log.attributes(MergeTests.tree)["SiteWidth"]?.doubleValue == 20)
+            #expect(try log.attributes(MergeDevices.tree)["SiteWidth"]?.doubleValue == 20)
         }
         // The conflict, with base, local and remote and who wrote each, in both logs.
         for log in ["a.sqlite", "b.sqlite"] {
@@ -357,7 +357,7 @@ extension BundleImportTests {
             #expect(c["local"]?["writer"]?["actor"] != nil && c["remote"]?["writer"]?["actor"] != nil && c["base"] != nil)
             #expect(Set([c["local"]?["writer"]?["actor"]?.stringValue, c["remote"]?["writer"]?["actor"]?.stringValue]) == Set(["ann", "bob"]))
             // `show` names the conflict behind the value, in text too.
-            let shown = try CLI.run("show", d.file(log), MergeTests.tree)
+            let shown = try CLI.run("show", d.file(log), MergeDevices.tree)
             let ids = rows.filter { $0["field"]?.stringValue == "SiteWidth" }.compactMap { $0["id"]?.stringValue }
             #expect(shown.status == 0 && ids.contains { shown.stdout.contains($0) }, "\(shown.stdout)")
             let show = try CLI.run("conflicts", d.file(log), "show", c["id"]!.stringValue!)
@@ -369,7 +369,7 @@ extension BundleImportTests {
         let id = try JSONParser.parse(try CLI.run("conflicts", "list", d.file("b.sqlite"), "--json").stdout.split(separator: "\n").first.map(String.init) ?? "")["id"]!.stringValue!
         let res = try CLI.run("conflicts", d.file("b.sqlite"), "resolve", id, "--take", "value", "--value", "15", "--actor", "investigator")
         #expect(res.status == 0, "\(res.stderr)")
-        #expect(try lb.attributes(MergeTests.tree)["SiteWidth"]?.doubleValue == 15)
+        #expect(try lb.attributes(MergeDevices.tree)["SiteWidth"]?.doubleValue == 15)
         let bad = try CLI.run("conflicts", "resolve", d.file("b.sqlite"), id, "--take", "value")
         #expect(bad.status == 64)
         // The text list prints whole ids, which `show` takes; the log may come first or after the action.
@@ -377,7 +377,7 @@ extension BundleImportTests {
         #expect(text.status == 0 && text.stdout.contains(id), "\(text.stdout)\(text.stderr)")
         #expect(try CLI.run("conflicts", "show", d.file("b.sqlite"), id).stdout == (try CLI.run("conflicts", d.file("b.sqlite"), "show", id).stdout))
         // --feature takes a GlobalID: anything else is a usage error, not an empty list.
-        let byTree = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", MergeTests.tree)
+        let byTree = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", MergeDevices.tree)
         #expect(byTree.status == 0 && byTree.stdout.contains(id), "\(byTree.stderr)")
         let nonsense = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", "nonsense")
         #expect(nonsense.status == 64 && nonsense.stderr.contains("--feature"), "\(nonsense.stderr)")

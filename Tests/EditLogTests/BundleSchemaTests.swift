@@ -22,7 +22,7 @@ import Testing
         let shared = SharedBundle.shared
         try shared.copyLog(to: d.file("log.sqlite"))
         let log = try EditLog.open(at: d.file("log.sqlite"))
-        try MergeTests.set(log, MergeTests.tree, [("PlantedBy", #""a\bb\fc\td\ne\u0001f\u001f é ✓ \"q\" \\""#)], at: 5, actor: "ann", session: "esc-1")
+        try MergeDevices.set(log, MergeDevices.tree, [("PlantedBy", #""a\bb\fc\td\ne\u0001f\u001f é ✓ \"q\" \\""#)], at: 5, actor: "ann", session: "esc-1")
         _ = try log.exportBundle(to: d.file("escapes.bundle"), since: .position(shared.head))
         log.close()
         for (name, bundle) in [("shared", shared.bundle), ("escapes", d.file("escapes.bundle"))] {
