@@ -108,76 +108,6 @@ import Testing
         _ = a
     }
 
-    /// A resolution is checked as a pop-up edit is (a relationship key must name a live parent of the right layer,
-    /// never nothing), and the rules derive again from the resolved state (a child's value rolls up to its parent).
-    @Test func aResolutionIsCheckedAsAPopupEditAndTheRulesDeriveAgain() throws {
-        let ta = TempPath("a"), tb = TempPath("b")
-        let a = try MergeDevices.device("a", ta, seed: 1), b = try MergeDevices.device("b", tb, seed: 2)
-        let (tree, inspections) = try Fixture.treeWithInspections()
-        let inspection = inspections[0]
-        let species = try Fixture.features("Species").compactMap { $0["GlobalID"]?.stringValue.flatMap(GlobalID.normalize) }
-        func edit(_ log: EditLog, _ layer: String, _ gid: String, _ ops: [String], at minute: Int, actor: String) throws {
-            let s = "\(actor)-\(layer)-\(minute)"
-            var lines = [#"{"op":"edit","layer":"\#(layer)","globalId":"\#(gid)","session":"\#(s)","at":"2026-06-20T10:\#(String(format: "%02d", minute)):00Z"}"#]
-            for op in ops { lines.append(#"{"session":"\#(s)",\#(op.dropFirst())"#) }
-            lines.append(#"{"op":"finish","session":"\#(s)","at":"2026-06-20T10:\#(String(format: "%02d", minute)):20Z"}"#)
-            for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
-        }
-        // Both make the same inspection the tree's latest, with a different Condition; both give the tree another species.
-        let latest = #"{"op":"set","field":"CollectedDate","value":"2026-07-01T00:00:00Z"}"#
-        try edit(a, "Inspections", inspection, [latest, #"{"op":"set","field":"Condition","value":"Poor"}"#], at: 1, actor: "ann")
-        try edit(b, "Inspections", inspection, [latest, #"{"op":"set","field":"Condition","value":"Dead"}"#], at: 2, actor: "bob")
-        try edit(a, "Trees", tree, [#"{"op":"relate","relationship":"Species_Trees","globalId":"\#(species[1])"}"#], at: 3, actor: "ann")
-        try edit(b, "Trees", tree, [#"{"op":"relate","relationship":"Species_Trees","globalId":"\#(species[2])"}"#], at: 4, actor: "bob")
-        #expect(try b.attributes(tree)["Condition"] == "Dead")
-        let r = try MergeDevices.exchange(a, into: b, policy: .manual)
-        let condition = try #require(r.conflicts.first { $0.field == "Condition" && $0.globalId == inspection })
-        let key = try #require(r.conflicts.first { $0.field == "SpeciesGlobalID" })
-
-        // A key that names nothing, a record of another layer, or nothing at all: refused, nothing written.
-        let n = try b.eventCount()
-        for (value, kind) in [(JSONValue.string("{00000000-0000-4000-8000-000000000000}"), EditLogError.Kind.notFound),
-                              (.string(inspection), .notFound), (.null, .validation)] {
-            let e = try #require(throws: EditLogError.self) { try b.resolveConflict(id: key.id, take: .value(value), actor: "ivy", device: "desk") }
-            #expect(e.kind == kind && e.message.contains("SpeciesGlobalID"), "\(e)")
-            if value == .string(inspection) { #expect(e.message.contains("names a record of Inspections"), "\(e)") }
-        }
-        #expect(try b.eventCount() == n)
-        try b.resolveConflict(id: key.id, take: .remote, actor: "ivy", device: "desk")
-        #expect(try b.attributes(tree)["SpeciesGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == species[1])
-
-        // The inspection takes the remote Condition, and the tree's rollup follows, naming the conflict.
-        try b.resolveConflict(id: condition.id, take: .remote, actor: "ivy", device: "desk")
-        #expect(try b.attributes(inspection)["Condition"] == "Poor")
-        #expect(try b.attributes(tree)["Condition"] == "Poor")
-        let derived = try b.events().last { $0.type == EventType.featureDerived.rawValue }
-        #expect(derived?.payload["conflictId"]?.stringValue == condition.id && derived?.payload["globalId"]?.stringValue == tree)
-        // history and blame name the conflict behind each resolved or re-derived value.
-        let keyLine = try b.history(globalId: tree).entries.last { $0.field == "SpeciesGlobalID" }
-        #expect(keyLine?.cause == "resolution of conflict \(key.id) (took remote)", "\(String(describing: keyLine))")
-        let derivedLine = try b.history(globalId: tree).entries.last { $0.field == "Condition" }
-        #expect(derivedLine?.cause.hasSuffix("after the resolution of conflict \(condition.id)") == true, "\(String(describing: derivedLine))")
-        #expect(try b.blame(globalId: inspection).fields.first { $0.field == "Condition" }?.conflict == condition.id)
-        #expect(try b.blame(globalId: tree).fields.first { $0.field == "Condition" }?.conflict == condition.id)
-        // `show` names the conflict behind a value only while it is: a later session's value has none.
-        func shown(_ field: String) throws -> String {
-            let r = try CLI.run(["show", tb.path, tree])
-            return r.stdout.split(separator: "\n").first { $0.hasPrefix(field + " ") }.map(String.init) ?? "(no \(field) line: \(r.stderr))"
-        }
-        #expect(try shown("SpeciesGlobalID").contains(key.id))
-        try edit(b, "Trees", tree, [#"{"op":"relate","relationship":"Species_Trees","globalId":"\#(species[3])"}"#], at: 30, actor: "bob")
-        #expect(try !shown("SpeciesGlobalID").contains(key.id) && shown("SpeciesGlobalID").contains(species[3]))
-        let blamed = try CLI.run(["blame", tb.path, inspection]).stdout.split(separator: "\n").first { $0.hasPrefix("Condition ") } ?? ""
-        #expect(blamed.contains("conflict \(condition.id)"), "\(blamed)")
-        #expect(try b.digestOfProjections() == (try b.digestOfRebuild()))
-        #expect(try b.verify().ok)
-        let v = SchemaFilesTests.validator()
-        for e in try b.events() where e.position > n {
-            let errors = try v.validate(try JSONParser.parse(e.json.serialized()), against: SchemaFilesTests.recordedEvent)
-            #expect(errors.isEmpty, "event \(e.position) \(e.type): \(errors)")
-        }
-    }
-
     /// One GlobalID created on both sides (ann at 10:02, bob at 10:07), then edited by ann (10:20): under
     /// last-in-wins both logs show the later creation's creator and the latest editor, in either exchange order.
     @Test(arguments: [false, true])
@@ -204,5 +134,79 @@ import Testing
             #expect(try log.digestOfProjections() == (try log.digestOfRebuild()))
         }
         #expect(try a.digestOfContent() == (try b.digestOfContent()))
+    }
+}
+
+extension MergeFieldTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        /// A resolution is checked as a pop-up edit is (a relationship key must name a live parent of the right layer,
+        /// never nothing), and the rules derive again from the resolved state (a child's value rolls up to its parent).
+        @Test func aResolutionIsCheckedAsAPopupEditAndTheRulesDeriveAgain() throws {
+            let ta = TempPath("a"), tb = TempPath("b")
+            let a = try MergeDevices.device("a", ta, seed: 1), b = try MergeDevices.device("b", tb, seed: 2)
+            let (tree, inspections) = try Fixture.treeWithInspections()
+            let inspection = inspections[0]
+            let species = try Fixture.features("Species").compactMap { $0["GlobalID"]?.stringValue.flatMap(GlobalID.normalize) }
+            func edit(_ log: EditLog, _ layer: String, _ gid: String, _ ops: [String], at minute: Int, actor: String) throws {
+                let s = "\(actor)-\(layer)-\(minute)"
+                var lines = [#"{"op":"edit","layer":"\#(layer)","globalId":"\#(gid)","session":"\#(s)","at":"2026-06-20T10:\#(String(format: "%02d", minute)):00Z"}"#]
+                for op in ops { lines.append(#"{"session":"\#(s)",\#(op.dropFirst())"#) }
+                lines.append(#"{"op":"finish","session":"\#(s)","at":"2026-06-20T10:\#(String(format: "%02d", minute)):20Z"}"#)
+                for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
+            }
+            // Both make the same inspection the tree's latest, with a different Condition; both give the tree another species.
+            let latest = #"{"op":"set","field":"CollectedDate","value":"2026-07-01T00:00:00Z"}"#
+            try edit(a, "Inspections", inspection, [latest, #"{"op":"set","field":"Condition","value":"Poor"}"#], at: 1, actor: "ann")
+            try edit(b, "Inspections", inspection, [latest, #"{"op":"set","field":"Condition","value":"Dead"}"#], at: 2, actor: "bob")
+            try edit(a, "Trees", tree, [#"{"op":"relate","relationship":"Species_Trees","globalId":"\#(species[1])"}"#], at: 3, actor: "ann")
+            try edit(b, "Trees", tree, [#"{"op":"relate","relationship":"Species_Trees","globalId":"\#(species[2])"}"#], at: 4, actor: "bob")
+            #expect(try b.attributes(tree)["Condition"] == "Dead")
+            let r = try MergeDevices.exchange(a, into: b, policy: .manual)
+            let condition = try #require(r.conflicts.first { $0.field == "Condition" && $0.globalId == inspection })
+            let key = try #require(r.conflicts.first { $0.field == "SpeciesGlobalID" })
+
+            // A key that names nothing, a record of another layer, or nothing at all: refused, nothing written.
+            let n = try b.eventCount()
+            for (value, kind) in [(JSONValue.string("{00000000-0000-4000-8000-000000000000}"), EditLogError.Kind.notFound),
+                                  (.string(inspection), .notFound), (.null, .validation)] {
+                let e = try #require(throws: EditLogError.self) { try b.resolveConflict(id: key.id, take: .value(value), actor: "ivy", device: "desk") }
+                #expect(e.kind == kind && e.message.contains("SpeciesGlobalID"), "\(e)")
+                if value == .string(inspection) { #expect(e.message.contains("names a record of Inspections"), "\(e)") }
+            }
+            #expect(try b.eventCount() == n)
+            try b.resolveConflict(id: key.id, take: .remote, actor: "ivy", device: "desk")
+            #expect(try b.attributes(tree)["SpeciesGlobalID"]?.stringValue.flatMap(GlobalID.normalize) == species[1])
+
+            // The inspection takes the remote Condition, and the tree's rollup follows, naming the conflict.
+            try b.resolveConflict(id: condition.id, take: .remote, actor: "ivy", device: "desk")
+            #expect(try b.attributes(inspection)["Condition"] == "Poor")
+            #expect(try b.attributes(tree)["Condition"] == "Poor")
+            let derived = try b.events().last { $0.type == EventType.featureDerived.rawValue }
+            #expect(derived?.payload["conflictId"]?.stringValue == condition.id && derived?.payload["globalId"]?.stringValue == tree)
+            // history and blame name the conflict behind each resolved or re-derived value.
+            let keyLine = try b.history(globalId: tree).entries.last { $0.field == "SpeciesGlobalID" }
+            #expect(keyLine?.cause == "resolution of conflict \(key.id) (took remote)", "\(String(describing: keyLine))")
+            let derivedLine = try b.history(globalId: tree).entries.last { $0.field == "Condition" }
+            #expect(derivedLine?.cause.hasSuffix("after the resolution of conflict \(condition.id)") == true, "\(String(describing: derivedLine))")
+            #expect(try b.blame(globalId: inspection).fields.first { $0.field == "Condition" }?.conflict == condition.id)
+            #expect(try b.blame(globalId: tree).fields.first { $0.field == "Condition" }?.conflict == condition.id)
+            // `show` names the conflict behind a value only while it is: a later session's value has none.
+            func shown(_ field: String) throws -> String {
+                let r = try CLI.run(["show", tb.path, tree])
+                return r.stdout.split(separator: "\n").first { $0.hasPrefix(field + " ") }.map(String.init) ?? "(no \(field) line: \(r.stderr))"
+            }
+            #expect(try shown("SpeciesGlobalID").contains(key.id))
+            try edit(b, "Trees", tree, [#"{"op":"relate","relationship":"Species_Trees","globalId":"\#(species[3])"}"#], at: 30, actor: "bob")
+            #expect(try !shown("SpeciesGlobalID").contains(key.id) && shown("SpeciesGlobalID").contains(species[3]))
+            let blamed = try CLI.run(["blame", tb.path, inspection]).stdout.split(separator: "\n").first { $0.hasPrefix("Condition ") } ?? ""
+            #expect(blamed.contains("conflict \(condition.id)"), "\(blamed)")
+            #expect(try b.digestOfProjections() == (try b.digestOfRebuild()))
+            #expect(try b.verify().ok)
+            let v = SchemaFilesTests.validator()
+            for e in try b.events() where e.position > n {
+                let errors = try v.validate(try JSONParser.parse(e.json.serialized()), against: SchemaFilesTests.recordedEvent)
+                #expect(errors.isEmpty, "event \(e.position) \(e.type): \(errors)")
+            }
+        }
     }
 }
