@@ -10,9 +10,8 @@ enum BundleEventLine {
     /// Appends the line (without its newline) of `row` after the event whose hash is `previous`.
     ///
     /// The line is written into one buffer of its largest possible size (every string byte escaped as `\u00XX`)
-    /// and appended at once, not with an `Array.append` per key, string and hex run (about 18 per line). Callgrind
-    /// of the quick export (55.5k events): writing the lines took 0.48G instructions so, 0.20G now, of the
-    /// producing thread's 1.91G outside SHA-256.
+    /// and appended at once, not with an `Array.append` per key, string and hex run (about 18 per line): those
+    /// appends were most of the cost of writing a line.
     static func write(_ row: LoadedEventColumns, previous: UnsafeRawBufferPointer, to out: inout [UInt8]) throws(EditLogError) {
         let position = row.integer(.position)
         func required(_ c: EventHash.Column) throws(EditLogError) -> UnsafeRawBufferPointer {

@@ -9,7 +9,7 @@ extension SessionState {
     }
 
     /// The bytes and their helpers as one value passed `inout` (nested functions capturing the byte array boxed it on
-    /// the heap and checked every access at run time: a fifth of the serialization).
+    /// the heap and checked every access at run time).
     struct Writer {
         var out: [UInt8] = []
 
