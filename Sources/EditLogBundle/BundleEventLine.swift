@@ -30,7 +30,7 @@ enum BundleEventLine {
         let hexes = 2 * (hash.count + originHash.count + previous.count) + 6
         let bound = Self.fixedBytes + JSONValue.maxStringBytes(utf8Count: strings) + payload.count + hexes + 3 * 20
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer in
-            var w = Writer(base: buffer.baseAddress!)
+            var w = LineWriter(base: buffer.baseAddress!)
             w.key("{\"actor\":"); w.string(actor)
             w.key(",\"cause\":"); w.string(cause)
             w.key(",\"clientTime\":"); w.optional(clientTime)
@@ -58,8 +58,8 @@ enum BundleEventLine {
     /// its nine strings or `null` for each (at most 36), the id as a UUID (38): at most 272.
     static let fixedBytes = 320
 
-    /// Bytes written at `base`, which has room for them all (the caller's bound).
-    struct Writer {
+    /// One event line's bytes, written at `base`, which has room for them all (the caller's bound).
+    struct LineWriter {
         let base: UnsafeMutablePointer<UInt8>
         var count = 0
 
