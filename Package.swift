@@ -18,32 +18,43 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
-        // Pure core: schema, values, events, validation, the edit-session state machine. No I/O.
+        // The pure core: JSON and its canonical bytes, ArcGIS schema decoding, values and their validation, geometry,
+        // events and their hash, edit scripts, rules, the edit-session state machine. No I/O and no threads of its own:
+        // time and ids come in through `LogClock` and `IDGenerator`.
         .target(name: "EditLogCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
-        // The append-only event store on SQLite.
+        // The append-only event store on SQLite (GRDB, WAL): gap-free positions, stream versions, each event appended with
+        // its chain hash, content-addressed blobs, reading events back, migrations.
         .target(name: "EditLogStore", dependencies: ["EditLogCore", "CSQLiteConfig", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        // Feature tables rebuilt from events.
+        // The projection tables (features per layer, sessions, attachments, scripts) folded from events, at commit or by a
+        // rebuild, with this log's merge decisions applied; the state edits are decided against, its digest, and a feature
+        // query's SQL. A replay (rebuild, replay as of a moment) writes its rows on a thread of its own (`SerialWorker`).
         .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        // Replay and audit: log, history, sessions, verify.
+        // Reading the log back: `log` filters on one clock, history, blame, diff, sessions, the report (its figures and its
+        // HTML page), verify.
         .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Replay as of a position or time (with checkpoints) and exports: SQLite, GeoPackage, GeoJSON, CSV.
         .target(name: "EditLogExport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", .product(name: "GRDB", package: "GRDB.swift")]),
-        // The one merge engine: three-way, field-level decisions for imported events (bundles and sync). Pure.
+        // The one merge engine: three-way, field-level decisions for imported events (bundles and sync), and the one fold of
+        // an event's effect on its feature with this log's decisions applied (`FeatureEffect`), which every reader uses. Pure.
         .target(name: "EditLogMerge", dependencies: ["EditLogCore"]),
-        // Importing events of another log: merge decisions, conflicts, derived values again (bundles and sync).
+        // Importing another log's events (bundles and sync pulls): events already here skipped, merge decisions and conflicts
+        // recorded as events, no orphan left, rules derived again.
         .target(name: "EditLogImport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift")]),
         // The system SQLite's process-wide threading mode (sqlite3_config is variadic: a C wrapper).
         .systemLibrary(name: "CSQLiteConfig", path: "Sources/CSQLiteConfig", providers: [.apt(["libsqlite3-dev"])]),
         // The system zlib (gzip members for change bundles).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
-        // Change bundles: a tar stream in independent gzip members (export, read, verify, inspect, signatures).
+        // Change bundles: a ustar stream in independent gzip members (the system libdeflate where present, else zlib): export,
+        // the streaming reader and its checks (read ahead on a thread of its own, `HandOff`), inspect, Ed25519 signatures.
         .target(name: "EditLogBundle", dependencies: ["EditLogCore", "EditLogStore", "CZlib", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]),
-        // The facade apps use: open a log, record sessions.
+        // The facade apps and the CLI use: create or open a log, record sessions and scripts, read, query features, replay and
+        // export, bundles, imports and conflicts.
         .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", .product(name: "GRDB", package: "GRDB.swift")]),
         // An audited ArcGIS FeatureServer over a log (editlog serve): reads from the projection, edits as sessions.
         .target(name: "EditLogServer", dependencies: ["EditLog", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")]),
         // editlog sync: a log against a FeatureServer (pull extractChanges, merge, push applyEdits), state as events.
         .target(name: "EditLogSync", dependencies: ["EditLog", "EditLogMerge", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
+        // The `editlog` command line: one file per subcommand.
         .executableTarget(name: "editlog", dependencies: ["EditLog", "EditLogServer", "EditLogSync", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Hummingbird", package: "hummingbird")]),
         // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads, the feature service under wrk.
         .executableTarget(name: "editlog-bench", dependencies: ["EditLog", "EditLogServer", "EditLogSync", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),

@@ -5,131 +5,11 @@ import EditLogStore
 import Foundation
 import GRDB
 
-/// A filter over a layer's features, as a tree (the feature service's `where` parses into one). The facade
-/// compiles it to SQL itself: column names come from the layer's schema (never from the request text) and
-/// every value is a bound parameter, so no text of a request ever reaches SQL.
-public indirect enum FeaturePredicate: Sendable, Hashable {
-    case and(FeaturePredicate, FeaturePredicate)
-    case or(FeaturePredicate, FeaturePredicate)
-    case not(FeaturePredicate)
-    case compare(FeatureOperand, ComparisonOperator, FeatureOperand)
-    case between(FeatureOperand, low: FeatureOperand, high: FeatureOperand, negated: Bool)
-    case inList(FeatureOperand, [FeatureOperand], negated: Bool)
-    case like(FeatureOperand, pattern: FeatureOperand, escape: String?, negated: Bool)
-    case isNull(FeatureOperand, negated: Bool)
-
-    public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
-        case equal = "=", notEqual = "<>", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
-    }
-}
-
-/// One side of a comparison: a field of the layer, a literal, or UPPER/LOWER of an operand.
-public indirect enum FeatureOperand: Sendable, Hashable {
-    case field(String)
-    case value(JSONValue)
-    case upper(FeatureOperand)
-    case lower(FeatureOperand)
-}
-
-/// What `queryFeatures` and friends select: the live features of a layer matching a predicate and/or
-/// ObjectIDs, in an order, a page at a time.
-public struct FeatureQuery: Sendable {
-    public var predicate: FeaturePredicate?
-    public var objectIds: [Int64]?
-    public var orderBy: [(field: String, descending: Bool)]
-    public var offset: Int
-    public var limit: Int?
-
-    public init(predicate: FeaturePredicate? = nil, objectIds: [Int64]? = nil, orderBy: [(field: String, descending: Bool)] = [], offset: Int = 0, limit: Int? = nil) {
-        self.predicate = predicate; self.objectIds = objectIds; self.orderBy = orderBy; self.offset = offset; self.limit = limit
-    }
-}
-
-/// The SQL a predicate compiles to: text with `?` placeholders and the values bound to them.
-public struct CompiledFilter: Sendable, Hashable {
-    public var sql: String
-    public var arguments: [JSONValue]
-}
-
-public enum FeatureFilterCompiler {
-    /// The column of a field in the layer's projection table: `_oid`, `_globalid`, or the schema's own field
-    /// name quoted. Unknown fields (and geometry, blob, raster and XML fields) are `.invalidInput`.
-    public static func column(_ name: String, in layer: LayerSchema) throws(EditLogError) -> (sql: String, field: FieldSchema?) {
-        if let oid = layer.objectIdField, oid.lowercased() == name.lowercased() { return ("_oid", layer.field(oid)) }
-        if let gid = layer.globalIdField, gid.lowercased() == name.lowercased() { return ("_globalid", layer.field(gid)) }
-        guard let f = layer.field(name), layer.attributeFields.contains(where: { $0.name == f.name }) else {
-            throw EditLogError(.invalidInput, "\(layer.name) has no field \"\(name.prefix(60))\"")
-        }
-        switch f.type {
-        case .geometry, .blob, .raster, .xml: throw EditLogError(.invalidInput, "field \(f.name) of \(layer.name) cannot be queried")
-        default: return (ProjectionTables.quoted(f.name), f)
-        }
-    }
-
-    public static func compile(_ p: FeaturePredicate, layer: LayerSchema) throws(EditLogError) -> CompiledFilter {
-        var args: [JSONValue] = []
-        let sql = try predicate(p, layer, &args)
-        return CompiledFilter(sql: sql, arguments: args)
-    }
-
-    static func predicate(_ p: FeaturePredicate, _ l: LayerSchema, _ args: inout [JSONValue]) throws(EditLogError) -> String {
-        switch p {
-        case .and(let a, let b): return "(\(try predicate(a, l, &args)) AND \(try predicate(b, l, &args)))"
-        case .or(let a, let b): return "(\(try predicate(a, l, &args)) OR \(try predicate(b, l, &args)))"
-        case .not(let a): return "(NOT \(try predicate(a, l, &args)))"
-        case .compare(let a, let op, let b):
-            let hint = fieldType(a, l) ?? fieldType(b, l)
-            return "(\(try operand(a, l, hint, &args)) \(op.rawValue) \(try operand(b, l, hint, &args)))"
-        case .between(let a, let lo, let hi, let negated):
-            let hint = fieldType(a, l)
-            return "(\(try operand(a, l, hint, &args))\(negated ? " NOT" : "") BETWEEN \(try operand(lo, l, hint, &args)) AND \(try operand(hi, l, hint, &args)))"
-        case .inList(let a, let list, let negated):
-            guard !list.isEmpty else { throw EditLogError(.invalidInput, "IN needs at least one value") }
-            let hint = fieldType(a, l)
-            var items: [String] = []
-            for x in list { items.append(try operand(x, l, hint, &args)) }
-            return "(\(try operand(a, l, hint, &args))\(negated ? " NOT" : "") IN (\(items.joined(separator: ", "))))"
-        case .like(let a, let pattern, let escape, let negated):
-            // SQLite's LIKE is case-insensitive for ASCII, as ArcGIS's hosted services are.
-            var s = "(\(try operand(a, l, nil, &args))\(negated ? " NOT" : "") LIKE \(try operand(pattern, l, nil, &args))"
-            if let escape {
-                guard escape.count == 1 else { throw EditLogError(.invalidInput, "ESCAPE takes one character") }
-                args.append(.string(escape)); s += " ESCAPE ?"
-            }
-            return s + ")"
-        case .isNull(let a, let negated):
-            return "(\(try operand(a, l, nil, &args)) IS \(negated ? "NOT " : "")NULL)"
-        }
-    }
-
-    static func fieldType(_ o: FeatureOperand, _ l: LayerSchema) -> FieldType? {
-        switch o {
-        case .field(let n):
-            if let gid = l.globalIdField, gid.lowercased() == n.lowercased() { return .globalID }
-            return l.field(n)?.type
-        case .upper(let x), .lower(let x): return fieldType(x, l)
-        case .value: return nil
-        }
-    }
-
-    static func operand(_ o: FeatureOperand, _ l: LayerSchema, _ hint: FieldType?, _ args: inout [JSONValue]) throws(EditLogError) -> String {
-        switch o {
-        case .field(let n): return try column(n, in: l).sql
-        case .upper(let x): return "UPPER(\(try operand(x, l, nil, &args)))"
-        case .lower(let x): return "LOWER(\(try operand(x, l, nil, &args)))"
-        case .value(let v):
-            var v = v
-            // GlobalIDs and GUIDs are stored as {UPPER-CASE}; a client may write them in any case, with or without braces.
-            if hint == .globalID || hint == .guid, case .string(let s) = v, let g = GlobalID.normalize(s) { v = .string(g) }
-            switch v {
-            case .null, .int, .double, .string: args.append(v)
-            case .bool(let b): args.append(.int(b ? 1 : 0))
-            case .array, .object: throw EditLogError(.invalidInput, "a value in a filter must be a number or a string")
-            }
-            return "?"
-        }
-    }
-}
+@_exported import enum EditLogProjections.FeaturePredicate
+@_exported import enum EditLogProjections.FeatureOperand
+@_exported import struct EditLogProjections.FeatureQuery
+@_exported import struct EditLogProjections.CompiledFilter
+@_exported import enum EditLogProjections.FeatureFilterCompiler
 
 /// A page of features.
 public struct FeaturePage: Sendable {
@@ -140,66 +20,10 @@ public struct FeaturePage: Sendable {
 }
 
 extension EditLog {
-    static func databaseValue(_ v: JSONValue) -> (any DatabaseValueConvertible)? {
-        switch v {
-        case .null: return nil
-        case .bool(let b): return b
-        case .int(let i): return i
-        case .double(let d): return d
-        case .string(let s): return s
-        case .array, .object: return v.serialized()
-        }
-    }
-
-    /// `FROM p_layer_N WHERE _deleted = 0 AND …` with its arguments.
-    func filterSQL(_ q: FeatureQuery, layer l: LayerSchema) throws(EditLogError) -> (sql: String, arguments: StatementArguments) {
-        var sql = "FROM \(ProjectionTables.featureTable(l.id)) WHERE _deleted = 0"
-        var args: [(any DatabaseValueConvertible)?] = []
-        if let p = q.predicate {
-            let c = try FeatureFilterCompiler.compile(p, layer: l)
-            sql += " AND \(c.sql)"
-            args += c.arguments.map(Self.databaseValue)
-        }
-        if let ids = q.objectIds {
-            if ids.isEmpty { sql += " AND 0" } else {
-                // The ids bound as one JSON array: the SQL stays short whatever the list's length (SQLite parsed a
-                // placeholder per id, and GRDB boxed each argument) and SQLite looks each id up by rowid.
-                guard ids.count <= 30_000 else { throw EditLogError(.invalidInput, "at most 30000 objectIds per request") }
-                var list: [UInt8] = [UInt8(ascii: "[")]
-                list.reserveCapacity(ids.count * 8 + 2)
-                for (i, id) in ids.enumerated() {
-                    if i > 0 { list.append(UInt8(ascii: ",")) }
-                    JSONValue.writeInt(id, to: &list)
-                }
-                list.append(UInt8(ascii: "]"))
-                sql += " AND _oid IN (SELECT value FROM json_each(?))"
-                args.append(String(decoding: list, as: UTF8.self))
-            }
-        }
-        return (sql, StatementArguments(args))
-    }
-
-    func orderSQL(_ q: FeatureQuery, layer l: LayerSchema) throws(EditLogError) -> String {
-        var parts: [String] = []
-        for o in q.orderBy { parts.append("\(try FeatureFilterCompiler.column(o.field, in: l).sql) \(o.descending ? "DESC" : "ASC")") }
-        parts.append("_oid")
-        return " ORDER BY " + parts.joined(separator: ", ")
-    }
-
-    /// `SELECT <columns> FROM … WHERE … ORDER BY … LIMIT … OFFSET …` of a query's page, with its arguments;
-    /// `oneMore` reads one row past the limit (to tell `exceededTransferLimit`).
-    func pageSQL(_ columns: String, _ q: FeatureQuery, layer l: LayerSchema, oneMore: Bool) throws(EditLogError) -> (sql: String, arguments: StatementArguments) {
-        let (filter, arguments) = try filterSQL(q, layer: l)
-        var sql = "SELECT \(columns) " + filter + (try orderSQL(q, layer: l))
-        if let limit = q.limit { sql += " LIMIT \(max(0, limit) + (oneMore ? 1 : 0))" } else if q.offset > 0 { sql += " LIMIT -1" }
-        if q.offset > 0 { sql += " OFFSET \(q.offset)" }
-        return (sql, arguments)
-    }
-
     /// A page of the live features of a layer matching the query, in its order (then ObjectID order).
     public func queryFeatures(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> FeaturePage {
         let l = try layer(ref)
-        let (sql, arguments) = try pageSQL("*", q, layer: l, oneMore: true)
+        let (sql, arguments) = try q.pageSQL("*", layer: l, oneMore: true)
         let schema = self.schema
         return try read { db in
             let state = ProjectedState(db: db, schema: schema)
@@ -219,7 +43,7 @@ extension EditLog {
     /// comma-separated straight from the rows (the feature service's `f=json` query, its hot path).
     public func queryFeatureBytes(layer ref: String, _ q: FeatureQuery, fields: [FieldSchema], returnGeometry: Bool) throws(EditLogError) -> (bytes: [UInt8], count: Int, exceededTransferLimit: Bool) {
         let l = try layer(ref)
-        let (sql, arguments) = try pageSQL("*", q, layer: l, oneMore: true)
+        let (sql, arguments) = try q.pageSQL("*", layer: l, oneMore: true)
         let schema = self.schema
         let columns = ProjectedState.featureSetColumns(l, fields: fields)
         return try read { db in
@@ -236,7 +60,7 @@ extension EditLog {
     /// The ObjectIDs of every live feature matching the query (offset and limit apply when given).
     public func queryObjectIds(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> [Int64] {
         let l = try layer(ref)
-        let (sql, arguments) = try pageSQL("_oid", q, layer: l, oneMore: false)
+        let (sql, arguments) = try q.pageSQL("_oid", layer: l, oneMore: false)
         return try read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
     }
 
@@ -244,21 +68,21 @@ extension EditLog {
     /// apply when given): what `queryAttachments` needs of the parents, without reading their rows.
     public func queryIdentities(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> [(objectId: Int64, globalId: String)] {
         let l = try layer(ref)
-        let (sql, arguments) = try pageSQL("_oid, _globalid", q, layer: l, oneMore: false)
+        let (sql, arguments) = try q.pageSQL("_oid, _globalid", layer: l, oneMore: false)
         return try read { db in try Row.fetchAll(db, sql: sql, arguments: arguments).map { (objectId: $0[0], globalId: $0[1]) } }
     }
 
     /// How many live features match (offset and limit ignored, as ArcGIS does).
     public func queryCount(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> Int {
         let l = try layer(ref)
-        let (filter, arguments) = try filterSQL(q, layer: l)
+        let (filter, arguments) = try q.filterSQL(layer: l)
         return try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) " + filter, arguments: arguments) ?? 0 }
     }
 
     /// The count and the envelope (xmin, ymin, xmax, ymax) of the matching features' geometries; nil when none has one.
     public func queryExtent(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> (count: Int, extent: [Double]?) {
         let l = try layer(ref)
-        let (filter, arguments) = try filterSQL(q, layer: l)
+        let (filter, arguments) = try q.filterSQL(layer: l)
         return try read { db in
             guard let r = try Row.fetchOne(db, sql: "SELECT COUNT(*), MIN(_xmin), MIN(_ymin), MAX(_xmax), MAX(_ymax) " + filter, arguments: arguments) else { return (0, nil) }
             let n: Int = r[0]

@@ -12,7 +12,7 @@ extension BundleEventLine {
 
     /// Reads an event line laid out as `write` writes it (keys in that order, no whitespace, hashes and the id as
     /// plain strings), straight into its event: no object of the line's seventeen keys is built and then looked up
-    /// (that was a third of a bundle reader's work per event). Every value is read by the JSON parser's own code and
+    /// (a large share of a bundle reader's work per event). Every value is read by the JSON parser's own code and
     /// checked as `RecordedEvent(json:)` checks it. Any other layout, and any value that does not pass, answers nil:
     /// the caller then parses the line as JSON, which names what is wrong.
     static func decode(_ line: UnsafeBufferPointer<UInt8>) -> Decoded? {

@@ -10,9 +10,8 @@ enum BundleEventLine {
     /// Appends the line (without its newline) of `row` after the event whose hash is `previous`.
     ///
     /// The line is written into one buffer of its largest possible size (every string byte escaped as `\u00XX`)
-    /// and appended at once, not with an `Array.append` per key, string and hex run (about 18 per line). Callgrind
-    /// of the quick export (55.5k events): writing the lines took 0.48G instructions so, 0.20G now, of the
-    /// producing thread's 1.91G outside SHA-256.
+    /// and appended at once, not with an `Array.append` per key, string and hex run (about 18 per line): those
+    /// appends were most of the cost of writing a line.
     static func write(_ row: LoadedEventColumns, previous: UnsafeRawBufferPointer, to out: inout [UInt8]) throws(EditLogError) {
         let position = row.integer(.position)
         func required(_ c: EventHash.Column) throws(EditLogError) -> UnsafeRawBufferPointer {
@@ -31,7 +30,7 @@ enum BundleEventLine {
         let hexes = 2 * (hash.count + originHash.count + previous.count) + 6
         let bound = Self.fixedBytes + JSONValue.maxStringBytes(utf8Count: strings) + payload.count + hexes + 3 * 20
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer in
-            var w = Writer(base: buffer.baseAddress!)
+            var w = LineWriter(base: buffer.baseAddress!)
             w.key("{\"actor\":"); w.string(actor)
             w.key(",\"cause\":"); w.string(cause)
             w.key(",\"clientTime\":"); w.optional(clientTime)
@@ -59,8 +58,8 @@ enum BundleEventLine {
     /// its nine strings or `null` for each (at most 36), the id as a UUID (38): at most 272.
     static let fixedBytes = 320
 
-    /// Bytes written at `base`, which has room for them all (the caller's bound).
-    struct Writer {
+    /// One event line's bytes, written at `base`, which has room for them all (the caller's bound).
+    struct LineWriter {
         let base: UnsafeMutablePointer<UInt8>
         var count = 0
 

@@ -8,10 +8,9 @@ import GRDB
 ///
 /// The manifest is the bundle's first entry, but only its first gzip member depends on it: the writer leaves that
 /// member for last (`BundleWriter`'s deferred head). Run before the events, this pass kept both deflate threads
-/// idle for its whole time: on the 1.05M-event log, the first 0.5 s of the export (`perf record`: one thread busy,
-/// most of it SQLite reading every payload); alongside, the export took 4.55 / 4.58 / 4.74 s against 4.96 / 4.79 /
-/// 4.86 s (alternating). A second connection sees the same events: the range ends at a position that exists, and
-/// events and blobs are never updated or deleted.
+/// idle for its whole time (one thread busy, most of it SQLite reading every payload); alongside, the export is
+/// faster. A second connection sees the same events: the range ends at a position that exists, and events and
+/// blobs are never updated or deleted.
 final class ExportScan: @unchecked Sendable {
     struct Result {
         var count: Int64 = 0
@@ -65,8 +64,8 @@ final class ExportScan: @unchecked Sendable {
         if layers == nil {
             // Every event of the range: positions are gap-free, so the count is the range's length (the writing pass
             // checks it against the lines it writes) and only the ends' hashes are read; SQLite itself passes over the
-            // events that cannot reference a blob (only a payload that names a "sha256" can). Quick `bundle-export`:
-            // this pass took 46 ms when it stepped every event here, 32 ms so.
+            // events that cannot reference a blob (only a payload that names a "sha256" can), cheaper than stepping
+            // every event here.
             result.count = until - from
             if result.count > 0 {
                 func hash(at p: Int64) throws -> [UInt8] {

@@ -199,7 +199,7 @@ public enum BundleExport {
     static let sha256Key: [UInt8] = Array("\"sha256\"".utf8)
 
     /// Whether the bytes hold `"sha256"` (a key every blob reference has). A loop of its own: the standard
-    /// library's generic `firstRange(of:)` made the whole export a fifth slower.
+    /// library's generic `firstRange(of:)` slowed the whole export noticeably.
     static func mentionsSHA256(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let n = sha256Key.count
         guard bytes.count >= n else { return false }
@@ -212,8 +212,8 @@ public enum BundleExport {
     }
 
     /// The page cache of the export's connection while it reads, in KiB: the export reads each page of its range once
-    /// (twice for the manifest's blobs), in order, so a larger cache holds pages that are never read again. The
-    /// connection's own (16 MiB on a writing one) made 14 MB of the export's peak RSS; 2 MiB is SQLite's default.
+    /// (twice for the manifest's blobs), in order, so a larger cache holds pages that are never read again, and the
+    /// connection's own (16 MiB on a writing one) only adds to the export's peak RSS; 2 MiB is SQLite's default.
     static let readCacheKiB = 2_048
 
     /// Whether an event of `stream` goes in a bundle of `layers` (nil: every event); log streams (`$...`) always do.

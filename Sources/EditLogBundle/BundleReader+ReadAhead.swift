@@ -16,12 +16,9 @@ public final class BundleReadAhead: @unchecked Sendable {
 
     /// Every item, then the end, or the reader's error (`BundleReader.read` checks) once every item before it was taken.
     /// Up to 8 batches (1,024 events) in flight: the importing thread works in bursts (the projector writes its
-    /// pending rows 2,048 at a time) and the reading thread must not stop while one lasts. Measured on the 1.05M-event
-    /// bundle, alternating: 2 batches 16.55 / 15.87 s, 8 batches 15.37 / 15.10 s, 16 batches 14.96 / 15.08 s, peak RSS
-    /// 92.3–93.0 MB in all; with 2 both threads were busy about 80% of the time, each waiting for the other.
-    /// 16 → 8 batches once the import's page cache grew (`Importer.pageCacheKiB`): the reading thread's arena held
-    /// 2.8 MB less at its peak (`editlog bundle import`: 86.7 → 83.9 MB), which the cache took, for no time measured
-    /// (18.19 / 18.17 s with 8, 19.78 / 17.78 s with 16, alternating).
+    /// pending rows 2,048 at a time) and the reading thread must not stop while one lasts (with 2, each thread often
+    /// waited for the other). Not 16: the import's page cache (`Importer.pageCacheKiB`) took the memory the reading
+    /// thread's arena held for the other 8, at no measurable cost in time.
     public let items = HandOff<Item>(batchSize: 128, batchWeight: 1 << 20, maxBatches: 8)
     private let reader: BundleReader
     private let trust: [[UInt8]]

@@ -2,8 +2,8 @@ import EditLogCore
 
 /// SHA256SUMS checked as it is read, a piece at a time: it lists every entry before it, in order, with the SHA-256 of
 /// its data, one `<64 hex digits>  <name>` line each. A list that passes is fully given by the entries and the case
-/// of its hex digits, so it is not held: `bytes()` makes it again for the signature (a bundle of 24,000 attachments
-/// has a 3.3 MB list; held whole, it was the peak of an import's memory). From the first line whose digits are not
+/// of its hex digits, so it is not held: `bytes()` makes it again for the signature (a bundle of many attachments
+/// has a list of megabytes; held whole, it was the peak of an import's memory). From the first line whose digits are not
 /// all lowercase on, the lines are kept as read.
 struct SumsCheck {
     let entries: [SumEntry]

@@ -211,7 +211,7 @@ public final class BundleReader {
 
 /// An entry SHA256SUMS must list, in the order of the archive. A blob's name is `blobs/` and its SHA-256, which is
 /// also its entry's: it is kept as those 32 bytes only (a bundle of tens of thousands of attachments held a name
-/// string and a digest array for each, about 8 MB at 24,000).
+/// string and a digest array for each).
 enum SumEntry {
     case named(String, [UInt8])
     case blob(BlobRef)

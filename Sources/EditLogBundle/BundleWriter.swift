@@ -13,10 +13,9 @@ public enum BundleLayout {
     public static let chunkBytes = 4 << 20
     /// The largest event chunk a reader accepts (it holds one chunk in memory).
     public static let maxChunkBytes: Int64 = 64 << 20
-    /// Uncompressed bytes per gzip member, as the export cuts them (2 MiB: see `DeflateTuning.bundle`, for zlib; with
-    /// libdeflate, `GzipEngine.bundle`, 2 MiB members are 0.945x `gzip -6`'s size). Each member
-    /// starts with no history, so longer ones compress a little better: with a chain of 8, 1 MiB blocks gave
-    /// 138,332,030 bytes of the 805.9 MB bench tar, 2 MiB 138,075,554. Readers accept members of any size.
+    /// Uncompressed bytes per gzip member, as the export cuts them (chosen with the deflate settings: zlib's
+    /// `DeflateTuning.bundle`, libdeflate's `GzipEngine.bundle`). Each member starts with no history, so longer ones
+    /// compress a little better, and more bytes are in flight. Readers accept members of any size.
     public static let gzipBlockBytes = 2 << 20
 
     public static func chunkName(_ n: Int) -> String {

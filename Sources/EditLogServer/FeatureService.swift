@@ -134,8 +134,7 @@ final class FeatureService: Sendable {
 
     /// Reads run on a concurrent queue and edits on a serial one, not on Swift's cooperative pool: each is
     /// synchronous SQLite work (an edit waits for its commit's fsync), and on a machine with two cores the
-    /// pool has two threads — one edit and one query in them held every other request back (p99 at twice
-    /// the expected load was 2–4x its p50).
+    /// pool has two threads — one edit and one query in them held every other request back (a long p99 tail).
     static let reads = DispatchQueue(label: "editlog.serve.reads", qos: .userInitiated, attributes: .concurrent)
     static let edits = DispatchQueue(label: "editlog.serve.edits", qos: .userInitiated)
 

@@ -21,7 +21,7 @@ final class LogHandles: @unchecked Sendable {
     private var idle: [EditLog] = []
     private let keep: Int
     /// WAL checkpoints run off the request path: the writer's commits never checkpoint (a checkpoint inside a
-    /// commit made that edit wait for the whole copy and its fsync: applyEdits p99 over 100 ms); after a write,
+    /// commit made that edit wait for the whole copy and its fsync: applyEdits' slowest answers); after a write,
     /// when none is running and the last began over `checkpointInterval` seconds ago, a PASSIVE checkpoint runs on
     /// its own connection, on its own queue, while edits and reads go on.
     private let checkpoints = DispatchQueue(label: "editlog.serve.checkpoint", qos: .utility)

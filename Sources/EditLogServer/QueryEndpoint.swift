@@ -78,7 +78,7 @@ extension FeatureService {
 
     /// The common spelling (ASCII digits, commas, spaces, optional brackets) read byte by byte; nil for
     /// anything else, which `objectIdList` then reads (and names when it is wrong). Splitting and trimming
-    /// with Foundation took 2 ms for a list of 1,000.
+    /// with Foundation was slow for long lists.
     static func plainObjectIdList(_ text: String) -> [Int64]? {
         var text = text
         return text.withUTF8 { b -> [Int64]? in

@@ -3,8 +3,8 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// The event INSERT bound and stepped through SQLite's C API: the hot path of every append (profiled at about a
-/// tenth of `record` in GRDB's argument boxing), with the same statement and the same constraint handling.
+/// The event INSERT bound and stepped through SQLite's C API: the hot path of every append (GRDB's argument boxing
+/// showed in `record`'s profile), with the same statement and the same constraint handling.
 extension Appender {
     /// Inserts the row; false when a UNIQUE constraint fired (the caller finds out which), throws any other error.
     /// Texts and blobs are bound from `arena` (no copy by SQLite), which is reset with the statement.

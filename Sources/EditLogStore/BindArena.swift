@@ -3,7 +3,7 @@ import Foundation
 /// Bytes bound to a statement without SQLite copying them (`SQLITE_STATIC`): each text or blob is copied once into
 /// this reusable buffer, which stays where it is until the statement has stepped and is reset; then `reset()` makes
 /// the room free again. With `SQLITE_TRANSIENT` SQLite allocated and copied every value itself (a malloc, a memcpy
-/// and its memory-statistics mutex per bound text): about a tenth of an event insert in a million-event import.
+/// and its memory-statistics mutex per bound text), a visible part of every event insert.
 ///
 /// Owned by one thread (an `Appender` for its transaction, a `Projector`, a rebuild's row writer). A value larger than the room left gets an allocation of its
 /// own, freed at `reset()`, so no address handed out ever moves.

@@ -3,8 +3,8 @@ import GRDBSQLite
 
 /// Where a row's columns are read out of SQLite once, for a reader that goes over them more than once (the
 /// export checks each event's chain hash, then writes its line from the same columns). Reading a column from a
-/// statement is three calls into SQLite (type, bytes pointer, length); the export made them twice per column, about
-/// 17% of its producing thread (`perf`, the 1.05M-event export).
+/// statement is three calls into SQLite (type, bytes pointer, length), and the export made them twice per column,
+/// a large part of its producing thread's time.
 ///
 /// One loader serves a whole statement: each row read overwrites the last one's columns.
 public final class EventColumnLoader {

@@ -42,8 +42,8 @@ public final class EventStore: Sendable {
     ///   (synchronous=NORMAL: a commit itself never fsyncs, a checkpoint does).
     /// - `secure_delete = FAST` instead of the system SQLite's ON (Debian builds it with SECURE_DELETE): a freed page
     ///   is no longer written out as zeros, while deleted content inside a page still is. A log deletes no event; what
-    ///   it frees is projection rows, which its events hold anyway (quick `append-bulk` and `bundle-import`: 5–7% faster;
-    ///   a rebuild's drop of the projection tables: 369–413 ms → 51 ms at a million events).
+    ///   it frees is projection rows, which its events hold anyway (appends, imports and a rebuild's drop of the
+    ///   projection tables are faster: `tools/BENCH-RESULTS.md`).
     /// The first two are bounded: 16 MiB more memory per writing connection, at most about 40 MiB of WAL between checkpoints.
     public static let writerSettings = ["PRAGMA cache_size = -\(writerCacheKiB)", "PRAGMA wal_autocheckpoint = 10000", "PRAGMA secure_delete = FAST"]
     /// The page cache of a writing connection, in KiB.
@@ -216,8 +216,8 @@ public final class EventStore: Sendable {
     ///
     /// Not GRDB's `read`: on a read-write connection it wraps each read in `PRAGMA query_only = 1` and `= 0`, and
     /// SQLite's flag pragmas expire every prepared statement of the connection, so every read compiled its cached
-    /// statements again (profiled: a sixth of a sync's time, most of it GRDB's authorizer walking the columns of
-    /// `SELECT *` on a feature table). Rolling back keeps the read from leaving a write behind.
+    /// statements again (in a sync's profile, most of it GRDB's authorizer walking the columns of `SELECT *` on a
+    /// feature table). Rolling back keeps the read from leaving a write behind.
     public func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
         do {
             return try dbQueue.unsafeRead { db in

@@ -3,8 +3,8 @@ import GRDB
 import GRDBSQLite
 
 /// Parameters of a prepared statement bound through SQLite's C API, for the write hot paths (projection rows
-/// in `record` and `rebuild`): GRDB's `StatementArguments` boxes every value and validates the count first,
-/// which profiled at a fifth of the projector's row writes. Same statements, same SQLite types.
+/// in `record` and `rebuild`): GRDB's `StatementArguments` boxes every value and validates the count first, a
+/// large part of the projector's row writes. Same statements, same SQLite types.
 public struct RawBindings {
     let stmt: OpaquePointer
     /// Where texts and blobs are copied to be bound without SQLite's own copy (`BindArena`); nil: SQLite copies them.

@@ -101,19 +101,18 @@ struct DemoStory {
     /// The log served as a FeatureServer on 127.0.0.1 (a free port). Device C, made from the fixtures, syncs (it
     /// pulls the day); then ann edits the tree on the hub and cal edits it offline on C with an earlier clock; C's
     /// next sync uploads last, so its value wins (ArcGIS's last-in-wins), and the conflict names that rule.
-    mutating func hubAndSync(tree: String) throws(EditLogError) {
+    mutating func hubAndSync(tree: String) async throws(EditLogError) {
         section("A hub and a sync (ArcGIS REST on loopback)")
         let c = try device("device-c")
         defer { c.close() }
         command("serve \(path) --port 8080 --token-file tokens.txt      # tokens.txt: demo-token-0001 office")
         command("sync \(c.path) --service http://127.0.0.1:8080/arcgis/rest/services/Demo/FeatureServer --token-file token.txt")
-        let hub = Unchecked(log), device = Unchecked(c)
-        let first = try waitFor { () async throws(EditLogError) -> SyncReport in try await Self.sync(hub.value, device.value) }
+        let first = try await Self.sync(log, c)
         say("  device C's first sync pulled \(first.pulled.count) changed features of the day")
         try edit(log, tree: tree, field: "SiteWidth", value: "6", actor: "ann", at: "2026-06-03T18:00:00Z", session: "demo-ann-2")
         try edit(c, tree: tree, field: "SiteWidth", value: "4", actor: "cal", at: "2026-06-03T09:00:00Z", session: "demo-cal-1")
         say("  ann sets SiteWidth 6 on the hub at 18:00; cal, offline, sets 4 on C at 09:00; C syncs again")
-        let r = try waitFor { () async throws(EditLogError) -> SyncReport in try await Self.sync(hub.value, device.value) }
+        let r = try await Self.sync(log, c)
         say("  pulled \(r.pulled.count), pushed \(r.pushed.count), \(r.conflicts.count) conflict(s): \(r.conflicts.first?.ruleDescription ?? "-") → \(r.conflicts.first?.winner.rawValue ?? "-") won")
         say("  SiteWidth now \(short(try Self.value(log, tree, "SiteWidth") ?? .null)) on the hub and \(short(try Self.value(c, tree, "SiteWidth") ?? .null)) on C")
         json["sync"] = r.json
@@ -152,10 +151,4 @@ struct DemoStory {
         say("  \(out): \(r.sessionCount) sessions, \(r.changes.count) features changed, \(r.conflicts.count) conflicts (one HTML file, no script)")
         json["report"] = .string(out)
     }
-}
-
-/// A value handed across a task boundary that only one task uses at a time (the demo waits for the task).
-final class Unchecked<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import EditLog
 import Foundation
 
-struct Demo: ParsableCommand {
+struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The main job: build a Trees of Portland log, record a day of field sessions, and tell what happened.",
         discussion: """
@@ -35,11 +35,11 @@ struct Demo: ParsableCommand {
         return candidates.first { FileManager.default.fileExists(atPath: $0 + "/service.json") }
     }
 
-    func run() throws {
-        try handleErrors { try perform() }
+    func run() async throws {
+        try await handleErrors { try await perform() }
     }
 
-    func perform() throws {
+    func perform() async throws {
         do {
             guard let dir = fixtures ?? Demo.defaultFixtures() else {
                 throw EditLogError(.notFound, "cannot find Fixtures/trees-of-portland; pass --fixtures DIR")
@@ -118,7 +118,7 @@ struct Demo: ParsableCommand {
             try story.diff(from: middle, to: head)
             if let tree {
                 try story.twoDevices(tree: tree)
-                try story.hubAndSync(tree: tree)
+                try await story.hubAndSync(tree: tree)
             }
             try story.report()
             let stats = try log.stats()

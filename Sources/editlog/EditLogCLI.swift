@@ -3,7 +3,7 @@ import EditLog
 import Foundation
 
 @main
-struct EditLogCLI: ParsableCommand {
+struct EditLogCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "editlog",
         abstract: "An event-sourced, tamper-evident edit log for field data collected against ArcGIS feature services.",
@@ -15,9 +15,9 @@ struct EditLogCLI: ParsableCommand {
                       Replay.self, Export.self, CheckpointCommand.self, Report.self, Rebuild.self, Verify.self, BundleCommand.self, ConflictsCommand.self, KeysCommand.self, Serve.self, Sync.self, Demo.self]
     )
 
-    static func main() {
+    static func main() async {
         ProcessMemory.keepLargeAllocationsMapped()
-        main(ConflictsCommand.logFirst(Array(CommandLine.arguments.dropFirst())))
+        await main(ConflictsCommand.logFirst(Array(CommandLine.arguments.dropFirst())))
     }
 }
 
@@ -26,9 +26,23 @@ func handleErrors(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let e as EditLogError {
-        FileHandle.standardError.write(Data("editlog: error: \(e.description)\n".utf8))
-        throw ExitCode(exitCode(e.kind))
+        throw reported(e)
     }
+}
+
+/// `handleErrors` for the async commands (`init`, `sync`, `serve`, `demo`).
+func handleErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let e as EditLogError {
+        throw reported(e)
+    }
+}
+
+/// Prints `e` on stderr; the exit code of its kind, to throw.
+private func reported(_ e: EditLogError) -> ExitCode {
+    FileHandle.standardError.write(Data("editlog: error: \(e.description)\n".utf8))
+    return ExitCode(exitCode(e.kind))
 }
 
 func exitCode(_ kind: EditLogError.Kind) -> Int32 {
@@ -128,27 +142,6 @@ func short(_ v: JSONValue, _ max: Int = 40) -> String {
     let s: String
     if case .string(let t) = v { s = t } else { s = v.serialized() }
     return s.count > max ? String(s.prefix(max - 1)) + "…" : s
-}
-
-/// Runs `body` (async) to its end from a synchronous command: the commands are `ParsableCommand`s, so the
-/// network work of `init --service URL` and `sync` waits here.
-func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws(EditLogError) -> T) throws(EditLogError) -> T {
-    let box = ResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do throws(EditLogError) { box.set(.success(try await body())) } catch { box.set(.failure(error)) }
-        done.signal()
-    }
-    done.wait()
-    return try box.get().get()
-}
-
-/// An async task's outcome, handed back to the waiting command.
-final class ResultBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<T, EditLogError> = .failure(EditLogError(.io, "the task did not finish"))
-    func set(_ r: Result<T, EditLogError>) { lock.lock(); result = r; lock.unlock() }
-    func get() -> Result<T, EditLogError> { lock.lock(); defer { lock.unlock() }; return result }
 }
 
 /// Options of the commands that talk to a FeatureServer with a token.

@@ -3,7 +3,7 @@ import EditLog
 import EditLogSync
 import Foundation
 
-struct Init: ParsableCommand {
+struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a log for a feature service.",
         discussion: """
@@ -51,17 +51,15 @@ struct Init: ParsableCommand {
         service.first { let l = $0.lowercased(); return (l.hasPrefix("http://") || l.hasPrefix("https://")) && !FileManager.default.fileExists(atPath: $0) }
     }
 
-    func run() throws {
-        try handleErrors {
+    func run() async throws {
+        try await handleErrors {
             var live: (client: FeatureServiceClient, snapshot: ServiceSnapshot)?
             // The baseline is the service's features; its attachments and ObjectIDs come with the first `sync`,
             // whose snapshot finds this log holding the same features.
             if let url = liveService {
                 let client = try FeatureServiceClient(url: url, token: try tokens.resolved())
                 let bar = ProgressBar(label: "features")
-                let snap = try waitFor { () async throws(EditLogError) -> ServiceSnapshot in
-                    try await ServiceSnapshot.read(client, progress: { bar.update($0, $1) })
-                }
+                let snap = try await ServiceSnapshot.read(client, progress: { bar.update($0, $1) })
                 bar.finish()
                 live = (client, snap)
             }

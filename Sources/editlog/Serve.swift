@@ -4,7 +4,7 @@ import EditLogServer
 import Foundation
 import Hummingbird
 
-struct Serve: ParsableCommand {
+struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve the log as an ArcGIS FeatureServer: queries read the projections; edits are recorded as edit sessions of the token's user.",
         discussion: """
@@ -46,8 +46,8 @@ struct Serve: ParsableCommand {
         if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a non-empty name without \"/\"") }
     }
 
-    func run() throws {
-        try handleErrors {
+    func run() async throws {
+        try await handleErrors {
             var options = ServerOptions(serviceName: name ?? ServerOptions.defaultServiceName(forLogAt: log.db))
             options.host = host
             options.port = port
@@ -66,22 +66,7 @@ struct Serve: ParsableCommand {
             let app = makeApplication(log: editLog, options: options) { port in
                 out("editlog: serving http://\(shownHost):\(port)/arcgis/rest/services/\(serviceName)/FeatureServer")
             }
-            let done = DispatchSemaphore(value: 0)
-            let failure = FailureBox()
-            Task {
-                do { try await app.runService() } catch { failure.set("\(error)") }
-                done.signal()
-            }
-            done.wait()
-            if let message = failure.get() { throw EditLogError(.io, "the server stopped: \(message)") }
+            do { try await app.runService() } catch { throw EditLogError(.io, "the server stopped: \(error)") }
         }
     }
-}
-
-/// The server task's error, handed back to the waiting command.
-final class FailureBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var message: String?
-    func set(_ m: String) { lock.lock(); message = m; lock.unlock() }
-    func get() -> String? { lock.lock(); defer { lock.unlock() }; return message }
 }

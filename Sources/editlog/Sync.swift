@@ -3,7 +3,7 @@ import EditLog
 import EditLogSync
 import Foundation
 
-struct Sync: ParsableCommand {
+struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Sync the log with an ArcGIS FeatureServer: pull its changes, merge them field by field, push this log's changes.",
         discussion: """
@@ -39,8 +39,8 @@ struct Sync: ParsableCommand {
 
     @OptionGroup var json: JSONFlag
 
-    func run() throws {
-        try handleErrors {
+    func run() async throws {
+        try await handleErrors {
             let tok = try tokens.resolved()
             let client = try FeatureServiceClient(url: service, token: tok)
             var options = SyncOptions(policy: policy, dryRun: dryRun, actor: actor, device: device)
@@ -48,17 +48,17 @@ struct Sync: ParsableCommand {
             if let at = ProcessInfo.processInfo.environment["EDITLOG_SYNC_KILL_AT"], !at.isEmpty {
                 options.failpoint = { name in if name == at { kill(getpid(), SIGKILL) } }
             }
-            let path = log.db, dry = dryRun
             if isatty(2) == 1 {
                 let bar = ProgressBar(label: "snapshot")
                 options.progress = { _, done, total in bar.update(done, total); if done >= total { bar.finish() } }
             }
-            let opts = options
-            let r = try waitFor { () async throws(EditLogError) -> SyncReport in
-                if dry { return try await SyncEngine.plan(logAt: path, client: client, options: opts) }
-                let editLog = try EditLog.open(at: path)
+            let r: SyncReport
+            if dryRun {
+                r = try await SyncEngine.plan(logAt: log.db, client: client, options: options)
+            } else {
+                let editLog = try EditLog.open(at: log.db)
                 defer { editLog.close() }
-                return try await SyncEngine(log: editLog, client: client, options: opts).run()
+                r = try await SyncEngine(log: editLog, client: client, options: options).run()
             }
             if json.json { out(r.json.serialized()); return }
             print(r)

@@ -129,23 +129,6 @@ import Testing
         #expect(early == h.filter { $0.position <= cut } && early.count < h.count)
     }
 
-    @Test func sessionsShowWhatCanceledAndAbandonedSessionsDiscarded() throws {
-        let tmp = TempPath()
-        let log = try Self.fullLog(tmp.path)
-        let canceled = try log.sessions(status: "canceled")
-        let s0501 = try #require(canceled.first { $0.id == "s-0501" })
-        let att = try #require(s0501.state.attachmentsAdded.first)
-        #expect(att.name == "wrong-tree.jpg" && att.size > 0 && att.sha256.count == 64)
-        let s0801 = try #require(canceled.first { $0.id == "s-0801" })
-        #expect(s0801.relationships.map(\.name) == ["Species_Trees"] && s0801.relationships.map(\.globalId) == ["{2A131C1F-CCD0-45C1-AD59-00DD1BFF3142}"])
-        #expect(s0801.json["relationships"]?.arrayValue?.first?["relationship"] == "Species_Trees")
-        #expect(s0501.json["attachmentsAdded"]?.arrayValue?.first?["sha256"] == .string(att.sha256))
-        guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { return }
-        let text = try CLI.run("sessions", tmp.path, "--status", "canceled").stdout
-        #expect(text.contains("attachment wrong-tree.jpg  \(att.size) bytes  sha256 \(att.sha256)"))
-        #expect(text.contains("relationship Species_Trees → {2A131C1F-CCD0-45C1-AD59-00DD1BFF3142}") && text.contains("started (client)"))
-    }
-
     // MARK: diff
 
     struct Snapshot: Equatable { var layer: Int; var attributes: [String: JSONValue]; var live: Bool }
@@ -343,48 +326,6 @@ import Testing
         // The window before it is still read.
         #expect(try !reopened.diff(from: .position(from), to: .position(bad - 1)).changes.isEmpty)
     }
-
-    @Test func cliAuditCommands() throws {
-        guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { Issue.record("no binary at \(CLI.binary)"); return }
-        let tmp = TempPath()
-        _ = try Self.fullLog(tmp.path)
-        let blame = try CLI.run("blame", tmp.path, Self.tree96, "--json")
-        #expect(blame.status == 0, "\(blame.stderr)")
-        let bj = try JSONParser.parse(blame.stdout)
-        #expect(bj["clock"] == "client" && bj["fields"]?.arrayValue?.contains { $0["field"] == "DBH" && $0["session"] == "s-0502" } == true)
-        let text = try CLI.run("blame", tmp.path, Self.tree96, "--by", "recorded").stdout
-        #expect(text.contains("time (recorded)") && text.contains("rule:tree-latest-inspection"))
-        #expect(try CLI.run("blame", tmp.path, Self.tree96, "--by", "server").status == 64)
-        #expect(try CLI.run("blame", tmp.path, Self.tree96, "--as-of", "soon").status == 64)
-        #expect(try CLI.run("blame", tmp.path, newGID(999_999)).status == 68)
-        let h = try CLI.run("history", tmp.path, Self.tree96, "--as-of", "2026-06-01T17:00:00Z")
-        #expect(h.status == 0 && h.stdout.contains("time (client)") && h.stdout.contains("@related:Inspections (Tree_Inspections)"))
-        let hj = try JSONParser.parse(try CLI.run("history", tmp.path, Self.tree96, "--json", "--by", "recorded").stdout)
-        #expect(hj["clock"] == "recorded" && hj["entries"]?.arrayValue?.first?["clock"] == "recorded")
-        let diff = try CLI.run("diff", tmp.path, "450", "2026-07-01T00:00:00Z", "--layer", "Trees")
-        #expect(diff.status == 0 && diff.stdout.contains("Trees:") && diff.stdout.contains("Condition: Good → Fair  (maria.lopez; session)"), "\(diff.stderr)")
-        // A tracking-only update is marked, its dates in the one human form.
-        let s0203 = try Self.position(tmp.path, "SELECT position FROM events WHERE session = 's-0203' AND type = 'SessionCommitted'")
-        let tracking = try CLI.run("diff", tmp.path, "\(s0203 - 1)", "\(s0203)").stdout
-        #expect(tracking.contains("~ {A48AA108-B599-477F-B78E-E9E8B676291D}  by dev.patel; sessions s-0203  (editor tracking only)"), "\(tracking)")
-        #expect(tracking.contains("Trees: 0 added, 0 deleted, 1 updated (1 editor tracking only)") && tracking.contains("EditDate: 20"))
-        let ht = try CLI.run("history", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}").stdout
-        #expect(ht.split(separator: "\n").contains { $0.hasPrefix("\(s0203) ") && $0.contains("Editor") && $0.contains("dev.patel") }, "\(ht)")
-        // show prints dates as history and blame do (`--json` keeps Esri epoch milliseconds).
-        let shown = try CLI.run("show", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}").stdout
-        let ms = try #require(try JSONParser.parse(try CLI.run("show", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}", "--json").stdout)["attributes"]?["EditDate"]?.intValue)
-        #expect(shown.split(separator: "\n").contains { $0.hasPrefix("EditDate ") && $0.hasSuffix(" \(Timestamp.human(milliseconds: ms))") }
-                && !shown.contains(String(ms)), "\(shown)")
-        #expect(ht.contains(Timestamp.human(milliseconds: ms)))
-        for f in ["json", "geojson"] {
-            let r = try CLI.run("diff", tmp.path, "0", "2026-07-01T00:00:00Z", "--format", f)
-            #expect(r.status == 0 && (try? JSONParser.parse(r.stdout)) != nil, "\(f): \(r.stderr)")
-        }
-        #expect(try CLI.run("diff", tmp.path, "10", "5").status == 64)
-        let log = try CLI.run("log", tmp.path, "--since", "2026-06-08T00:00:00Z", "--until", "2026-06-09T00:00:00Z")
-        #expect(log.stdout.hasPrefix("pos\ttime (client)") && !log.stdout.hasSuffix("\n0 events\n"))
-        #expect(try CLI.run("log", tmp.path, "--since", "2026-06-08T00:00:00Z", "--until", "2026-06-09T00:00:00Z", "--by", "recorded").stdout.hasSuffix("\n0 events\n"))
-    }
 }
 
 /// `editlog report`: one self-contained HTML file, loaded in headless Chromium.
@@ -392,61 +333,128 @@ import Testing
     static func chromium() -> String? {
         ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
+}
 
-    @Test func reportFiguresMatchTheLogAndChromiumRendersThem() throws {
-        let tmp = TempPath()
-        let log = try AuditViewsTests.fullLog(tmp.path)
-        let (from, to) = ("2026-06-01T00:00:00.000Z", "2026-06-30T00:00:00.000Z")
-        let r = try log.report(from: .time(from), to: .time(to))
-        let window = "COALESCE(client_time, recorded_time) > ? AND COALESCE(client_time, recorded_time) <= ?"
-        func count(_ type: String) throws -> Int {
-            try RawLog.read(tmp.path) { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE type = ? AND \(window)", arguments: [type, from, to]) ?? 0 }
+extension AuditViewsTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        @Test func sessionsShowWhatCanceledAndAbandonedSessionsDiscarded() throws {
+            let tmp = TempPath()
+            let log = try AuditViewsTests.fullLog(tmp.path)
+            let canceled = try log.sessions(status: "canceled")
+            let s0501 = try #require(canceled.first { $0.id == "s-0501" })
+            let att = try #require(s0501.state.attachmentsAdded.first)
+            #expect(att.name == "wrong-tree.jpg" && att.size > 0 && att.sha256.count == 64)
+            let s0801 = try #require(canceled.first { $0.id == "s-0801" })
+            #expect(s0801.relationships.map(\.name) == ["Species_Trees"] && s0801.relationships.map(\.globalId) == ["{2A131C1F-CCD0-45C1-AD59-00DD1BFF3142}"])
+            #expect(s0801.json["relationships"]?.arrayValue?.first?["relationship"] == "Species_Trees")
+            #expect(s0501.json["attachmentsAdded"]?.arrayValue?.first?["sha256"] == .string(att.sha256))
+            guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { return }
+            let text = try CLI.run("sessions", tmp.path, "--status", "canceled").stdout
+            #expect(text.contains("attachment wrong-tree.jpg  \(att.size) bytes  sha256 \(att.sha256)"))
+            #expect(text.contains("relationship Species_Trees → {2A131C1F-CCD0-45C1-AD59-00DD1BFF3142}") && text.contains("started (client)"))
         }
-        #expect(r.sessionCount == (try count("SessionStarted")) && r.sessionCount > 0)
-        #expect(r.derived.count == (try count("FeatureDerived")) && r.derived.allSatisfy { $0.cause.hasPrefix("rule:") })
-        let changes = try ["SessionCommitted", "FeatureDerived", "FeatureDeleted", "FeatureBaselined"].map(count).reduce(0, +)
-        #expect(r.byCause.values.reduce(0, +) == changes && r.byLayer.values.reduce(0, +) == changes && r.byActor.values.reduce(0, +) == changes)
-        #expect(Set(r.discarded.map(\.id)) == ["s-0501", "s-0504", "s-0801"])
-        // The report keeps each changed feature's kind and the centre of its geometry (its fields are diff's).
-        let diff = try log.diff(from: .time(from), to: .time(to), geometry: true).changes
-        func key(_ c: FeatureChange) -> String {
-            let b = Geometry.bounds(c.geometry)
-            return "\(c.layer) \(c.globalId) \(c.kind) \(b.map { "\(($0.minX + $0.maxX) / 2) \(($0.minY + $0.maxY) / 2)" } ?? "-")"
-        }
-        func key(_ c: AuditReport.ChangedFeature) -> String { "\(c.layer) \(c.globalId) \(c.kind) \(c.centre.map { "\($0.x) \($0.y)" } ?? "-")" }
-        #expect(r.changes.map(key) == diff.map(key) && !r.changes.isEmpty)
-        #expect(r.changes.contains { $0.centre != nil })
 
-        let html = TempPath("report")
-        let page = html.path + ".html"
-        defer { try? FileManager.default.removeItem(atPath: page) }
-        guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { Issue.record("no binary at \(CLI.binary)"); return }
-        let run = try CLI.run("report", tmp.path, "--from", from, "--to", to, "--out", page)
-        #expect(run.status == 0, "\(run.stderr)")
-        let text = try String(contentsOfFile: page, encoding: .utf8)
-        // Self-contained: no script, no stylesheet or image link, nothing fetched.
-        for bad in ["<script", "<link", "<img", "src=", "url(", "@import"] { #expect(!text.contains(bad), "\(bad)") }
-        #expect(text.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "").range(of: "http") == nil)
-
-        guard let chromium = Self.chromium() else {
-            Issue.record("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
-            return
+        @Test func cliAuditCommands() throws {
+            guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { Issue.record("no binary at \(CLI.binary)"); return }
+            let tmp = TempPath()
+            _ = try AuditViewsTests.fullLog(tmp.path)
+            let blame = try CLI.run("blame", tmp.path, AuditViewsTests.tree96, "--json")
+            #expect(blame.status == 0, "\(blame.stderr)")
+            let bj = try JSONParser.parse(blame.stdout)
+            #expect(bj["clock"] == "client" && bj["fields"]?.arrayValue?.contains { $0["field"] == "DBH" && $0["session"] == "s-0502" } == true)
+            let text = try CLI.run("blame", tmp.path, AuditViewsTests.tree96, "--by", "recorded").stdout
+            #expect(text.contains("time (recorded)") && text.contains("rule:tree-latest-inspection"))
+            #expect(try CLI.run("blame", tmp.path, AuditViewsTests.tree96, "--by", "server").status == 64)
+            #expect(try CLI.run("blame", tmp.path, AuditViewsTests.tree96, "--as-of", "soon").status == 64)
+            #expect(try CLI.run("blame", tmp.path, newGID(999_999)).status == 68)
+            let h = try CLI.run("history", tmp.path, AuditViewsTests.tree96, "--as-of", "2026-06-01T17:00:00Z")
+            #expect(h.status == 0 && h.stdout.contains("time (client)") && h.stdout.contains("@related:Inspections (Tree_Inspections)"))
+            let hj = try JSONParser.parse(try CLI.run("history", tmp.path, AuditViewsTests.tree96, "--json", "--by", "recorded").stdout)
+            #expect(hj["clock"] == "recorded" && hj["entries"]?.arrayValue?.first?["clock"] == "recorded")
+            let diff = try CLI.run("diff", tmp.path, "450", "2026-07-01T00:00:00Z", "--layer", "Trees")
+            #expect(diff.status == 0 && diff.stdout.contains("Trees:") && diff.stdout.contains("Condition: Good → Fair  (maria.lopez; session)"), "\(diff.stderr)")
+            // A tracking-only update is marked, its dates in the one human form.
+            let s0203 = try AuditViewsTests.position(tmp.path, "SELECT position FROM events WHERE session = 's-0203' AND type = 'SessionCommitted'")
+            let tracking = try CLI.run("diff", tmp.path, "\(s0203 - 1)", "\(s0203)").stdout
+            #expect(tracking.contains("~ {A48AA108-B599-477F-B78E-E9E8B676291D}  by dev.patel; sessions s-0203  (editor tracking only)"), "\(tracking)")
+            #expect(tracking.contains("Trees: 0 added, 0 deleted, 1 updated (1 editor tracking only)") && tracking.contains("EditDate: 20"))
+            let ht = try CLI.run("history", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}").stdout
+            #expect(ht.split(separator: "\n").contains { $0.hasPrefix("\(s0203) ") && $0.contains("Editor") && $0.contains("dev.patel") }, "\(ht)")
+            // show prints dates as history and blame do (`--json` keeps Esri epoch milliseconds).
+            let shown = try CLI.run("show", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}").stdout
+            let ms = try #require(try JSONParser.parse(try CLI.run("show", tmp.path, "{A48AA108-B599-477F-B78E-E9E8B676291D}", "--json").stdout)["attributes"]?["EditDate"]?.intValue)
+            #expect(shown.split(separator: "\n").contains { $0.hasPrefix("EditDate ") && $0.hasSuffix(" \(Timestamp.human(milliseconds: ms))") }
+                    && !shown.contains(String(ms)), "\(shown)")
+            #expect(ht.contains(Timestamp.human(milliseconds: ms)))
+            for f in ["json", "geojson"] {
+                let r = try CLI.run("diff", tmp.path, "0", "2026-07-01T00:00:00Z", "--format", f)
+                #expect(r.status == 0 && (try? JSONParser.parse(r.stdout)) != nil, "\(f): \(r.stderr)")
+            }
+            #expect(try CLI.run("diff", tmp.path, "10", "5").status == 64)
+            let log = try CLI.run("log", tmp.path, "--since", "2026-06-08T00:00:00Z", "--until", "2026-06-09T00:00:00Z")
+            #expect(log.stdout.hasPrefix("pos\ttime (client)") && !log.stdout.hasSuffix("\n0 events\n"))
+            #expect(try CLI.run("log", tmp.path, "--since", "2026-06-08T00:00:00Z", "--until", "2026-06-09T00:00:00Z", "--by", "recorded").stdout.hasSuffix("\n0 events\n"))
         }
-        let flags = "--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --virtual-time-budget=2000"
-        let dom = try CLI.sh("\(chromium) \(flags) --dump-dom file://\(page) 2>/dev/null")
-        #expect(dom.status == 0)
-        let kinds = Dictionary(grouping: r.changes, by: \.kind).mapValues(\.count)
-        #expect(dom.stdout.contains("id=\"total-sessions\">\(r.sessionCount)<"))
-        #expect(dom.stdout.contains("id=\"changed-added\">\(kinds[.added] ?? 0)<") && dom.stdout.contains("id=\"changed-deleted\">\(kinds[.deleted] ?? 0)<"))
-        #expect(dom.stdout.contains("id=\"cause-session\">\(r.byCause["session"] ?? -1)<"))
-        #expect(dom.stdout.components(separatedBy: "class=\"derived\"").count - 1 == r.derived.count)
-        #expect(dom.stdout.components(separatedBy: "class=\"discarded ").count - 1 == 3)
-        let placed = r.changes.filter { $0.centre != nil }.count
-        #expect(placed > 0 && dom.stdout.components(separatedBy: "<circle class=\"feature ").count - 1 == placed)
-        let shot = page + ".png"
-        defer { try? FileManager.default.removeItem(atPath: shot) }
-        _ = try CLI.sh("\(chromium) \(flags) --window-size=1200,2000 --screenshot=\(shot) file://\(page) 2>/dev/null")
-        let size = (try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0
-        #expect((size ?? 0) > 10_000, "the screenshot is \(String(describing: size)) bytes")
+    }
+}
+
+extension ReportTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        @Test func reportFiguresMatchTheLogAndChromiumRendersThem() throws {
+            let tmp = TempPath()
+            let log = try AuditViewsTests.fullLog(tmp.path)
+            let (from, to) = ("2026-06-01T00:00:00.000Z", "2026-06-30T00:00:00.000Z")
+            let r = try log.report(from: .time(from), to: .time(to))
+            let window = "COALESCE(client_time, recorded_time) > ? AND COALESCE(client_time, recorded_time) <= ?"
+            func count(_ type: String) throws -> Int {
+                try RawLog.read(tmp.path) { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE type = ? AND \(window)", arguments: [type, from, to]) ?? 0 }
+            }
+            #expect(r.sessionCount == (try count("SessionStarted")) && r.sessionCount > 0)
+            #expect(r.derived.count == (try count("FeatureDerived")) && r.derived.allSatisfy { $0.cause.hasPrefix("rule:") })
+            let changes = try ["SessionCommitted", "FeatureDerived", "FeatureDeleted", "FeatureBaselined"].map(count).reduce(0, +)
+            #expect(r.byCause.values.reduce(0, +) == changes && r.byLayer.values.reduce(0, +) == changes && r.byActor.values.reduce(0, +) == changes)
+            #expect(Set(r.discarded.map(\.id)) == ["s-0501", "s-0504", "s-0801"])
+            // The report keeps each changed feature's kind and the centre of its geometry (its fields are diff's).
+            let diff = try log.diff(from: .time(from), to: .time(to), geometry: true).changes
+            func key(_ c: FeatureChange) -> String {
+                let b = Geometry.bounds(c.geometry)
+                return "\(c.layer) \(c.globalId) \(c.kind) \(b.map { "\(($0.minX + $0.maxX) / 2) \(($0.minY + $0.maxY) / 2)" } ?? "-")"
+            }
+            func key(_ c: AuditReport.ChangedFeature) -> String { "\(c.layer) \(c.globalId) \(c.kind) \(c.centre.map { "\($0.x) \($0.y)" } ?? "-")" }
+            #expect(r.changes.map(key) == diff.map(key) && !r.changes.isEmpty)
+            #expect(r.changes.contains { $0.centre != nil })
+
+            let html = TempPath("report")
+            let page = html.path + ".html"
+            defer { try? FileManager.default.removeItem(atPath: page) }
+            guard FileManager.default.isExecutableFile(atPath: CLI.binary) else { Issue.record("no binary at \(CLI.binary)"); return }
+            let run = try CLI.run("report", tmp.path, "--from", from, "--to", to, "--out", page)
+            #expect(run.status == 0, "\(run.stderr)")
+            let text = try String(contentsOfFile: page, encoding: .utf8)
+            // Self-contained: no script, no stylesheet or image link, nothing fetched.
+            for bad in ["<script", "<link", "<img", "src=", "url(", "@import"] { #expect(!text.contains(bad), "\(bad)") }
+            #expect(text.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "").range(of: "http") == nil)
+
+            guard let chromium = ReportTests.chromium() else {
+                Issue.record("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+                return
+            }
+            let flags = "--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --virtual-time-budget=2000"
+            let dom = try CLI.sh("\(chromium) \(flags) --dump-dom file://\(page) 2>/dev/null")
+            #expect(dom.status == 0)
+            let kinds = Dictionary(grouping: r.changes, by: \.kind).mapValues(\.count)
+            #expect(dom.stdout.contains("id=\"total-sessions\">\(r.sessionCount)<"))
+            #expect(dom.stdout.contains("id=\"changed-added\">\(kinds[.added] ?? 0)<") && dom.stdout.contains("id=\"changed-deleted\">\(kinds[.deleted] ?? 0)<"))
+            #expect(dom.stdout.contains("id=\"cause-session\">\(r.byCause["session"] ?? -1)<"))
+            #expect(dom.stdout.components(separatedBy: "class=\"derived\"").count - 1 == r.derived.count)
+            #expect(dom.stdout.components(separatedBy: "class=\"discarded ").count - 1 == 3)
+            let placed = r.changes.filter { $0.centre != nil }.count
+            #expect(placed > 0 && dom.stdout.components(separatedBy: "<circle class=\"feature ").count - 1 == placed)
+            let shot = page + ".png"
+            defer { try? FileManager.default.removeItem(atPath: shot) }
+            _ = try CLI.sh("\(chromium) \(flags) --window-size=1200,2000 --screenshot=\(shot) file://\(page) 2>/dev/null")
+            let size = (try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0
+            #expect((size ?? 0) > 10_000, "the screenshot is \(String(describing: size)) bytes")
+        }
     }
 }

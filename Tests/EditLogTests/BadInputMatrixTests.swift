@@ -94,57 +94,61 @@ import Testing
         Case(name: "cli: script is a directory", args: { db, _ in ["record", db, NSTemporaryDirectory()] }, file: nil, exit: 65, message: "is a directory"),
         Case(name: "cli: missing script", args: { db, _ in ["record", db, "/nonexistent.ndjson"] }, file: nil, exit: 68, message: "no such file"),
     ]
+}
 
-    /// The main database file's bytes plus every table's rows: a failed command may leave SQLite's WAL header
-    /// touched (any reader does), but never a committed change.
-    func fileDigest(_ path: String) throws -> String {
-        var h = SHA256()
-        h.update(data: FileManager.default.contents(atPath: path) ?? Data())
-        let log = try EditLog.open(at: path, readonly: true)
-        defer { log.close() }
-        var events = SHA256()
-        try log.events(LogFilter()) { events.update(data: Array($0.json.serialized().utf8)) }
-        return Hex.encode(h.finalize()) + Hex.encode(events.finalize()) + (try log.digestOfProjections())
-    }
-
-    @Test func everyBadInputIsRejectedCleanlyAndWritesNothing() throws {
-        let tmp = TempPath()
-        let log = try Fixture.treesLog(at: tmp.path)
-        try RawLog.writeWithoutTransaction(log.path) { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        log.close()
-        let before = try fileDigest(tmp.path)
-        var checked = 0
-        for c in Self.cases {
-            let file = TempPath("input")
-            if let bytes = c.file { try Data(bytes).write(to: URL(fileURLWithPath: file.path)) }
-            let r = try CLI.run(c.args(tmp.path, file.path))
-            #expect(r.status == c.exit, "\(c.name): exit \(r.status), stderr \(r.stderr)")
-            #expect(r.stderr.contains(c.message), "\(c.name): \(r.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: tmp.path + ".new"), "\(c.name): init left a file")
-            #expect(try fileDigest(tmp.path) == before, "\(c.name): the log changed")
-            checked += 1
+extension BadInputMatrixTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        /// The main database file's bytes plus every table's rows: a failed command may leave SQLite's WAL header
+        /// touched (any reader does), but never a committed change.
+        func fileDigest(_ path: String) throws -> String {
+            var h = SHA256()
+            h.update(data: FileManager.default.contents(atPath: path) ?? Data())
+            let log = try EditLog.open(at: path, readonly: true)
+            defer { log.close() }
+            var events = SHA256()
+            try log.events(LogFilter()) { events.update(data: Array($0.json.serialized().utf8)) }
+            return Hex.encode(h.finalize()) + Hex.encode(events.finalize()) + (try log.digestOfProjections())
         }
-        #expect(checked >= 50)
-        #expect(try EditLog.open(at: tmp.path).verify().ok)
-    }
 
-    @Test func invalidUTF8AndAHundredMegabyteLine() throws {
-        let tmp = TempPath()
-        let log = try Fixture.treesLog(at: tmp.path)
-        log.close()
-        let file = TempPath("bin")
-        var bytes = Array("{\"op\":\"set\",\"field\":\"PlantedBy\",\"value\":\"".utf8) + [0xFF, 0xFE] + Array("\"}".utf8)
-        try Data(bytes).write(to: URL(fileURLWithPath: file.path))
-        var r = try CLI.run("record", tmp.path, file.path)
-        #expect(r.status == 65 && r.stderr.contains("not valid UTF-8"), "\(r.stderr)")
-        try Data(Array("{\"layers\":[{\"id\":0,\"name\":\"".utf8) + [0xC0, 0xAF] + Array("\"}]}".utf8)).write(to: URL(fileURLWithPath: file.path))
-        r = try CLI.run("init", tmp.path + ".new", "--service", file.path)
-        #expect(r.status == 65 && r.stderr.contains("not valid UTF-8"), "\(r.stderr)")
-        // A 100 MB line: refused by size, without parsing it.
-        bytes = Array("{\"op\":\"set\",\"field\":\"Notes\",\"value\":\"".utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 100 << 20) + Array("\"}".utf8)
-        try Data(bytes).write(to: URL(fileURLWithPath: file.path))
-        r = try CLI.run("record", tmp.path, file.path)
-        #expect(r.status == 65 && r.stderr.contains("the limit is"), "\(r.stderr)")
-        #expect(try EditLog.open(at: tmp.path).eventCount() == 1 + 45 + 12 + 240 + 150)
+        @Test func everyBadInputIsRejectedCleanlyAndWritesNothing() throws {
+            let tmp = TempPath()
+            let log = try Fixture.treesLog(at: tmp.path)
+            try RawLog.writeWithoutTransaction(log.path) { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            log.close()
+            let before = try fileDigest(tmp.path)
+            var checked = 0
+            for c in BadInputMatrixTests.cases {
+                let file = TempPath("input")
+                if let bytes = c.file { try Data(bytes).write(to: URL(fileURLWithPath: file.path)) }
+                let r = try CLI.run(c.args(tmp.path, file.path))
+                #expect(r.status == c.exit, "\(c.name): exit \(r.status), stderr \(r.stderr)")
+                #expect(r.stderr.contains(c.message), "\(c.name): \(r.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: tmp.path + ".new"), "\(c.name): init left a file")
+                #expect(try fileDigest(tmp.path) == before, "\(c.name): the log changed")
+                checked += 1
+            }
+            #expect(checked >= 50)
+            #expect(try EditLog.open(at: tmp.path).verify().ok)
+        }
+
+        @Test func invalidUTF8AndAHundredMegabyteLine() throws {
+            let tmp = TempPath()
+            let log = try Fixture.treesLog(at: tmp.path)
+            log.close()
+            let file = TempPath("bin")
+            var bytes = Array("{\"op\":\"set\",\"field\":\"PlantedBy\",\"value\":\"".utf8) + [0xFF, 0xFE] + Array("\"}".utf8)
+            try Data(bytes).write(to: URL(fileURLWithPath: file.path))
+            var r = try CLI.run("record", tmp.path, file.path)
+            #expect(r.status == 65 && r.stderr.contains("not valid UTF-8"), "\(r.stderr)")
+            try Data(Array("{\"layers\":[{\"id\":0,\"name\":\"".utf8) + [0xC0, 0xAF] + Array("\"}]}".utf8)).write(to: URL(fileURLWithPath: file.path))
+            r = try CLI.run("init", tmp.path + ".new", "--service", file.path)
+            #expect(r.status == 65 && r.stderr.contains("not valid UTF-8"), "\(r.stderr)")
+            // A 100 MB line: refused by size, without parsing it.
+            bytes = Array("{\"op\":\"set\",\"field\":\"Notes\",\"value\":\"".utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 100 << 20) + Array("\"}".utf8)
+            try Data(bytes).write(to: URL(fileURLWithPath: file.path))
+            r = try CLI.run("record", tmp.path, file.path)
+            #expect(r.status == 65 && r.stderr.contains("the limit is"), "\(r.stderr)")
+            #expect(try EditLog.open(at: tmp.path).eventCount() == 1 + 45 + 12 + 240 + 150)
+        }
     }
 }

@@ -51,62 +51,6 @@ import Testing
         }
     }
 
-    @Test func aLargeAttachmentIsStoredInChunksAndTravelsWholeThroughABundle() throws {
-        let d = TempDir()
-        let bytes = Self.noise(Self.size, seed: 7)
-        let a = try Fixture.treesLog(at: d.file("a.sqlite"), logId: "log-a")
-        let small = Self.noise(1_000, seed: 8)
-        // Inline, but more than one piece of a bundle's reader: stored whole after its pieces.
-        let middle = Self.noise(BlobStorage.chunkBytes * 2 + 77, seed: 10)
-        let sha = try Self.attach(a, bytes, tree: 100)
-        let smallSha = try Self.attach(a, small, tree: 110)
-        let middleSha = try Self.attach(a, middle, tree: 130)
-        #expect(try a.blob(sha256: sha) == bytes)
-        #expect(try a.blob(sha256: smallSha) == small)
-        #expect(try a.verify().ok)
-
-        let stored = try Self.rows(d.file("a.sqlite"), sha)
-        #expect(stored.size == Int64(bytes.count) && stored.inline == 0)
-        #expect(stored.chunks.map(\.0) == Array(0..<9))
-        #expect(stored.chunks.dropLast().allSatisfy { $0.1.count == BlobStorage.chunkBytes })
-        #expect(stored.chunks.reduce(Data()) { $0 + $1.1 } == Data(bytes))
-        let inline = try Self.rows(d.file("a.sqlite"), smallSha)
-        #expect(inline.inline == small.count && inline.chunks.isEmpty)
-
-        // Exported piece by piece: the bundle holds the bytes; its reader hands them over in pieces of a chunk at most.
-        _ = try a.exportBundle(to: d.file("a.bundle"))
-        var pieces = 0, largest = 0
-        _ = try BundleReader(path: d.file("a.bundle")).read(event: { _ in }, blob: { p in
-            if p.shaText == sha { pieces += 1; largest = max(largest, p.bytes.count) }
-        })
-        #expect(pieces == 9 && largest == BlobStorage.chunkBytes)
-        let (contents, _, blobs) = try BundleFixture.read(d.file("a.bundle"))
-        #expect(blobs[sha] == bytes && blobs[smallSha] == small && blobs[middleSha] == middle)
-        #expect(contents.manifest.blobBytes >= Int64(bytes.count + small.count + middle.count))
-        if BundleFixture.has("tar") {
-            let t = try CLI.sh("tar -xzOf '\(d.file("a.bundle"))' blobs/\(sha) | sha256sum")
-            #expect(t.status == 0 && t.stdout.hasPrefix(sha), "\(t.stdout)\(t.stderr)")
-        }
-
-        // Imported: the same bytes in the same chunks; a second import stores nothing.
-        let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "log-b")
-        let first = try b.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub").report
-        #expect(first.blobs >= 3)
-        #expect(try b.blob(sha256: sha) == bytes && b.blob(sha256: middleSha) == middle)
-        let middleRows = try Self.rows(d.file("b.sqlite"), middleSha)
-        #expect(middleRows.inline == middle.count && middleRows.chunks.isEmpty)
-        let copied = try Self.rows(d.file("b.sqlite"), sha)
-        #expect(copied.size == stored.size && copied.inline == 0 && copied.chunks.map(\.0) == stored.chunks.map(\.0))
-        #expect(copied.chunks.map(\.1) == stored.chunks.map(\.1))
-        #expect(try b.verify().ok)
-        let again = try b.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub").report
-        #expect(again.blobs == 0 && again.imported == 0)
-
-        // And on: b's own bundle carries the same bytes.
-        _ = try b.exportBundle(to: d.file("b.bundle"))
-        #expect(try BundleFixture.read(d.file("b.bundle")).2[sha] == bytes)
-    }
-
     /// The sizes around the limits: stored inline up to `inlineLimit`, in chunks above (no empty last chunk), the same
     /// rows after a bundle's round trip, and the same bytes.
     @Test func sizesAroundTheLimitsAreStoredAndCarriedExactly() throws {
@@ -233,49 +177,109 @@ import Testing
         #expect(!stray.ok && stray.problems.contains { $0.contains("1 blob chunk(s) belong to no blob stored in chunks") }, "\(stray.problems)")
         #expect(try EditLog.verify(at: d.file("a.sqlite")).ok)
     }
+}
 
-    /// A log made before the chunk table existed (and so before the cascade index, `v4-cascade-index`) is read and
-    /// verified as it is where it is opened read-only (nothing written), gets both at its first read-write open, and
-    /// stays valid.
-    @Test func aLogFromBeforeTheChunkTableIsReadAsItIsAndMigratedWhenWritten() throws {
-        let d = TempDir()
-        let a = try Fixture.treesLog(at: d.file("old.sqlite"), logId: "log-old")
-        let smallSha = try Self.attach(a, Self.noise(2_000, seed: 12), tree: 120)
-        a.close()
-        try RawLog.write(d.file("old.sqlite")) { db in
-            try db.execute(sql: """
-                DROP TABLE blob_chunks; DROP INDEX events_cascade;
-                DELETE FROM grdb_migrations WHERE identifier IN ('v3-blob-chunks', 'v4-cascade-index')
-                """)
-        }
-        func hasChunkTable() throws -> Bool { try RawLog.read(d.file("old.sqlite")) { try $0.tableExists("blob_chunks") } }
-        func hasCascadeIndex() throws -> Bool {
-            try RawLog.read(d.file("old.sqlite")) { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'events_cascade'") == 1 }
-        }
-        let reader = try EditLog.open(at: d.file("old.sqlite"), readonly: true)
-        #expect(try reader.blob(sha256: smallSha) == Self.noise(2_000, seed: 12))
-        #expect(try reader.verify().ok)
-        reader.close()
-        let report = try EditLog.verify(at: d.file("old.sqlite"))
-        #expect(report.ok, "\(report.problems)")
-        #expect(try !hasChunkTable() && !hasCascadeIndex(), "a read-only open writes nothing")
-        // An export not recorded for a peer writes nothing to the log either.
-        let export = try CLI.run("bundle", "export", d.file("old.sqlite"), "--out", d.file("old.bundle"))
-        #expect(export.status == 0, "\(export.stderr)")
-        #expect(try !hasChunkTable(), "an export without --peer writes nothing")
-        // A blob listed as chunked in a log without chunks is found, not a crash.
-        try FileManager.default.copyItem(atPath: d.file("old.sqlite"), toPath: d.file("odd.sqlite"))
-        try RawLog.write(d.file("odd.sqlite")) { db in
-            try db.execute(sql: "INSERT INTO blobs (sha256, size, data) VALUES (zeroblob(32), 5000000, x'')")
-        }
-        let odd = try EditLog.verify(at: d.file("odd.sqlite"))
-        #expect(!odd.ok && odd.problems.contains { $0.contains("empty, listed as 5000000 bytes") }, "\(odd.problems)")
+extension BlobChunkTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        @Test func aLargeAttachmentIsStoredInChunksAndTravelsWholeThroughABundle() throws {
+            let d = TempDir()
+            let bytes = BlobChunkTests.noise(BlobChunkTests.size, seed: 7)
+            let a = try Fixture.treesLog(at: d.file("a.sqlite"), logId: "log-a")
+            let small = BlobChunkTests.noise(1_000, seed: 8)
+            // Inline, but more than one piece of a bundle's reader: stored whole after its pieces.
+            let middle = BlobChunkTests.noise(BlobStorage.chunkBytes * 2 + 77, seed: 10)
+            let sha = try BlobChunkTests.attach(a, bytes, tree: 100)
+            let smallSha = try BlobChunkTests.attach(a, small, tree: 110)
+            let middleSha = try BlobChunkTests.attach(a, middle, tree: 130)
+            #expect(try a.blob(sha256: sha) == bytes)
+            #expect(try a.blob(sha256: smallSha) == small)
+            #expect(try a.verify().ok)
 
-        let migrated = try EditLog.open(at: d.file("old.sqlite"))
-        #expect(try hasChunkTable() && hasCascadeIndex())
-        let bytes = Self.noise(Self.size, seed: 13)
-        let sha = try Self.attach(migrated, bytes, tree: 100)
-        #expect(try migrated.blob(sha256: sha) == bytes)
-        #expect(try migrated.verify().ok)
+            let stored = try BlobChunkTests.rows(d.file("a.sqlite"), sha)
+            #expect(stored.size == Int64(bytes.count) && stored.inline == 0)
+            #expect(stored.chunks.map(\.0) == Array(0..<9))
+            #expect(stored.chunks.dropLast().allSatisfy { $0.1.count == BlobStorage.chunkBytes })
+            #expect(stored.chunks.reduce(Data()) { $0 + $1.1 } == Data(bytes))
+            let inline = try BlobChunkTests.rows(d.file("a.sqlite"), smallSha)
+            #expect(inline.inline == small.count && inline.chunks.isEmpty)
+
+            // Exported piece by piece: the bundle holds the bytes; its reader hands them over in pieces of a chunk at most.
+            _ = try a.exportBundle(to: d.file("a.bundle"))
+            var pieces = 0, largest = 0
+            _ = try BundleReader(path: d.file("a.bundle")).read(event: { _ in }, blob: { p in
+                if p.shaText == sha { pieces += 1; largest = max(largest, p.bytes.count) }
+            })
+            #expect(pieces == 9 && largest == BlobStorage.chunkBytes)
+            let (contents, _, blobs) = try BundleFixture.read(d.file("a.bundle"))
+            #expect(blobs[sha] == bytes && blobs[smallSha] == small && blobs[middleSha] == middle)
+            #expect(contents.manifest.blobBytes >= Int64(bytes.count + small.count + middle.count))
+            if BundleFixture.has("tar") {
+                let t = try CLI.sh("tar -xzOf '\(d.file("a.bundle"))' blobs/\(sha) | sha256sum")
+                #expect(t.status == 0 && t.stdout.hasPrefix(sha), "\(t.stdout)\(t.stderr)")
+            }
+
+            // Imported: the same bytes in the same chunks; a second import stores nothing.
+            let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "log-b")
+            let first = try b.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub").report
+            #expect(first.blobs >= 3)
+            #expect(try b.blob(sha256: sha) == bytes && b.blob(sha256: middleSha) == middle)
+            let middleRows = try BlobChunkTests.rows(d.file("b.sqlite"), middleSha)
+            #expect(middleRows.inline == middle.count && middleRows.chunks.isEmpty)
+            let copied = try BlobChunkTests.rows(d.file("b.sqlite"), sha)
+            #expect(copied.size == stored.size && copied.inline == 0 && copied.chunks.map(\.0) == stored.chunks.map(\.0))
+            #expect(copied.chunks.map(\.1) == stored.chunks.map(\.1))
+            #expect(try b.verify().ok)
+            let again = try b.importBundle(at: d.file("a.bundle"), actor: "op", device: "hub").report
+            #expect(again.blobs == 0 && again.imported == 0)
+
+            // And on: b's own bundle carries the same bytes.
+            _ = try b.exportBundle(to: d.file("b.bundle"))
+            #expect(try BundleFixture.read(d.file("b.bundle")).2[sha] == bytes)
+        }
+
+        /// A log made before the chunk table existed (and so before the cascade index, `v4-cascade-index`) is read and
+        /// verified as it is where it is opened read-only (nothing written), gets both at its first read-write open, and
+        /// stays valid.
+        @Test func aLogFromBeforeTheChunkTableIsReadAsItIsAndMigratedWhenWritten() throws {
+            let d = TempDir()
+            let a = try Fixture.treesLog(at: d.file("old.sqlite"), logId: "log-old")
+            let smallSha = try BlobChunkTests.attach(a, BlobChunkTests.noise(2_000, seed: 12), tree: 120)
+            a.close()
+            try RawLog.write(d.file("old.sqlite")) { db in
+                try db.execute(sql: """
+                    DROP TABLE blob_chunks; DROP INDEX events_cascade;
+                    DELETE FROM grdb_migrations WHERE identifier IN ('v3-blob-chunks', 'v4-cascade-index')
+                    """)
+            }
+            func hasChunkTable() throws -> Bool { try RawLog.read(d.file("old.sqlite")) { try $0.tableExists("blob_chunks") } }
+            func hasCascadeIndex() throws -> Bool {
+                try RawLog.read(d.file("old.sqlite")) { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'events_cascade'") == 1 }
+            }
+            let reader = try EditLog.open(at: d.file("old.sqlite"), readonly: true)
+            #expect(try reader.blob(sha256: smallSha) == BlobChunkTests.noise(2_000, seed: 12))
+            #expect(try reader.verify().ok)
+            reader.close()
+            let report = try EditLog.verify(at: d.file("old.sqlite"))
+            #expect(report.ok, "\(report.problems)")
+            #expect(try !hasChunkTable() && !hasCascadeIndex(), "a read-only open writes nothing")
+            // An export not recorded for a peer writes nothing to the log either.
+            let export = try CLI.run("bundle", "export", d.file("old.sqlite"), "--out", d.file("old.bundle"))
+            #expect(export.status == 0, "\(export.stderr)")
+            #expect(try !hasChunkTable(), "an export without --peer writes nothing")
+            // A blob listed as chunked in a log without chunks is found, not a crash.
+            try FileManager.default.copyItem(atPath: d.file("old.sqlite"), toPath: d.file("odd.sqlite"))
+            try RawLog.write(d.file("odd.sqlite")) { db in
+                try db.execute(sql: "INSERT INTO blobs (sha256, size, data) VALUES (zeroblob(32), 5000000, x'')")
+            }
+            let odd = try EditLog.verify(at: d.file("odd.sqlite"))
+            #expect(!odd.ok && odd.problems.contains { $0.contains("empty, listed as 5000000 bytes") }, "\(odd.problems)")
+
+            let migrated = try EditLog.open(at: d.file("old.sqlite"))
+            #expect(try hasChunkTable() && hasCascadeIndex())
+            let bytes = BlobChunkTests.noise(BlobChunkTests.size, seed: 13)
+            let sha = try BlobChunkTests.attach(migrated, bytes, tree: 100)
+            #expect(try migrated.blob(sha256: sha) == bytes)
+            #expect(try migrated.verify().ok)
+        }
     }
 }

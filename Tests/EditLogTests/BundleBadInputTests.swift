@@ -8,11 +8,6 @@ import Testing
 @Suite struct BundleBadInputTests {
     let shared = SharedBundle.shared
 
-    func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
-    func write(_ b: [UInt8], _ path: String) throws { try Data(b).write(to: URL(fileURLWithPath: path)) }
-
-    func read(_ path: String, limits: BundleLimits = .default) throws { _ = try BundleFixture.read(path, limits: limits) }
-
     @Test func truncatedFilesAreCorrupt() throws {
         let d = TempDir()
         let b = try bytes(shared.bundle)
@@ -236,41 +231,6 @@ import Testing
         expectBundleError(.corrupt, "line 5: not valid JSON") { try read(d.file("j.bundle")) }
     }
 
-    @Test func blobsMissingOrNotMatchingTheirName() throws {
-        let d = TempDir()
-        let entries = try BundleFixture.unpack(shared.bundle)
-        let blob = entries.first { $0.name.hasPrefix("blobs/") }!
-        // Missing (manifest adjusted): not an error, reported for the caller to decide.
-        try BundleFixture.edit(shared.bundle, to: d.file("m.bundle")) { e in
-            e.removeAll { $0.name == blob.name }
-            var m = try BundleFixture.json(e[0].data).objectValue!
-            m["blobCount"] = .int(m["blobCount"]!.intValue! - 1)
-            m["blobBytes"] = .int(m["blobBytes"]!.intValue! - Int64(blob.data.count))
-            e[0].data = JSONValue.object(m).serializedBytes()
-        }
-        let (c, _, blobs) = try BundleFixture.read(d.file("m.bundle"))
-        #expect(c.missingBlobs == [String(blob.name.dropFirst(6))])
-        #expect(blobs[String(blob.name.dropFirst(6))] == nil)
-        // `bundle verify` fails on it, naming the blob (its --json says ok: false, and lists it).
-        var r = try CLI.run(["bundle", "verify", d.file("m.bundle")])
-        #expect(r.status == 65 && r.stderr.contains(String(blob.name.dropFirst(6))) && r.stdout.hasPrefix("incomplete:"), "\(r.stdout) \(r.stderr)")
-        r = try CLI.run(["bundle", "verify", d.file("m.bundle"), "--json"])
-        let j = try JSONParser.parse(r.stdout)
-        #expect(r.status == 65 && j["ok"] == false && j["missingBlobs"]?.arrayValue?.count == 1, "\(r.stdout)")
-        // Other bytes under the name.
-        try BundleFixture.edit(shared.bundle, to: d.file("b.bundle")) { e in
-            let i = e.firstIndex { $0.name == blob.name }!
-            e[i].data[0] ^= 1
-        }
-        expectBundleError(.corrupt, "\(blob.name): the blob's bytes have SHA-256") { try read(d.file("b.bundle")) }
-        // A blob no event references.
-        try BundleFixture.edit(shared.bundle, to: d.file("u.bundle")) { e in
-            let extra: [UInt8] = Array("stowaway".utf8)
-            e.insert(("blobs/" + Hex.encode(EventHash.sha256(extra)), extra), at: e.count - 1)
-        }
-        expectBundleError(.corrupt, "no event of the bundle references this blob") { try read(d.file("u.bundle")) }
-    }
-
     @Test func checksumsThatDoNotMatchTheEntries() throws {
         let d = TempDir()
         var entries = try BundleFixture.unpack(shared.bundle)
@@ -306,75 +266,6 @@ import Testing
         }
     }
 
-    @Test func theCLIExitsWithEachErrorsCode() throws {
-        let d = TempDir()
-        let b = try bytes(shared.bundle)
-        try write(Array(b.prefix(b.count / 2)), d.file("trunc.bundle"))
-        try write(Array("hello".utf8), d.file("text.bundle"))
-        try BundleFixture.edit(shared.bundle, to: d.file("v2.bundle")) { e in
-            var m = try BundleFixture.json(e[0].data).objectValue!
-            m["formatVersion"] = 7
-            e[0].data = JSONValue.object(m).serializedBytes()
-        }
-        let k = try BundleSignature.generateKeyFiles(name: d.file("k"))
-        let cases: [([String], Int32, String)] = [
-            (["bundle", "verify", shared.bundle], 0, "ok: \(shared.head) events"),
-            (["bundle", "verify", d.file("trunc.bundle")], 69, "truncated"),
-            (["bundle", "verify", d.file("text.bundle")], 65, "not an EditLog bundle"),
-            (["bundle", "verify", d.file("v2.bundle")], 70, "format 7"),
-            (["bundle", "verify", d.file("absent.bundle")], 68, "no bundle at"),
-            (["bundle", "verify", shared.bundle, "--trust", k.publicPath], 66, "not signed"),
-            (["bundle", "inspect", d.file("trunc.bundle")], 69, "truncated"),
-            (["bundle", "export", shared.log, "--out", d.file("x.bundle"), "--since", "yesterday"], 64, "--since"),
-        ]
-        for (args, code, fragment) in cases {
-            let r = try CLI.run(args)
-            #expect(r.status == code, "\(args): \(r.status) \(r.stderr)")
-            #expect((r.stdout + r.stderr).contains(fragment), "\(args): \(r.stdout) \(r.stderr)")
-        }
-    }
-
-    /// A bundle's manifest edited to say `toPosition` (its checksums made again).
-    func forge(_ path: String, to out: String, toPosition to: Int64, fromPosition from: Int64? = nil) throws {
-        try BundleFixture.edit(path, to: out) { e in
-            var m = try BundleFixture.json(e[0].data).objectValue!
-            m["toPosition"] = .int(to)
-            if let from { m["fromPosition"] = .int(from) }
-            e[0].data = JSONValue.object(m).serializedBytes() + [0x0A]
-        }
-    }
-
-    func expectNothingWritten(_ d: TempDir, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        for f in [name, name + ".partial"] { #expect(!FileManager.default.fileExists(atPath: d.file(f)), "\(f)", sourceLocation: sourceLocation) }
-    }
-
-    /// `--since bundle:` continues after the bundle's toPosition, so the bundle is read and checked whole first: a
-    /// manifest edited to end later would leave the events between unsent for good. Nothing is written.
-    @Test func sinceABundleWhoseManifestWasEditedIsRefused() throws {
-        let d = TempDir()
-        let log = try EditLog.open(at: shared.log, readonly: true)
-        defer { log.close() }
-        // Positions 601...650, the manifest edited to say 665: 651...665 would be skipped.
-        _ = try log.exportBundle(to: d.file("600.bundle"), since: .position(600), until: .position(650))
-        try forge(d.file("600.bundle"), to: d.file("forged.bundle"), toPosition: 665)
-        expectBundleError(.corrupt, "--since bundle: the bundle does not verify") {
-            _ = try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("forged.bundle")))
-        }
-        expectNothingWritten(d, "next.bundle")
-        let r = try CLI.run(["bundle", "export", shared.log, "--out", d.file("next.bundle"), "--since", "bundle:" + d.file("forged.bundle")])
-        #expect(r.status == 69 && r.stderr.contains("forged.bundle") && r.stderr.contains("the range 600...665"), "\(r.stdout) \(r.stderr)")
-        expectNothingWritten(d, "next.bundle")
-        // The honest bundle still continues after 650.
-        #expect(try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("600.bundle"))).manifest.fromPosition == 650)
-        // An empty bundle that ends after the log's head.
-        #expect(try log.exportBundle(to: d.file("empty.bundle"), since: .position(shared.head)).manifest.eventCount == 0)
-        try forge(d.file("empty.bundle"), to: d.file("empty-later.bundle"), toPosition: shared.head + 5, fromPosition: shared.head + 5)
-        expectBundleError(.invalidInput, "after this log's last event (\(shared.head))") {
-            _ = try log.exportBundle(to: d.file("x.bundle"), since: .bundle(path: d.file("empty-later.bundle")))
-        }
-        expectNothingWritten(d, "x.bundle")
-    }
-
     /// A bundle of some layers may end after its last event, so `bundle verify` cannot tell a toPosition edited to
     /// be later: the log's events of those layers between its last event and toPosition do.
     @Test func sinceABundleOfSomeLayersWhoseManifestWasEditedIsRefused() throws {
@@ -391,28 +282,145 @@ import Testing
         }
         expectNothingWritten(d, "x.bundle")
     }
+}
 
-    /// Two copies of one log (the same log id) that each recorded an edit of their own: a bundle of the one verifies
-    /// and its positions exist in the other, but its last event is not the other's event at that position.
-    @Test func sinceABundleOfAnotherCopyOfTheLogIsRefused() throws {
-        let d = TempDir()
-        try shared.copyLog(to: d.file("a.sqlite"))
-        try shared.copyLog(to: d.file("b.sqlite"))
-        let a = try EditLog.open(at: d.file("a.sqlite")), b = try EditLog.open(at: d.file("b.sqlite"))
-        defer { a.close(); b.close() }
-        let tree = try Fixture.treeWithoutInspections()
-        for (copy, value) in [(a, "Poor"), (b, "Fair")] {
-            try copy.run(#"{"op":"edit","layer":"Trees","globalId":"\#(tree)"}"#, #"{"op":"set","field":"Condition","value":"\#(value)"}"#, #"{"op":"finish"}"#)
+extension BundleBadInputTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        let shared = SharedBundle.shared
+
+        @Test func blobsMissingOrNotMatchingTheirName() throws {
+            let d = TempDir()
+            let entries = try BundleFixture.unpack(shared.bundle)
+            let blob = entries.first { $0.name.hasPrefix("blobs/") }!
+            // Missing (manifest adjusted): not an error, reported for the caller to decide.
+            try BundleFixture.edit(shared.bundle, to: d.file("m.bundle")) { e in
+                e.removeAll { $0.name == blob.name }
+                var m = try BundleFixture.json(e[0].data).objectValue!
+                m["blobCount"] = .int(m["blobCount"]!.intValue! - 1)
+                m["blobBytes"] = .int(m["blobBytes"]!.intValue! - Int64(blob.data.count))
+                e[0].data = JSONValue.object(m).serializedBytes()
+            }
+            let (c, _, blobs) = try BundleFixture.read(d.file("m.bundle"))
+            #expect(c.missingBlobs == [String(blob.name.dropFirst(6))])
+            #expect(blobs[String(blob.name.dropFirst(6))] == nil)
+            // `bundle verify` fails on it, naming the blob (its --json says ok: false, and lists it).
+            var r = try CLI.run(["bundle", "verify", d.file("m.bundle")])
+            #expect(r.status == 65 && r.stderr.contains(String(blob.name.dropFirst(6))) && r.stdout.hasPrefix("incomplete:"), "\(r.stdout) \(r.stderr)")
+            r = try CLI.run(["bundle", "verify", d.file("m.bundle"), "--json"])
+            let j = try JSONParser.parse(r.stdout)
+            #expect(r.status == 65 && j["ok"] == false && j["missingBlobs"]?.arrayValue?.count == 1, "\(r.stdout)")
+            // Other bytes under the name.
+            try BundleFixture.edit(shared.bundle, to: d.file("b.bundle")) { e in
+                let i = e.firstIndex { $0.name == blob.name }!
+                e[i].data[0] ^= 1
+            }
+            expectBundleError(.corrupt, "\(blob.name): the blob's bytes have SHA-256") { try read(d.file("b.bundle")) }
+            // A blob no event references.
+            try BundleFixture.edit(shared.bundle, to: d.file("u.bundle")) { e in
+                let extra: [UInt8] = Array("stowaway".utf8)
+                e.insert(("blobs/" + Hex.encode(EventHash.sha256(extra)), extra), at: e.count - 1)
+            }
+            expectBundleError(.corrupt, "no event of the bundle references this blob") { try read(d.file("u.bundle")) }
         }
-        #expect(try a.eventCount() == b.eventCount() && a.eventCount() > shared.head)
-        let theirs = try b.exportBundle(to: d.file("b.bundle"), since: .position(shared.head))
-        expectBundleError(.invalidInput, "this log's event there has") {
-            _ = try a.exportBundle(to: d.file("x.bundle"), since: .bundle(path: d.file("b.bundle")))
+
+        @Test func theCLIExitsWithEachErrorsCode() throws {
+            let d = TempDir()
+            let b = try bytes(shared.bundle)
+            try write(Array(b.prefix(b.count / 2)), d.file("trunc.bundle"))
+            try write(Array("hello".utf8), d.file("text.bundle"))
+            try BundleFixture.edit(shared.bundle, to: d.file("v2.bundle")) { e in
+                var m = try BundleFixture.json(e[0].data).objectValue!
+                m["formatVersion"] = 7
+                e[0].data = JSONValue.object(m).serializedBytes()
+            }
+            let k = try BundleSignature.generateKeyFiles(name: d.file("k"))
+            let cases: [([String], Int32, String)] = [
+                (["bundle", "verify", shared.bundle], 0, "ok: \(shared.head) events"),
+                (["bundle", "verify", d.file("trunc.bundle")], 69, "truncated"),
+                (["bundle", "verify", d.file("text.bundle")], 65, "not an EditLog bundle"),
+                (["bundle", "verify", d.file("v2.bundle")], 70, "format 7"),
+                (["bundle", "verify", d.file("absent.bundle")], 68, "no bundle at"),
+                (["bundle", "verify", shared.bundle, "--trust", k.publicPath], 66, "not signed"),
+                (["bundle", "inspect", d.file("trunc.bundle")], 69, "truncated"),
+                (["bundle", "export", shared.log, "--out", d.file("x.bundle"), "--since", "yesterday"], 64, "--since"),
+            ]
+            for (args, code, fragment) in cases {
+                let r = try CLI.run(args)
+                #expect(r.status == code, "\(args): \(r.status) \(r.stderr)")
+                #expect((r.stdout + r.stderr).contains(fragment), "\(args): \(r.stdout) \(r.stderr)")
+            }
         }
-        expectNothingWritten(d, "x.bundle")
-        let r = try CLI.run(["bundle", "export", d.file("a.sqlite"), "--out", d.file("x.bundle"), "--since", "bundle:" + d.file("b.bundle")])
-        #expect(r.status == 65 && r.stderr.contains("b.bundle") && r.stderr.contains("at position \(theirs.manifest.toPosition)"), "\(r.stdout) \(r.stderr)")
-        expectNothingWritten(d, "x.bundle")
-        #expect(try b.exportBundle(to: d.file("b-next.bundle"), since: .bundle(path: d.file("b.bundle"))).manifest.fromPosition == theirs.manifest.toPosition)
+
+        /// `--since bundle:` continues after the bundle's toPosition, so the bundle is read and checked whole first: a
+        /// manifest edited to end later would leave the events between unsent for good. Nothing is written.
+        @Test func sinceABundleWhoseManifestWasEditedIsRefused() throws {
+            let d = TempDir()
+            let log = try EditLog.open(at: shared.log, readonly: true)
+            defer { log.close() }
+            // Positions 601...650, the manifest edited to say 665: 651...665 would be skipped.
+            _ = try log.exportBundle(to: d.file("600.bundle"), since: .position(600), until: .position(650))
+            try forge(d.file("600.bundle"), to: d.file("forged.bundle"), toPosition: 665)
+            expectBundleError(.corrupt, "--since bundle: the bundle does not verify") {
+                _ = try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("forged.bundle")))
+            }
+            expectNothingWritten(d, "next.bundle")
+            let r = try CLI.run(["bundle", "export", shared.log, "--out", d.file("next.bundle"), "--since", "bundle:" + d.file("forged.bundle")])
+            #expect(r.status == 69 && r.stderr.contains("forged.bundle") && r.stderr.contains("the range 600...665"), "\(r.stdout) \(r.stderr)")
+            expectNothingWritten(d, "next.bundle")
+            // The honest bundle still continues after 650.
+            #expect(try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("600.bundle"))).manifest.fromPosition == 650)
+            // An empty bundle that ends after the log's head.
+            #expect(try log.exportBundle(to: d.file("empty.bundle"), since: .position(shared.head)).manifest.eventCount == 0)
+            try forge(d.file("empty.bundle"), to: d.file("empty-later.bundle"), toPosition: shared.head + 5, fromPosition: shared.head + 5)
+            expectBundleError(.invalidInput, "after this log's last event (\(shared.head))") {
+                _ = try log.exportBundle(to: d.file("x.bundle"), since: .bundle(path: d.file("empty-later.bundle")))
+            }
+            expectNothingWritten(d, "x.bundle")
+        }
+
+        /// Two copies of one log (the same log id) that each recorded an edit of their own: a bundle of the one verifies
+        /// and its positions exist in the other, but its last event is not the other's event at that position.
+        @Test func sinceABundleOfAnotherCopyOfTheLogIsRefused() throws {
+            let d = TempDir()
+            try shared.copyLog(to: d.file("a.sqlite"))
+            try shared.copyLog(to: d.file("b.sqlite"))
+            let a = try EditLog.open(at: d.file("a.sqlite")), b = try EditLog.open(at: d.file("b.sqlite"))
+            defer { a.close(); b.close() }
+            let tree = try Fixture.treeWithoutInspections()
+            for (copy, value) in [(a, "Poor"), (b, "Fair")] {
+                try copy.run(#"{"op":"edit","layer":"Trees","globalId":"\#(tree)"}"#, #"{"op":"set","field":"Condition","value":"\#(value)"}"#, #"{"op":"finish"}"#)
+            }
+            #expect(try a.eventCount() == b.eventCount() && a.eventCount() > shared.head)
+            let theirs = try b.exportBundle(to: d.file("b.bundle"), since: .position(shared.head))
+            expectBundleError(.invalidInput, "this log's event there has") {
+                _ = try a.exportBundle(to: d.file("x.bundle"), since: .bundle(path: d.file("b.bundle")))
+            }
+            expectNothingWritten(d, "x.bundle")
+            let r = try CLI.run(["bundle", "export", d.file("a.sqlite"), "--out", d.file("x.bundle"), "--since", "bundle:" + d.file("b.bundle")])
+            #expect(r.status == 65 && r.stderr.contains("b.bundle") && r.stderr.contains("at position \(theirs.manifest.toPosition)"), "\(r.stdout) \(r.stderr)")
+            expectNothingWritten(d, "x.bundle")
+            #expect(try b.exportBundle(to: d.file("b-next.bundle"), since: .bundle(path: d.file("b.bundle"))).manifest.fromPosition == theirs.manifest.toPosition)
+        }
     }
+}
+
+// The helpers of both suites of this file.
+
+private func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
+private func write(_ b: [UInt8], _ path: String) throws { try Data(b).write(to: URL(fileURLWithPath: path)) }
+
+private func read(_ path: String, limits: BundleLimits = .default) throws { _ = try BundleFixture.read(path, limits: limits) }
+
+/// A bundle's manifest edited to say `toPosition` (its checksums made again).
+private func forge(_ path: String, to out: String, toPosition to: Int64, fromPosition from: Int64? = nil) throws {
+    try BundleFixture.edit(path, to: out) { e in
+        var m = try BundleFixture.json(e[0].data).objectValue!
+        m["toPosition"] = .int(to)
+        if let from { m["fromPosition"] = .int(from) }
+        e[0].data = JSONValue.object(m).serializedBytes() + [0x0A]
+    }
+}
+
+private func expectNothingWritten(_ d: TempDir, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    for f in [name, name + ".partial"] { #expect(!FileManager.default.fileExists(atPath: d.file(f)), "\(f)", sourceLocation: sourceLocation) }
 }

@@ -75,7 +75,7 @@ import Testing
         let empty = try Fixture.treesLog(at: d.file("empty.sqlite"), baseline: false, seed: 77, logId: "log-empty")
         let first = try empty.importBundle(at: shared.bundle, actor: "op", device: "hub")
         #expect(first.report.imported == Int(shared.head) && first.report.conflicts.isEmpty)
-        let diff = try MergeTests.differences([empty, source])
+        let diff = try MergeDevices.differences([empty, source])
         #expect(try empty.digestOfContent() == (try source.digestOfContent()), "\(diff)")
         #expect(first.report.derived == 0, "nothing to derive again when nothing was merged")
         #expect(try empty.verify().ok)
@@ -279,107 +279,111 @@ extension BundleImportTests {
         defer { wide.close() }
         #expect(try wide.layer("Trees").fields.contains { $0.name == "Wires" })
         #expect(JSONValue.array(try wide.serviceDocuments()).serialized().contains(#""name":"Wires""#))
-        try MergeTests.set(wide, tree, [("Wires", "2"), ("SiteWidth", "4")], at: 3, actor: "walt", session: "w-1")
+        try MergeDevices.set(wide, tree, [("Wires", "2"), ("SiteWidth", "4")], at: 3, actor: "walt", session: "w-1")
         let shown = try wide.show(globalId: tree)
         #expect(shown["attributes"]?["Wires"]?.doubleValue == 2 && shown["attributes"]?["DBH"]?.doubleValue == 3, "\(shown)")
         #expect(try wide.queryCount(layer: "Trees", FeatureQuery()) > 0)
         #expect(try wide.verify().ok)
     }
+}
 
-    /// The issue's "done when": device A and device B, made from the fixtures, edit concurrently (both add trees with
-    /// inspections and photos, both edit one tree), exchange bundles both ways through the CLI, and converge under
-    /// last-in-wins with no mislinked record and the conflict visible in `editlog conflicts`.
-    @Test(arguments: [true, false])
-    func twoDevicesExchangeBundlesThroughTheCLIAndConverge(aFirst: Bool) throws {
-        let d = TempDir()
-        let clock = StepClock(start: 1_780_000_000_000, step: 7)
-        let a = try Fixture.treesLog(at: d.file("a.sqlite"), seed: 1, logId: "device-a", clock: clock)
-        let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "device-b", clock: clock)
-        func add(_ log: EditLog, _ n: Int, _ actor: String) throws {
-            let lines = [
-                #"{"op":"create","layer":"Trees","globalId":"\#(newGID(n))","session":"\#(actor)-t","geometry":{"x":-122.63,"y":45.52},"attributes":{"DBH":3}}"#,
-                #"{"op":"attach","attachmentId":"\#(newGID(n + 1))","name":"\#(actor).jpg","contentType":"image/jpeg","dataBase64":"\#(Data("photo by \(actor)".utf8).base64EncodedString())","session":"\#(actor)-t"}"#,
-                #"{"op":"finish","session":"\#(actor)-t"}"#,
-                #"{"op":"create","layer":"Inspections","globalId":"\#(newGID(n + 2))","session":"\#(actor)-i","parent":{"relationship":"Tree_Inspections","globalId":"\#(newGID(n))"},"attributes":{"Condition":"Poor","DBH":4,"CollectedDate":"2026-06-01T00:00:00Z"}}"#,
-                #"{"op":"finish","session":"\#(actor)-i"}"#,
-            ]
-            for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
-        }
-        try add(a, 100, "ann")
-        try add(b, 200, "bob")
-        try MergeTests.set(a, MergeTests.tree, [("SiteWidth", "10")], at: 1, actor: "ann", session: "ann-w")
-        try MergeTests.set(b, MergeTests.tree, [("SiteWidth", "20")], at: 2, actor: "bob", session: "bob-w")
-        a.close(); b.close()
-        for (log, name) in [("a.sqlite", "a.bundle"), ("b.sqlite", "b.bundle")] {
-            let r = try CLI.run("bundle", "export", d.file(log), "--out", d.file(name), "--peer", "hub")
-            #expect(r.status == 0, "\(r.stderr)")
-            if BundleFixture.has("gzip") { #expect(try CLI.sh("gzip -t '\(d.file(name))'").status == 0) }
-            if BundleFixture.has("tar") {
-                let t = try CLI.sh("tar -tzf '\(d.file(name))'")
-                #expect(t.status == 0 && t.stdout.hasPrefix("manifest.json\nschema.json\nevents/") && t.stdout.contains("SHA256SUMS"), "\(t.stdout.prefix(200))")
+extension BundleImportTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        /// The issue's "done when": device A and device B, made from the fixtures, edit concurrently (both add trees with
+        /// inspections and photos, both edit one tree), exchange bundles both ways through the CLI, and converge under
+        /// last-in-wins with no mislinked record and the conflict visible in `editlog conflicts`.
+        @Test(arguments: [true, false])
+        func twoDevicesExchangeBundlesThroughTheCLIAndConverge(aFirst: Bool) throws {
+            let d = TempDir()
+            let clock = StepClock(start: 1_780_000_000_000, step: 7)
+            let a = try Fixture.treesLog(at: d.file("a.sqlite"), seed: 1, logId: "device-a", clock: clock)
+            let b = try Fixture.treesLog(at: d.file("b.sqlite"), seed: 2, logId: "device-b", clock: clock)
+            func add(_ log: EditLog, _ n: Int, _ actor: String) throws {
+                let lines = [
+                    #"{"op":"create","layer":"Trees","globalId":"\#(newGID(n))","session":"\#(actor)-t","geometry":{"x":-122.63,"y":45.52},"attributes":{"DBH":3}}"#,
+                    #"{"op":"attach","attachmentId":"\#(newGID(n + 1))","name":"\#(actor).jpg","contentType":"image/jpeg","dataBase64":"\#(Data("photo by \(actor)".utf8).base64EncodedString())","session":"\#(actor)-t"}"#,
+                    #"{"op":"finish","session":"\#(actor)-t"}"#,
+                    #"{"op":"create","layer":"Inspections","globalId":"\#(newGID(n + 2))","session":"\#(actor)-i","parent":{"relationship":"Tree_Inspections","globalId":"\#(newGID(n))"},"attributes":{"Condition":"Poor","DBH":4,"CollectedDate":"2026-06-01T00:00:00Z"}}"#,
+                    #"{"op":"finish","session":"\#(actor)-i"}"#,
+                ]
+                for cmd in try script(lines, actor: actor) { try log.apply(cmd) }
             }
-        }
-        let order = aFirst ? [("b.sqlite", "a.bundle"), ("a.sqlite", "b.bundle")] : [("a.sqlite", "b.bundle"), ("b.sqlite", "a.bundle")]
-        // The second import prints its summary as text: its conflicts with whole ids (checked below).
-        var summaries: [String: String] = [:]
-        for (i, (log, bundle)) in order.enumerated() {
-            if i == 1 {
-                let r = try CLI.run("bundle", "import", d.file(log), d.file(bundle), "--actor", "operator")
-                #expect(r.status == 0 && r.stdout.contains("imported "), "\(r.stdout)\(r.stderr)")
-                summaries[log] = r.stdout
-                continue
+            try add(a, 100, "ann")
+            try add(b, 200, "bob")
+            try MergeDevices.set(a, MergeDevices.tree, [("SiteWidth", "10")], at: 1, actor: "ann", session: "ann-w")
+            try MergeDevices.set(b, MergeDevices.tree, [("SiteWidth", "20")], at: 2, actor: "bob", session: "bob-w")
+            a.close(); b.close()
+            for (log, name) in [("a.sqlite", "a.bundle"), ("b.sqlite", "b.bundle")] {
+                let r = try CLI.run("bundle", "export", d.file(log), "--out", d.file(name), "--peer", "hub")
+                #expect(r.status == 0, "\(r.stderr)")
+                if BundleFixture.has("gzip") { #expect(try CLI.sh("gzip -t '\(d.file(name))'").status == 0) }
+                if BundleFixture.has("tar") {
+                    let t = try CLI.sh("tar -tzf '\(d.file(name))'")
+                    #expect(t.status == 0 && t.stdout.hasPrefix("manifest.json\nschema.json\nevents/") && t.stdout.contains("SHA256SUMS"), "\(t.stdout.prefix(200))")
+                }
             }
-            let r = try CLI.run("bundle", "import", d.file(log), d.file(bundle), "--json", "--actor", "operator")
-            #expect(r.status == 0, "\(r.stderr)")
-            let j = try JSONParser.parse(r.stdout)
-            #expect((j["imported"]?.intValue ?? 0) > 0)
-        }
-        let la = try EditLog.open(at: d.file("a.sqlite")), lb = try EditLog.open(at: d.file("b.sqlite"))
-        #expect(try la.digestOfContent() == (try lb.digestOfContent()))
-        for log in [la, lb] {
-            for (n, actor) in [(100, "ann"), (200, "bob")] {
-                #expect(try log.attributes(newGID(n + 2))["TreeGlobalID"]?.stringValue == newGID(n), "an inspection was mislinked")
-                let atts = try log.show(globalId: newGID(n))["attachments"]?.arrayValue ?? []
-                #expect(atts.count == 1 && atts.first?["name"]?.stringValue == "\(actor).jpg", "\(atts)")
+            let order = aFirst ? [("b.sqlite", "a.bundle"), ("a.sqlite", "b.bundle")] : [("a.sqlite", "b.bundle"), ("b.sqlite", "a.bundle")]
+            // The second import prints its summary as text: its conflicts with whole ids (checked below).
+            var summaries: [String: String] = [:]
+            for (i, (log, bundle)) in order.enumerated() {
+                if i == 1 {
+                    let r = try CLI.run("bundle", "import", d.file(log), d.file(bundle), "--actor", "operator")
+                    #expect(r.status == 0 && r.stdout.contains("imported "), "\(r.stdout)\(r.stderr)")
+                    summaries[log] = r.stdout
+                    continue
+                }
+                let r = try CLI.run("bundle", "import", d.file(log), d.file(bundle), "--json", "--actor", "operator")
+                #expect(r.status == 0, "\(r.stderr)")
+                let j = try JSONParser.parse(r.stdout)
+                #expect((j["imported"]?.intValue ?? 0) > 0)
             }
-            #expect(try log.attributes(MergeTests.tree)["SiteWidth"]?.doubleValue == 20)
-        }
-        // The conflict, with base, local and remote and who wrote each, in both logs.
-        for log in ["a.sqlite", "b.sqlite"] {
-            let r = try CLI.run("conflicts", "list", d.file(log), "--json")
-            #expect(r.status == 0, "\(r.stderr)")
-            let rows = try r.stdout.split(separator: "\n").map { try JSONParser.parse(String($0)) }
-            let c = try #require(rows.first { $0["field"]?.stringValue == "SiteWidth" }, "\(r.stdout)")
-            if let summary = summaries[log] {
-                let own = rows.filter { $0["field"]?.stringValue == "SiteWidth" && $0["decidedIn"]?.stringValue == (log == "a.sqlite" ? la : lb).logId }
-                #expect(!own.isEmpty && own.allSatisfy { summary.contains($0["id"]!.stringValue!) }, "\(summary)")
+            let la = try EditLog.open(at: d.file("a.sqlite")), lb = try EditLog.open(at: d.file("b.sqlite"))
+            #expect(try la.digestOfContent() == (try lb.digestOfContent()))
+            for log in [la, lb] {
+                for (n, actor) in [(100, "ann"), (200, "bob")] {
+                    #expect(try log.attributes(newGID(n + 2))["TreeGlobalID"]?.stringValue == newGID(n), "an inspection was mislinked")
+                    let atts = try log.show(globalId: newGID(n))["attachments"]?.arrayValue ?? []
+                    #expect(atts.count == 1 && atts.first?["name"]?.stringValue == "\(actor).jpg", "\(atts)")
+                }
+                #expect(try log.attributes(MergeDevices.tree)["SiteWidth"]?.doubleValue == 20)
             }
-            #expect(c["local"]?["writer"]?["actor"] != nil && c["remote"]?["writer"]?["actor"] != nil && c["base"] != nil)
-            #expect(Set([c["local"]?["writer"]?["actor"]?.stringValue, c["remote"]?["writer"]?["actor"]?.stringValue]) == Set(["ann", "bob"]))
-            // `show` names the conflict behind the value, in text too.
-            let shown = try CLI.run("show", d.file(log), MergeTests.tree)
-            let ids = rows.filter { $0["field"]?.stringValue == "SiteWidth" }.compactMap { $0["id"]?.stringValue }
-            #expect(shown.status == 0 && ids.contains { shown.stdout.contains($0) }, "\(shown.stdout)")
-            let show = try CLI.run("conflicts", d.file(log), "show", c["id"]!.stringValue!)
-            #expect(show.status == 0 && show.stdout.contains("base:") && show.stdout.contains("last-in-wins"), "\(show.stdout)\(show.stderr)")
-            // It names the rule it applied (bundles: client time) and prints times in the one human format.
-            #expect(show.stdout.contains("rule:   last-in-wins: the later commit by client time wins") && !show.stdout.contains(".000Z"), "\(show.stdout)")
+            // The conflict, with base, local and remote and who wrote each, in both logs.
+            for log in ["a.sqlite", "b.sqlite"] {
+                let r = try CLI.run("conflicts", "list", d.file(log), "--json")
+                #expect(r.status == 0, "\(r.stderr)")
+                let rows = try r.stdout.split(separator: "\n").map { try JSONParser.parse(String($0)) }
+                let c = try #require(rows.first { $0["field"]?.stringValue == "SiteWidth" }, "\(r.stdout)")
+                if let summary = summaries[log] {
+                    let own = rows.filter { $0["field"]?.stringValue == "SiteWidth" && $0["decidedIn"]?.stringValue == (log == "a.sqlite" ? la : lb).logId }
+                    #expect(!own.isEmpty && own.allSatisfy { summary.contains($0["id"]!.stringValue!) }, "\(summary)")
+                }
+                #expect(c["local"]?["writer"]?["actor"] != nil && c["remote"]?["writer"]?["actor"] != nil && c["base"] != nil)
+                #expect(Set([c["local"]?["writer"]?["actor"]?.stringValue, c["remote"]?["writer"]?["actor"]?.stringValue]) == Set(["ann", "bob"]))
+                // `show` names the conflict behind the value, in text too.
+                let shown = try CLI.run("show", d.file(log), MergeDevices.tree)
+                let ids = rows.filter { $0["field"]?.stringValue == "SiteWidth" }.compactMap { $0["id"]?.stringValue }
+                #expect(shown.status == 0 && ids.contains { shown.stdout.contains($0) }, "\(shown.stdout)")
+                let show = try CLI.run("conflicts", d.file(log), "show", c["id"]!.stringValue!)
+                #expect(show.status == 0 && show.stdout.contains("base:") && show.stdout.contains("last-in-wins"), "\(show.stdout)\(show.stderr)")
+                // It names the rule it applied (bundles: client time) and prints times in the one human format.
+                #expect(show.stdout.contains("rule:   last-in-wins: the later commit by client time wins") && !show.stdout.contains(".000Z"), "\(show.stdout)")
+            }
+            // An investigator re-resolves: a new event, the value changes.
+            let id = try JSONParser.parse(try CLI.run("conflicts", "list", d.file("b.sqlite"), "--json").stdout.split(separator: "\n").first.map(String.init) ?? "")["id"]!.stringValue!
+            let res = try CLI.run("conflicts", d.file("b.sqlite"), "resolve", id, "--take", "value", "--value", "15", "--actor", "investigator")
+            #expect(res.status == 0, "\(res.stderr)")
+            #expect(try lb.attributes(MergeDevices.tree)["SiteWidth"]?.doubleValue == 15)
+            let bad = try CLI.run("conflicts", "resolve", d.file("b.sqlite"), id, "--take", "value")
+            #expect(bad.status == 64)
+            // The text list prints whole ids, which `show` takes; the log may come first or after the action.
+            let text = try CLI.run("conflicts", d.file("b.sqlite"), "list")
+            #expect(text.status == 0 && text.stdout.contains(id), "\(text.stdout)\(text.stderr)")
+            #expect(try CLI.run("conflicts", "show", d.file("b.sqlite"), id).stdout == (try CLI.run("conflicts", d.file("b.sqlite"), "show", id).stdout))
+            // --feature takes a GlobalID: anything else is a usage error, not an empty list.
+            let byTree = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", MergeDevices.tree)
+            #expect(byTree.status == 0 && byTree.stdout.contains(id), "\(byTree.stderr)")
+            let nonsense = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", "nonsense")
+            #expect(nonsense.status == 64 && nonsense.stderr.contains("--feature"), "\(nonsense.stderr)")
         }
-        // An investigator re-resolves: a new event, the value changes.
-        let id = try JSONParser.parse(try CLI.run("conflicts", "list", d.file("b.sqlite"), "--json").stdout.split(separator: "\n").first.map(String.init) ?? "")["id"]!.stringValue!
-        let res = try CLI.run("conflicts", d.file("b.sqlite"), "resolve", id, "--take", "value", "--value", "15", "--actor", "investigator")
-        #expect(res.status == 0, "\(res.stderr)")
-        #expect(try lb.attributes(MergeTests.tree)["SiteWidth"]?.doubleValue == 15)
-        let bad = try CLI.run("conflicts", "resolve", d.file("b.sqlite"), id, "--take", "value")
-        #expect(bad.status == 64)
-        // The text list prints whole ids, which `show` takes; the log may come first or after the action.
-        let text = try CLI.run("conflicts", d.file("b.sqlite"), "list")
-        #expect(text.status == 0 && text.stdout.contains(id), "\(text.stdout)\(text.stderr)")
-        #expect(try CLI.run("conflicts", "show", d.file("b.sqlite"), id).stdout == (try CLI.run("conflicts", d.file("b.sqlite"), "show", id).stdout))
-        // --feature takes a GlobalID: anything else is a usage error, not an empty list.
-        let byTree = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", MergeTests.tree)
-        #expect(byTree.status == 0 && byTree.stdout.contains(id), "\(byTree.stderr)")
-        let nonsense = try CLI.run("conflicts", d.file("b.sqlite"), "list", "--feature", "nonsense")
-        #expect(nonsense.status == 64 && nonsense.stderr.contains("--feature"), "\(nonsense.stderr)")
     }
 }

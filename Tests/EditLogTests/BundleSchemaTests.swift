@@ -9,36 +9,6 @@ import Testing
     static let manifestSchema = "bundle-manifest.schema.json"
     static let lineSchema = "bundle-event-line.schema.json"
 
-    /// The chain check in Python that `schemas/bundle.md` prints, run as the document gives it, in an extracted bundle:
-    /// the shared bundle, and one whose payload holds the characters the canonical JSON escapes in its own way
-    /// (backspace, form feed and other controls as \u00XX, tab and newline short, non-ASCII as it is).
-    @Test func theFormatDocumentsPythonChainCheckPassesOnRealBundles() throws {
-        guard BundleFixture.has("python3"), BundleFixture.has("tar") else { print("skipped: python3 or tar is not installed"); return }
-        let doc = try String(contentsOfFile: Paths.root + "/schemas/bundle.md", encoding: .utf8)
-        let start = try #require(doc.range(of: "```python\n"))
-        let end = try #require(doc.range(of: "```", range: start.upperBound..<doc.endIndex))
-        let d = TempDir()
-        try String(doc[start.upperBound..<end.lowerBound]).write(toFile: d.file("check.py"), atomically: true, encoding: .utf8)
-        let shared = SharedBundle.shared
-        try shared.copyLog(to: d.file("log.sqlite"))
-        let log = try EditLog.open(at: d.file("log.sqlite"))
-        try MergeTests.set(log, MergeTests.tree, [("PlantedBy", #""a\bb\fc\td\ne\u0001f\u001f é ✓ \"q\" \\""#)], at: 5, actor: "ann", session: "esc-1")
-        _ = try log.exportBundle(to: d.file("escapes.bundle"), since: .position(shared.head))
-        log.close()
-        for (name, bundle) in [("shared", shared.bundle), ("escapes", d.file("escapes.bundle"))] {
-            let dir = d.file(name)
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            let r = try CLI.sh("cd '\(dir)' && tar -xzf '\(bundle)' && python3 '\(d.file("check.py"))'")
-            #expect(r.status == 0, "\(name): \(r.stdout) \(r.stderr)")
-        }
-        // It can fail: a line whose payload is written otherwise than canonically is caught.
-        let chunk = try #require(try FileManager.default.contentsOfDirectory(atPath: d.file("escapes") + "/events").first)
-        let path = d.file("escapes") + "/events/" + chunk
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        try text.replacingOccurrences(of: #"\u0008"#, with: #"\b"#).write(toFile: path, atomically: true, encoding: .utf8)
-        #expect(try CLI.sh("cd '\(d.file("escapes"))' && python3 '\(d.file("check.py"))'").status != 0)
-    }
-
     @Test func anExportedManifestAndItsLinesValidate() throws {
         let shared = SharedBundle.shared
         let d = TempDir()
@@ -82,5 +52,39 @@ import Testing
         guard case .object(var noPrevious) = line else { return }
         noPrevious["previousHash"] = nil
         #expect(try !v.validate(.object(noPrevious), against: Self.lineSchema).isEmpty)
+    }
+}
+
+extension BundleSchemaTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        /// The chain check in Python that `schemas/bundle.md` prints, run as the document gives it, in an extracted bundle:
+        /// the shared bundle, and one whose payload holds the characters the canonical JSON escapes in its own way
+        /// (backspace, form feed and other controls as \u00XX, tab and newline short, non-ASCII as it is).
+        @Test func theFormatDocumentsPythonChainCheckPassesOnRealBundles() throws {
+            guard BundleFixture.has("python3"), BundleFixture.has("tar") else { print("skipped: python3 or tar is not installed"); return }
+            let doc = try String(contentsOfFile: Paths.root + "/schemas/bundle.md", encoding: .utf8)
+            let start = try #require(doc.range(of: "```python\n"))
+            let end = try #require(doc.range(of: "```", range: start.upperBound..<doc.endIndex))
+            let d = TempDir()
+            try String(doc[start.upperBound..<end.lowerBound]).write(toFile: d.file("check.py"), atomically: true, encoding: .utf8)
+            let shared = SharedBundle.shared
+            try shared.copyLog(to: d.file("log.sqlite"))
+            let log = try EditLog.open(at: d.file("log.sqlite"))
+            try MergeDevices.set(log, MergeDevices.tree, [("PlantedBy", #""a\bb\fc\td\ne\u0001f\u001f é ✓ \"q\" \\""#)], at: 5, actor: "ann", session: "esc-1")
+            _ = try log.exportBundle(to: d.file("escapes.bundle"), since: .position(shared.head))
+            log.close()
+            for (name, bundle) in [("shared", shared.bundle), ("escapes", d.file("escapes.bundle"))] {
+                let dir = d.file(name)
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                let r = try CLI.sh("cd '\(dir)' && tar -xzf '\(bundle)' && python3 '\(d.file("check.py"))'")
+                #expect(r.status == 0, "\(name): \(r.stdout) \(r.stderr)")
+            }
+            // It can fail: a line whose payload is written otherwise than canonically is caught.
+            let chunk = try #require(try FileManager.default.contentsOfDirectory(atPath: d.file("escapes") + "/events").first)
+            let path = d.file("escapes") + "/events/" + chunk
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            try text.replacingOccurrences(of: #"\u0008"#, with: #"\b"#).write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(try CLI.sh("cd '\(d.file("escapes"))' && python3 '\(d.file("check.py"))'").status != 0)
+        }
     }
 }

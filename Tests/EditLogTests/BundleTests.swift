@@ -111,81 +111,6 @@ struct SharedBundle: Sendable {
         }
     }
 
-    @Test func systemGzipAndTarReadTheBundle() throws {
-        guard BundleFixture.has("gzip"), BundleFixture.has("tar") else {
-            print("skipped: gzip or tar is not installed"); return
-        }
-        let t = try CLI.sh("gzip -t '\(shared.bundle)'")
-        #expect(t.status == 0, "\(t.stderr)")
-        let l = try CLI.sh("tar -tzf '\(shared.bundle)'")
-        #expect(l.status == 0, "\(l.stderr)")
-        let names = l.stdout.split(separator: "\n").map(String.init)
-        #expect(names.prefix(3) == ["manifest.json", "schema.json", "events/00000001.ndjson"])
-        #expect(names.last == "SHA256SUMS")
-        #expect(names.filter { $0.hasPrefix("blobs/") }.count == 9)
-        #expect(names.allSatisfy { $0 == "manifest.json" || $0 == "schema.json" || $0 == "SHA256SUMS" || $0.hasPrefix("events/") || $0.hasPrefix("blobs/") })
-        if BundleFixture.has("sha256sum") {
-            let d = TempDir()
-            let c = try CLI.sh("cd '\(d.path)' && tar -xzf '\(shared.bundle)' && sha256sum -c --quiet SHA256SUMS")
-            #expect(c.status == 0, "\(c.stdout) \(c.stderr)")
-        }
-    }
-
-    @Test func smallBlocksMakeManyMembersThatGzipAndTarStillRead() throws {
-        let d = TempDir()
-        let log = try EditLog.open(at: shared.log, readonly: true)
-        defer { log.close() }
-        let out = d.file("small.bundle")
-        let s = try log.exportBundle(to: out, blockSize: 4096)
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
-        // The first member holds the manifest and the schema entries alone (the export fills it last); every
-        // other member is one block of 4096 bytes but the last.
-        let entries = try BundleFixture.unpack(out)
-        let headBytes = entries.prefix(2).reduce(0) { $0 + Ustar.block + $1.data.count + Ustar.padding(for: Int64($1.data.count)) }
-        #expect(entries.prefix(2).map(\.name) == [BundleLayout.manifest, BundleLayout.schema])
-        let sizes = GzipWriterTests.memberSizes(bytes)
-        let body = Int(s.uncompressedBytes) - headBytes
-        #expect(sizes.first == headBytes)
-        #expect(sizes.dropFirst().dropLast().allSatisfy { $0 == 4096 } && sizes.count == 1 + (body + 4095) / 4096,
-                "\(sizes.count) members for \(s.uncompressedBytes) bytes")
-        let (c, events, _) = try BundleFixture.read(out)
-        #expect(events == (try BundleFixture.events(log)))
-        #expect(c.manifest.eventCount == shared.head)
-        if BundleFixture.has("gzip"), BundleFixture.has("tar") {
-            #expect(try CLI.sh("gzip -t '\(out)'").status == 0)
-            let l = try CLI.sh("tar -tzf '\(out)'")
-            #expect(l.status == 0 && l.stdout.hasPrefix("manifest.json\nschema.json\n"), "\(l.stderr)")
-        } else {
-            print("skipped the system-tool half: gzip or tar is not installed")
-        }
-    }
-
-    @Test func zlibOnlyAndTheDefaultWriteTheSameTarThatZlibReads() throws {
-        let d = TempDir()
-        let log = try EditLog.open(at: shared.log, readonly: true)
-        defer { log.close() }
-        let auto = try log.exportBundle(to: d.file("auto.bundle"), blockSize: 8192)
-        let zlib = try log.exportBundle(to: d.file("zlib.bundle"), blockSize: 8192, deflate: .zlib)
-        #expect(zlib.deflater == "zlib level 6, deflateTune(32, 258, 24, 10)")
-        #expect(auto.deflater == BundleDeflate.auto.deflater)
-        // The same entries, byte for byte; only the deflated bytes differ (where libdeflate wrote the default).
-        #expect(zlib.uncompressedBytes == auto.uncompressedBytes)
-        let a = try BundleFixture.unpack(d.file("auto.bundle")), z = try BundleFixture.unpack(d.file("zlib.bundle"))
-        #expect(a.map(\.name) == z.map(\.name))
-        let differing = zip(a, z).filter { pair in pair.0.data != pair.1.data }.map { pair in pair.0.name }
-        #expect(Set(differing).isSubset(of: [BundleLayout.manifest, BundleLayout.sums]), "\(differing)")
-        #expect(try BundleFixture.read(d.file("zlib.bundle")).1 == (try BundleFixture.events(log)))
-        if Libdeflate.system != nil {
-            #expect(auto.deflater.hasPrefix("libdeflate") && auto.bytes != zlib.bytes)
-            #expect(try BundleDeflate.libdeflate.engine() == .libdeflate(level: GzipEngine.libdeflateLevel))
-        } else {
-            let e = try #require(throws: EditLogError.self) { _ = try log.exportBundle(to: d.file("ld.bundle"), deflate: .libdeflate) }
-            #expect(e.kind == .unsupported && e.message.contains("libdeflate.so.0"))
-            #expect(!FileManager.default.fileExists(atPath: d.file("ld.bundle")) && !FileManager.default.fileExists(atPath: d.file("ld.bundle.partial")))
-        }
-        if BundleFixture.has("gzip") { #expect(try CLI.sh("gzip -t '\(d.file("zlib.bundle"))'").status == 0) }
-    }
-
     @Test func theExportReadsThroughASmallCacheAndGivesTheConnectionItsOwnBack() throws {
         let d = TempDir()
         try shared.copyLog(to: d.file("log.sqlite"))
@@ -255,37 +180,6 @@ struct SharedBundle: Sendable {
         let sixth = try log.exportBundle(to: d.file("6.bundle"), since: .lastExport(peer: "nobody"))
         #expect(sixth.manifest.fromPosition == 0 && sixth.manifest.toPosition == newHead && sixth.manifest.since == "last-export:nobody")
         #expect(!FileManager.default.fileExists(atPath: d.file("5.bundle")) && !FileManager.default.fileExists(atPath: d.file("5.bundle.partial")))
-    }
-
-    @Test func layerFilterKeepsThatLayerAndSystemStreamsWithCheckableHashes() throws {
-        let d = TempDir()
-        let log = try EditLog.open(at: shared.log, readonly: true)
-        defer { log.close() }
-        let trees = try log.layer("Trees").id
-        let s = try log.exportBundle(to: d.file("trees.bundle"), since: .position(100), layers: ["Trees"])
-        #expect(s.manifest.layers == ["Trees"])
-        let (c, events, blobs) = try BundleFixture.read(d.file("trees.bundle"))
-        let expected = try BundleFixture.events(log).filter { $0.position > 100 && ($0.stream.hasPrefix("$") || StreamName.parseFeature($0.stream)?.layer == trees) }
-        #expect(events == expected)
-        #expect(c.eventCount == expected.count && c.eventCount < Int(shared.head - 100))
-        #expect(Set(blobs.keys) == Set(expected.flatMap(ReadState.blobReferences)))
-        // Continuing after a bundle of some layers is for the same layers only: the others' events of its range were
-        // never sent. A peer's mark is never set by one (the next last-export: would skip them the same way).
-        let next = try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("trees.bundle")), layers: ["Trees"])
-        #expect(next.manifest.fromPosition == s.manifest.toPosition)
-        expectBundleError(.invalidInput, "the other layers' events of that range unsent") {
-            _ = try log.exportBundle(to: d.file("all.bundle"), since: .bundle(path: d.file("trees.bundle")))
-        }
-        try shared.copyLog(to: d.file("log.sqlite"))
-        let writable = try EditLog.open(at: d.file("log.sqlite"))
-        defer { writable.close() }
-        expectBundleError(.invalidInput, "is not recorded for peer hq") {
-            _ = try writable.exportBundle(to: d.file("peer.bundle"), layers: ["Trees"], peer: "hq")
-        }
-        #expect(try writable.bundleExports(peer: "hq").isEmpty)
-        for f in ["all.bundle", "all.bundle.partial", "peer.bundle", "peer.bundle.partial"] { #expect(!FileManager.default.fileExists(atPath: d.file(f)), "\(f)") }
-        let cli = try CLI.run("bundle", "export", d.file("log.sqlite"), "--out", d.file("peer.bundle"), "--layer", "Trees", "--peer", "hq")
-        #expect(cli.status == 64 && cli.stderr.contains("--peer hq with --layer"), "\(cli.stderr)")
     }
 
     @Test func anEmptyRangeIsAnEmptyBundle() throws {
@@ -415,6 +309,118 @@ struct SharedBundle: Sendable {
             lower.append(e.last!)
             try BundleFixture.pack(lower, to: d.file("l\(from).bundle"), recomputeSums: false)
             expectBundleError(.corrupt, "does not match SHA256SUMS") { _ = try BundleFixture.read(d.file("l\(from).bundle")) }
+        }
+    }
+}
+
+extension BundleTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        let shared = SharedBundle.shared
+
+        @Test func systemGzipAndTarReadTheBundle() throws {
+            guard BundleFixture.has("gzip"), BundleFixture.has("tar") else {
+                print("skipped: gzip or tar is not installed"); return
+            }
+            let t = try CLI.sh("gzip -t '\(shared.bundle)'")
+            #expect(t.status == 0, "\(t.stderr)")
+            let l = try CLI.sh("tar -tzf '\(shared.bundle)'")
+            #expect(l.status == 0, "\(l.stderr)")
+            let names = l.stdout.split(separator: "\n").map(String.init)
+            #expect(names.prefix(3) == ["manifest.json", "schema.json", "events/00000001.ndjson"])
+            #expect(names.last == "SHA256SUMS")
+            #expect(names.filter { $0.hasPrefix("blobs/") }.count == 9)
+            #expect(names.allSatisfy { $0 == "manifest.json" || $0 == "schema.json" || $0 == "SHA256SUMS" || $0.hasPrefix("events/") || $0.hasPrefix("blobs/") })
+            if BundleFixture.has("sha256sum") {
+                let d = TempDir()
+                let c = try CLI.sh("cd '\(d.path)' && tar -xzf '\(shared.bundle)' && sha256sum -c --quiet SHA256SUMS")
+                #expect(c.status == 0, "\(c.stdout) \(c.stderr)")
+            }
+        }
+
+        @Test func smallBlocksMakeManyMembersThatGzipAndTarStillRead() throws {
+            let d = TempDir()
+            let log = try EditLog.open(at: shared.log, readonly: true)
+            defer { log.close() }
+            let out = d.file("small.bundle")
+            let s = try log.exportBundle(to: out, blockSize: 4096)
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
+            // The first member holds the manifest and the schema entries alone (the export fills it last); every
+            // other member is one block of 4096 bytes but the last.
+            let entries = try BundleFixture.unpack(out)
+            let headBytes = entries.prefix(2).reduce(0) { $0 + Ustar.block + $1.data.count + Ustar.padding(for: Int64($1.data.count)) }
+            #expect(entries.prefix(2).map(\.name) == [BundleLayout.manifest, BundleLayout.schema])
+            let sizes = GzipWriterTests.memberSizes(bytes)
+            let body = Int(s.uncompressedBytes) - headBytes
+            #expect(sizes.first == headBytes)
+            #expect(sizes.dropFirst().dropLast().allSatisfy { $0 == 4096 } && sizes.count == 1 + (body + 4095) / 4096,
+                    "\(sizes.count) members for \(s.uncompressedBytes) bytes")
+            let (c, events, _) = try BundleFixture.read(out)
+            #expect(events == (try BundleFixture.events(log)))
+            #expect(c.manifest.eventCount == shared.head)
+            if BundleFixture.has("gzip"), BundleFixture.has("tar") {
+                #expect(try CLI.sh("gzip -t '\(out)'").status == 0)
+                let l = try CLI.sh("tar -tzf '\(out)'")
+                #expect(l.status == 0 && l.stdout.hasPrefix("manifest.json\nschema.json\n"), "\(l.stderr)")
+            } else {
+                print("skipped the system-tool half: gzip or tar is not installed")
+            }
+        }
+
+        @Test func zlibOnlyAndTheDefaultWriteTheSameTarThatZlibReads() throws {
+            let d = TempDir()
+            let log = try EditLog.open(at: shared.log, readonly: true)
+            defer { log.close() }
+            let auto = try log.exportBundle(to: d.file("auto.bundle"), blockSize: 8192)
+            let zlib = try log.exportBundle(to: d.file("zlib.bundle"), blockSize: 8192, deflate: .zlib)
+            #expect(zlib.deflater == "zlib level 6, deflateTune(32, 258, 24, 10)")
+            #expect(auto.deflater == BundleDeflate.auto.deflater)
+            // The same entries, byte for byte; only the deflated bytes differ (where libdeflate wrote the default).
+            #expect(zlib.uncompressedBytes == auto.uncompressedBytes)
+            let a = try BundleFixture.unpack(d.file("auto.bundle")), z = try BundleFixture.unpack(d.file("zlib.bundle"))
+            #expect(a.map(\.name) == z.map(\.name))
+            let differing = zip(a, z).filter { pair in pair.0.data != pair.1.data }.map { pair in pair.0.name }
+            #expect(Set(differing).isSubset(of: [BundleLayout.manifest, BundleLayout.sums]), "\(differing)")
+            #expect(try BundleFixture.read(d.file("zlib.bundle")).1 == (try BundleFixture.events(log)))
+            if Libdeflate.system != nil {
+                #expect(auto.deflater.hasPrefix("libdeflate") && auto.bytes != zlib.bytes)
+                #expect(try BundleDeflate.libdeflate.engine() == .libdeflate(level: GzipEngine.libdeflateLevel))
+            } else {
+                let e = try #require(throws: EditLogError.self) { _ = try log.exportBundle(to: d.file("ld.bundle"), deflate: .libdeflate) }
+                #expect(e.kind == .unsupported && e.message.contains("libdeflate.so.0"))
+                #expect(!FileManager.default.fileExists(atPath: d.file("ld.bundle")) && !FileManager.default.fileExists(atPath: d.file("ld.bundle.partial")))
+            }
+            if BundleFixture.has("gzip") { #expect(try CLI.sh("gzip -t '\(d.file("zlib.bundle"))'").status == 0) }
+        }
+
+        @Test func layerFilterKeepsThatLayerAndSystemStreamsWithCheckableHashes() throws {
+            let d = TempDir()
+            let log = try EditLog.open(at: shared.log, readonly: true)
+            defer { log.close() }
+            let trees = try log.layer("Trees").id
+            let s = try log.exportBundle(to: d.file("trees.bundle"), since: .position(100), layers: ["Trees"])
+            #expect(s.manifest.layers == ["Trees"])
+            let (c, events, blobs) = try BundleFixture.read(d.file("trees.bundle"))
+            let expected = try BundleFixture.events(log).filter { $0.position > 100 && ($0.stream.hasPrefix("$") || StreamName.parseFeature($0.stream)?.layer == trees) }
+            #expect(events == expected)
+            #expect(c.eventCount == expected.count && c.eventCount < Int(shared.head - 100))
+            #expect(Set(blobs.keys) == Set(expected.flatMap(ReadState.blobReferences)))
+            // Continuing after a bundle of some layers is for the same layers only: the others' events of its range were
+            // never sent. A peer's mark is never set by one (the next last-export: would skip them the same way).
+            let next = try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("trees.bundle")), layers: ["Trees"])
+            #expect(next.manifest.fromPosition == s.manifest.toPosition)
+            expectBundleError(.invalidInput, "the other layers' events of that range unsent") {
+                _ = try log.exportBundle(to: d.file("all.bundle"), since: .bundle(path: d.file("trees.bundle")))
+            }
+            try shared.copyLog(to: d.file("log.sqlite"))
+            let writable = try EditLog.open(at: d.file("log.sqlite"))
+            defer { writable.close() }
+            expectBundleError(.invalidInput, "is not recorded for peer hq") {
+                _ = try writable.exportBundle(to: d.file("peer.bundle"), layers: ["Trees"], peer: "hq")
+            }
+            #expect(try writable.bundleExports(peer: "hq").isEmpty)
+            for f in ["all.bundle", "all.bundle.partial", "peer.bundle", "peer.bundle.partial"] { #expect(!FileManager.default.fileExists(atPath: d.file(f)), "\(f)") }
+            let cli = try CLI.run("bundle", "export", d.file("log.sqlite"), "--out", d.file("peer.bundle"), "--layer", "Trees", "--peer", "hq")
+            #expect(cli.status == 64 && cli.stderr.contains("--peer hq with --layer"), "\(cli.stderr)")
         }
     }
 }

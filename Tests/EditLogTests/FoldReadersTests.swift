@@ -8,7 +8,7 @@ import Testing
 /// what the projection holds for every feature the case touched: blame, history, diff and a rebuild. All of them read
 /// the decision through `FeatureEffect`; a reader that applied it its own way would disagree here.
 @Suite struct FoldReadersTests {
-    typealias M = MergeTests
+    typealias M = MergeDevices
 
     enum Case: String, CaseIterable, CustomTestStringConvertible {
         case revive, skipDelete, orphanKept, cascadeRevived, deleteAgain, trackingKept
@@ -33,16 +33,16 @@ import Testing
         case .revive, .skipDelete:
             // a deletes a tree, b updates it later: b skips the delete, a revives the tree with b's update.
             let a = try M.device("a", paths[0], seed: 1), b = try M.device("b", paths[1], seed: 2)
-            _ = try M.deleteHereUpdateThere(a, b)
+            _ = try MergeDeleteTests.deleteHereUpdateThere(a, b)
             try M.exchange(a, into: b, viaBundle: false)
             try M.exchange(b, into: a, viaBundle: false)
             return [a, b]
         case .orphanKept, .cascadeRevived:
-            return try M.treeKeptForAnOrphan(paths).logs
+            return try MergeOrphanTests.treeKeptForAnOrphan(paths).logs
         case .deleteAgain:
-            let (logs, _, _, w2, _) = try M.treeKeptForAnOrphan(paths)
+            let (logs, _, _, w2, _) = try MergeOrphanTests.treeKeptForAnOrphan(paths)
             try M.delete(logs[1], "Trees", w2, at: 3, actor: "bob")
-            try M.exchangeAll(logs, order: [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)])
+            try MergeOrphanTests.exchangeAll(logs, order: [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)])
             return logs
         case .trackingKept:
             // b's edit (10:05) reaches a after a's later one (10:09): a keeps its own editor tracking.

@@ -1,4 +1,5 @@
 import EditLog
+import EditLogBundle
 import Foundation
 import Testing
 

@@ -23,35 +23,39 @@ import Testing
          ["rebuild", path]]
     }
 
-    @Test func longCommandsPrintNothingExtraOnStderrWhenItIsNotATerminal() throws {
-        let (path, dir, at) = try Self.demoCopy()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        for args in Self.commands(path, dir, at) {
-            let r = try CLI.run(args)
-            #expect(r.status == 0, "\(args): \(r.stderr)")
-            #expect(r.stderr.isEmpty, "\(args[0]) printed on a stderr that is not a terminal: \(r.stderr.debugDescription)")
-            #expect(!r.stdout.contains("\r") && !r.stdout.contains("\u{1B}"), "\(args[0]): \(r.stdout.debugDescription)")
-        }
-    }
-
     static let script: String? = ["/usr/bin/script", "/bin/script"].first { FileManager.default.isExecutableFile(atPath: $0) }
+}
 
-    // util-linux `script` runs the command on a pseudo-terminal.
-    @Test(.enabled(if: script != nil, "util-linux script is not installed: no pseudo-terminal to draw on"))
-    func onATerminalEachPhaseDrawsABarAndClearsIt() throws {
-        let (path, dir, at) = try Self.demoCopy()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let labels: [String: [String]] = ["replay": ["replay [", "write ["], "export": ["export ["], "report": ["report ["], "rebuild": ["rebuild ["]]
-        for args in Self.commands(path, dir, at) {
-            for f in ["at.gpkg", "at.sqlite", "live.gpkg"] { try? FileManager.default.removeItem(atPath: dir + "/" + f) }
-            let line = ([CLI.binary] + args).map { "'\($0)'" }.joined(separator: " ")
-            // stdout to a file: what the terminal shows is then stderr alone.
-            let r = try CLI.sh("\(Self.script!) -qec \"\(line) > '\(dir)/stdout.txt'\" /dev/null")
-            #expect(r.status == 0, "\(args): \(r.stdout)")
-            for label in labels[args[0]]! {
-                #expect(r.stdout.contains("\r\(label)"), "\(args[0]) drew no \(label)…] bar: \(r.stdout.debugDescription)")
+extension ProgressTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        @Test func longCommandsPrintNothingExtraOnStderrWhenItIsNotATerminal() throws {
+            let (path, dir, at) = try ProgressTests.demoCopy()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            for args in ProgressTests.commands(path, dir, at) {
+                let r = try CLI.run(args)
+                #expect(r.status == 0, "\(args): \(r.stderr)")
+                #expect(r.stderr.isEmpty, "\(args[0]) printed on a stderr that is not a terminal: \(r.stderr.debugDescription)")
+                #expect(!r.stdout.contains("\r") && !r.stdout.contains("\u{1B}"), "\(args[0]): \(r.stdout.debugDescription)")
             }
-            #expect(r.stdout.hasSuffix("\r\u{1B}[K"), "\(args[0]) leaves its bar on the terminal: \(r.stdout.debugDescription)")
+        }
+
+        // util-linux `script` runs the command on a pseudo-terminal.
+        @Test(.enabled(if: script != nil, "util-linux script is not installed: no pseudo-terminal to draw on"))
+        func onATerminalEachPhaseDrawsABarAndClearsIt() throws {
+            let (path, dir, at) = try ProgressTests.demoCopy()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let labels: [String: [String]] = ["replay": ["replay [", "write ["], "export": ["export ["], "report": ["report ["], "rebuild": ["rebuild ["]]
+            for args in ProgressTests.commands(path, dir, at) {
+                for f in ["at.gpkg", "at.sqlite", "live.gpkg"] { try? FileManager.default.removeItem(atPath: dir + "/" + f) }
+                let line = ([CLI.binary] + args).map { "'\($0)'" }.joined(separator: " ")
+                // stdout to a file: what the terminal shows is then stderr alone.
+                let r = try CLI.sh("\(ProgressTests.script!) -qec \"\(line) > '\(dir)/stdout.txt'\" /dev/null")
+                #expect(r.status == 0, "\(args): \(r.stdout)")
+                for label in labels[args[0]]! {
+                    #expect(r.stdout.contains("\r\(label)"), "\(args[0]) drew no \(label)…] bar: \(r.stdout.debugDescription)")
+                }
+                #expect(r.stdout.hasSuffix("\r\u{1B}[K"), "\(args[0]) leaves its bar on the terminal: \(r.stdout.debugDescription)")
+            }
         }
     }
 }

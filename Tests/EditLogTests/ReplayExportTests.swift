@@ -198,33 +198,6 @@ import Testing
 
     static let ogrinfo: String? = ["/usr/bin/ogrinfo", "/usr/local/bin/ogrinfo"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    // Needs gdal-bin (.ci/run installs it); skipped, with this note, where ogrinfo is missing.
-    @Test(.enabled(if: ogrinfo != nil, "ogrinfo (gdal-bin) is not installed: the GeoPackage is not checked by GDAL"))
-    func ogrinfoReadsTheGeoPackage() throws {
-        let tmp = TempPath()
-        let (log, _) = try Self.logWithADeletion(tmp.path)
-        let dir = Self.tempDir()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let out = dir + "/live.gpkg"
-        _ = try log.export(to: out)
-        let r = try CLI.sh("'\(Self.ogrinfo!)' -al -so '\(out)'")
-        #expect(r.status == 0, "\(r.stderr)")
-        let text = r.stdout
-        let blocks = text.components(separatedBy: "Layer name: ").dropFirst()
-        var byName: [String: String] = [:]
-        for b in blocks { byName[String(b.prefix { $0 != "\n" })] = b }
-        #expect(Set(byName.keys) == ["Trees", "Neighborhoods", "Species", "Inspections"], "\(text)")
-        for (name, id, geometry) in [("Trees", 0, "Point"), ("Neighborhoods", 1, "Polygon"), ("Species", 2, "None"), ("Inspections", 3, "None")] {
-            let b = byName[name] ?? ""
-            #expect(b.contains("Feature Count: \(try Self.liveCount(tmp.path, layer: id))"), "\(name): \(b)")
-            #expect(b.contains("Geometry: \(geometry)"), "\(name): \(b)")
-            #expect(b.contains("GlobalID: String"), "\(name): \(b)")
-        }
-        #expect(byName["Trees"]?.contains("DBH: Real") == true, "\(byName["Trees"] ?? "")")
-        #expect(!r.stderr.contains("ERROR"), "\(r.stderr)")
-        try Self.validateWithGDAL(out)
-    }
-
     /// GDAL's GeoPackage validator (python3-gdal, which gdal-bin brings), when present: it checks the
     /// requirements of the standard one by one.
     static let gdalValidator = "/usr/lib/python3/dist-packages/osgeo_utils/samples/validate_gpkg.py"
@@ -270,32 +243,6 @@ import Testing
         #expect(throws: EditLogError.self) { try log.export(to: c.files[0], layers: ["Trees"]) }
         #expect(try log.export(to: c.files[0], layers: ["Trees"], overwrite: true).files == [c.files[0]])
     }
-
-    @Test func theCLIReplaysExportsAndCheckpoints() throws {
-        let tmp = TempPath()
-        let log = try Self.randomLog(at: tmp.path, seed: 5, steps: 60)
-        defer { Self.removeCheckpoints(log) }
-        let dir = Self.tempDir()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let head = try log.eventCount()
-        let p = head / 2
-        log.close()
-        #expect(try CLI.run("checkpoint", tmp.path, "--every", "\(p / 2)").status == 0)
-        let r = try CLI.run("replay", tmp.path, "--as-of", "\(p)", "--out", dir + "/half.sqlite", "--json", "--digest")
-        #expect(r.status == 0, "\(r.stderr)")
-        let j = try JSONParser.parse(r.stdout)
-        #expect(j["position"]?.intValue == p && j["checkpoint"]?.intValue == (p / (p / 2)) * (p / 2))
-        let digest = try RawLog.read(dir + "/half.sqlite") { db in try Projections.digest(db).digest }
-        let reference = try Self.digestOfPrefix(tmp.path, p)
-        #expect(j["digest"]?.stringValue == digest && digest == reference)
-        #expect(try CLI.run("replay", tmp.path, "--as-of", "\(p)", "--out", dir + "/half.sqlite").status == 67)
-        #expect(try CLI.run("replay", tmp.path, "--as-of", "soon", "--out", dir + "/x.gpkg").status == 64)
-        #expect(try CLI.run("replay", tmp.path, "--as-of", "\(head + 1)", "--out", dir + "/x.gpkg").status == 68)
-        #expect(try CLI.run("export", tmp.path, "--out", dir + "/x.txt").status == 65)
-        let e = try CLI.run("export", tmp.path, "--out", dir + "/live.gpkg", "--layer", "Trees")
-        #expect(e.status == 0 && e.stdout.contains("Trees:"), "\(e.stderr)")
-        #expect(try CLI.run("checkpoint", tmp.path, "--verify").status == 0)
-    }
 }
 
 /// A layer whose service gives Esri's Web Mercator (102100): the GeoPackage defines EPSG:3857, GeoJSON names it.
@@ -311,32 +258,93 @@ import Testing
         #expect(Exporter.wkid(of: trees, schemaPayload: ["layers": []]) == 4326)
         #expect(Exporter.wkid(of: species, schemaPayload: own) == nil)
     }
+}
 
-    @Test func webMercatorIsDefinedAndNamed() throws {
-        let tmp = TempPath()
-        let text = try String(contentsOfFile: Paths.trees + "/service.json", encoding: .utf8)
-            .replacingOccurrences(of: "\"wkid\": 4326", with: "\"wkid\": 102100").replacingOccurrences(of: "\"latestWkid\": 4326", with: "\"latestWkid\": 3857")
-        #expect(text.contains("102100"))
-        let log = try EditLog.create(at: tmp.path, service: [("service.json", try JSONParser.parse(text))], baseline: try Fixture.baseline(),
-                                     clock: StepClock(start: 1_780_000_000_000, step: 7), logId: "mercator")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-export-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        _ = try log.export(to: dir + "/m.gpkg")
-        try RawLog.read(dir + "/m.gpkg") { db in
-            #expect(try Int.fetchAll(db, sql: "SELECT srs_id FROM gpkg_spatial_ref_sys ORDER BY srs_id") == [-1, 0, 3857, 4326])
-            #expect(try String.fetchOne(db, sql: "SELECT definition FROM gpkg_spatial_ref_sys WHERE srs_id = 3857")?.contains("Pseudo-Mercator") == true)
-            #expect(try Int.fetchAll(db, sql: "SELECT srs_id FROM gpkg_geometry_columns ORDER BY table_name") == [3857, 3857])
-            let blob = try Data.fetchOne(db, sql: "SELECT geom FROM Trees LIMIT 1")!
-            #expect([UInt8](blob)[4..<8] == [0x11, 0x0F, 0, 0][...], "srs_id 3857, little-endian")
+extension ReplayExportTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        // Needs gdal-bin (.ci/run installs it); skipped, with this note, where ogrinfo is missing.
+        @Test(.enabled(if: ogrinfo != nil, "ogrinfo (gdal-bin) is not installed: the GeoPackage is not checked by GDAL"))
+        func ogrinfoReadsTheGeoPackage() throws {
+            let tmp = TempPath()
+            let (log, _) = try ReplayExportTests.logWithADeletion(tmp.path)
+            let dir = ReplayExportTests.tempDir()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let out = dir + "/live.gpkg"
+            _ = try log.export(to: out)
+            let r = try CLI.sh("'\(ReplayExportTests.ogrinfo!)' -al -so '\(out)'")
+            #expect(r.status == 0, "\(r.stderr)")
+            let text = r.stdout
+            let blocks = text.components(separatedBy: "Layer name: ").dropFirst()
+            var byName: [String: String] = [:]
+            for b in blocks { byName[String(b.prefix { $0 != "\n" })] = b }
+            #expect(Set(byName.keys) == ["Trees", "Neighborhoods", "Species", "Inspections"], "\(text)")
+            for (name, id, geometry) in [("Trees", 0, "Point"), ("Neighborhoods", 1, "Polygon"), ("Species", 2, "None"), ("Inspections", 3, "None")] {
+                let b = byName[name] ?? ""
+                #expect(b.contains("Feature Count: \(try ReplayExportTests.liveCount(tmp.path, layer: id))"), "\(name): \(b)")
+                #expect(b.contains("Geometry: \(geometry)"), "\(name): \(b)")
+                #expect(b.contains("GlobalID: String"), "\(name): \(b)")
+            }
+            #expect(byName["Trees"]?.contains("DBH: Real") == true, "\(byName["Trees"] ?? "")")
+            #expect(!r.stderr.contains("ERROR"), "\(r.stderr)")
+            try ReplayExportTests.validateWithGDAL(out)
         }
-        _ = try log.export(to: dir + "/t.geojson", layers: ["Trees"])
-        let fc = try JSONParser.parse(try String(contentsOfFile: dir + "/t.geojson", encoding: .utf8))
-        #expect(fc["crs"]?["properties"]?["name"]?.stringValue == "urn:ogc:def:crs:EPSG::3857")
-        if let ogrinfo = ReplayExportTests.ogrinfo {
-            let r = try CLI.sh("'\(ogrinfo)' -so '\(dir)/m.gpkg' Trees")
-            #expect(r.status == 0 && r.stdout.contains("Pseudo-Mercator") && r.stdout.contains("Geometry: Point"), "\(r.stdout)\(r.stderr)")
-            try ReplayExportTests.validateWithGDAL(dir + "/m.gpkg")
+
+        @Test func theCLIReplaysExportsAndCheckpoints() throws {
+            let tmp = TempPath()
+            let log = try ReplayExportTests.randomLog(at: tmp.path, seed: 5, steps: 60)
+            defer { ReplayExportTests.removeCheckpoints(log) }
+            let dir = ReplayExportTests.tempDir()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let head = try log.eventCount()
+            let p = head / 2
+            log.close()
+            #expect(try CLI.run("checkpoint", tmp.path, "--every", "\(p / 2)").status == 0)
+            let r = try CLI.run("replay", tmp.path, "--as-of", "\(p)", "--out", dir + "/half.sqlite", "--json", "--digest")
+            #expect(r.status == 0, "\(r.stderr)")
+            let j = try JSONParser.parse(r.stdout)
+            #expect(j["position"]?.intValue == p && j["checkpoint"]?.intValue == (p / (p / 2)) * (p / 2))
+            let digest = try RawLog.read(dir + "/half.sqlite") { db in try Projections.digest(db).digest }
+            let reference = try ReplayExportTests.digestOfPrefix(tmp.path, p)
+            #expect(j["digest"]?.stringValue == digest && digest == reference)
+            #expect(try CLI.run("replay", tmp.path, "--as-of", "\(p)", "--out", dir + "/half.sqlite").status == 67)
+            #expect(try CLI.run("replay", tmp.path, "--as-of", "soon", "--out", dir + "/x.gpkg").status == 64)
+            #expect(try CLI.run("replay", tmp.path, "--as-of", "\(head + 1)", "--out", dir + "/x.gpkg").status == 68)
+            #expect(try CLI.run("export", tmp.path, "--out", dir + "/x.txt").status == 65)
+            let e = try CLI.run("export", tmp.path, "--out", dir + "/live.gpkg", "--layer", "Trees")
+            #expect(e.status == 0 && e.stdout.contains("Trees:"), "\(e.stderr)")
+            #expect(try CLI.run("checkpoint", tmp.path, "--verify").status == 0)
+        }
+    }
+}
+
+extension ExportSpatialReferenceTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        @Test func webMercatorIsDefinedAndNamed() throws {
+            let tmp = TempPath()
+            let text = try String(contentsOfFile: Paths.trees + "/service.json", encoding: .utf8)
+                .replacingOccurrences(of: "\"wkid\": 4326", with: "\"wkid\": 102100").replacingOccurrences(of: "\"latestWkid\": 4326", with: "\"latestWkid\": 3857")
+            #expect(text.contains("102100"))
+            let log = try EditLog.create(at: tmp.path, service: [("service.json", try JSONParser.parse(text))], baseline: try Fixture.baseline(),
+                                         clock: StepClock(start: 1_780_000_000_000, step: 7), logId: "mercator")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-export-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            _ = try log.export(to: dir + "/m.gpkg")
+            try RawLog.read(dir + "/m.gpkg") { db in
+                #expect(try Int.fetchAll(db, sql: "SELECT srs_id FROM gpkg_spatial_ref_sys ORDER BY srs_id") == [-1, 0, 3857, 4326])
+                #expect(try String.fetchOne(db, sql: "SELECT definition FROM gpkg_spatial_ref_sys WHERE srs_id = 3857")?.contains("Pseudo-Mercator") == true)
+                #expect(try Int.fetchAll(db, sql: "SELECT srs_id FROM gpkg_geometry_columns ORDER BY table_name") == [3857, 3857])
+                let blob = try Data.fetchOne(db, sql: "SELECT geom FROM Trees LIMIT 1")!
+                #expect([UInt8](blob)[4..<8] == [0x11, 0x0F, 0, 0][...], "srs_id 3857, little-endian")
+            }
+            _ = try log.export(to: dir + "/t.geojson", layers: ["Trees"])
+            let fc = try JSONParser.parse(try String(contentsOfFile: dir + "/t.geojson", encoding: .utf8))
+            #expect(fc["crs"]?["properties"]?["name"]?.stringValue == "urn:ogc:def:crs:EPSG::3857")
+            if let ogrinfo = ReplayExportTests.ogrinfo {
+                let r = try CLI.sh("'\(ogrinfo)' -so '\(dir)/m.gpkg' Trees")
+                #expect(r.status == 0 && r.stdout.contains("Pseudo-Mercator") && r.stdout.contains("Geometry: Point"), "\(r.stdout)\(r.stderr)")
+                try ReplayExportTests.validateWithGDAL(dir + "/m.gpkg")
+            }
         }
     }
 }

@@ -226,8 +226,8 @@ import Testing
 
     /// Event types the fixture scripts do not produce, each with the reason. Empty: they produce every type.
     static let typesNotProduced: [EventType: String] = [
-        .mergeDecided: "only imports record it; MergeTests validates the merged logs' events",
-        .conflictResolved: "only `conflicts resolve` records it; MergeTests validates the merged logs' events",
+        .mergeDecided: "only imports record it; the Merge*Tests validate the merged logs' events",
+        .conflictResolved: "only `conflicts resolve` records it; the Merge*Tests validate the merged logs' events",
         .syncPulled: "only `editlog sync` records it; SyncTests validates the synced logs' events",
         .syncPushed: "only `editlog sync` records it; SyncTests validates the synced logs' events",
     ]

@@ -1,4 +1,5 @@
 import EditLogCore
+import EditLogProjections
 import Foundation
 import Testing
 

@@ -11,95 +11,99 @@ import Testing
 @Suite("Feature service with Esri's Python API", .serialized)
 struct ServerArcGISClientTests {
     static let arcgis: Bool = (try? CLI.sh("python3 -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(\"arcgis\") else 1)' 2>/dev/null").status) == 0
+}
 
-    /// The `--no-baseline` history entries of a feature.
-    func history(_ db: String, _ gid: String) throws -> [JSONValue] {
-        let h = try CLI.run("history", db, gid, "--json", "--no-baseline")
-        #expect(h.status == 0, "\(h.stderr)")
-        return try JSONParser.parse(h.stdout)["entries"]?.arrayValue ?? []
-    }
-
-    @Test(.enabled(if: arcgis, "arcgis (PyPI) is not installed: Esri's Python API is not tried"))
-    func esrisPythonAPIQueriesEditsAttachesAndExtractsChanges() throws {
-        // maxRecordCount 50 < 240 trees: arcgis must page (ids, then objectIds batches of 200).
-        let served = try ServerClientTests.Served(maxRecordCount: 50)
-        let script = Paths.root + "/tools/arcgis-client.py"
-        let r = try CLI.sh("python3 '\(script)' '\(served.base)' tok-arcgis-0002 '\(served.dir)' 2>&1")
-        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-        let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("ARCGIS-RESULT ") }, "\(r.stdout)")
-        let out = try JSONParser.parse(String(line.dropFirst("ARCGIS-RESULT ".count)))
-        #expect(out["arcgis"] == "2.4.4")
-
-        // Queries: every tree by where (paged by arcgis), by objectIds, a count by where.
-        let trees = try Fixture.features("Trees")
-        #expect(out["whereCount"] == 240)
-        #expect(out["whereDistinct"] == 240)
-        #expect(out["objectIdsCount"] == 240)
-        let good = trees.filter { $0["Condition"] == "Good" }.count
-        #expect(out["countOnly"]?.intValue == Int64(good))
-        #expect(out["goodCount"]?.intValue == Int64(good))
-        #expect(out["geometryType"] == "esriGeometryPoint")
-
-        // edit_features: every result a success, in ArcGIS's shape.
-        let edits = try #require(out["edits"]?.objectValue)
-        for (name, key) in [("add", "addResults"), ("update", "updateResults"), ("delete", "deleteResults"), ("addGlobalId", "addResults"),
-                            ("addChildGlobalId", "addResults"), ("updateGlobalId", "updateResults"), ("deleteGlobalId", "deleteResults")] {
-            let result = edits[name]?[key]?.arrayValue?.first
-            #expect(result?["success"] == true, "\(name): \(edits[name]?.serialized() ?? "nil")")
+extension ServerArcGISClientTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        /// The `--no-baseline` history entries of a feature.
+        func history(_ db: String, _ gid: String) throws -> [JSONValue] {
+            let h = try CLI.run("history", db, gid, "--json", "--no-baseline")
+            #expect(h.status == 0, "\(h.stderr)")
+            return try JSONParser.parse(h.stdout)["entries"]?.arrayValue ?? []
         }
-        let treeGid = try #require(out["treeGlobalId"]?.stringValue)
-        let inspectionGid = try #require(out["inspectionGlobalId"]?.stringValue)
-        #expect(edits["addGlobalId"]?["addResults"]?.at(0)?["globalId"]?.stringValue == treeGid)
-        let addedGid = try #require(edits["add"]?["addResults"]?.at(0)?["globalId"]?.stringValue)
-        let addedOid = try #require(out["addedObjectId"]?.intValue)
 
-        // Attachments: added, listed, deleted.
-        let att = try #require(out["attachments"])
-        #expect(att["add"]?["addAttachmentResult"]?["success"] == true, "\(att.serialized())")
-        #expect(att["list"]?.arrayValue?.count == 1)
-        #expect(att["list"]?.at(0)?["name"] == "bark.jpg")
-        #expect(att["list"]?.at(0)?["size"] == 1030)
-        // extract_changes with return_attachments while it was there: its URL, then its bytes.
-        let byURL = att["changes"]?["edits"]?.at(0)?["attachments"]?["adds"]?.at(0)
-        #expect(byURL?["name"] == "bark.jpg", "\(att["changes"]?.serialized() ?? "nil")")
-        #expect(byURL?["parentObjectId"]?.intValue == addedOid)
-        #expect(byURL?["url"]?.stringValue?.hasSuffix("/0/\(addedOid)/attachments/\(att["list"]?.at(0)?["id"]?.intValue ?? -1)") == true)
-        let embedded = att["changesEmbedded"]?["edits"]?.at(0)?["attachments"]?["adds"]?.at(0)?["data"]?.stringValue
-        #expect(embedded.flatMap { Data(base64Encoded: $0) }?.count == 1030, "\(att["changesEmbedded"]?.serialized() ?? "nil")")
-        #expect(att["delete"]?["deleteAttachmentResults"]?.at(0)?["success"] == true, "\(att.serialized())")
-        #expect(att["after"]?.arrayValue?.isEmpty == true)
+        @Test(.enabled(if: arcgis, "arcgis (PyPI) is not installed: Esri's Python API is not tried"))
+        func esrisPythonAPIQueriesEditsAttachesAndExtractsChanges() throws {
+            // maxRecordCount 50 < 240 trees: arcgis must page (ids, then objectIds batches of 200).
+            let served = try ServerClientTests.Served(maxRecordCount: 50)
+            let script = Paths.root + "/tools/arcgis-client.py"
+            let r = try CLI.sh("python3 '\(script)' '\(served.base)' tok-arcgis-0002 '\(served.dir)' 2>&1")
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("ARCGIS-RESULT ") }, "\(r.stdout)")
+            let out = try JSONParser.parse(String(line.dropFirst("ARCGIS-RESULT ".count)))
+            #expect(out["arcgis"] == "2.4.4")
 
-        // extract_changes since the generation read before the edits.
-        let layer0 = try #require(out["changes"]?["edits"]?.arrayValue?.first { $0["id"] == 0 }, "\(out["changes"]?.serialized() ?? "nil")")
-        let adds = layer0["features"]?["adds"]?.arrayValue?.compactMap { $0["attributes"]?["OBJECTID"]?.intValue } ?? []
-        #expect(adds.contains(addedOid))
-        #expect(layer0["features"]?["adds"]?.arrayValue?.contains { $0["attributes"]?["GlobalID"]?.stringValue == treeGid } == true)
-        let updates = layer0["features"]?["updates"]?.arrayValue?.compactMap { $0["attributes"]?["OBJECTID"]?.intValue } ?? []
-        #expect(updates == [out["updatedObjectId"]?.intValue ?? -1])
-        #expect(layer0["features"]?["deleteIds"]?.arrayValue?.compactMap(\.intValue) == [out["deletedObjectId"]?.intValue ?? -1])
-        let idsOnly = try #require(out["changesIdsOnly"]?["edits"]?.at(0)?["objectIds"])
-        #expect(idsOnly["adds"]?.arrayValue?.compactMap(\.intValue).contains(addedOid) == true)
+            // Queries: every tree by where (paged by arcgis), by objectIds, a count by where.
+            let trees = try Fixture.features("Trees")
+            #expect(out["whereCount"] == 240)
+            #expect(out["whereDistinct"] == 240)
+            #expect(out["objectIdsCount"] == 240)
+            let good = trees.filter { $0["Condition"] == "Good" }.count
+            #expect(out["countOnly"]?.intValue == Int64(good))
+            #expect(out["goodCount"]?.intValue == Int64(good))
+            #expect(out["geometryType"] == "esriGeometryPoint")
 
-        // editlog history: every edit the client made, as the token's user, with arcgis's User-Agent.
-        let updatedGid = try #require(trees[0]["GlobalID"]?.stringValue)
-        let deletedGid = try #require(trees[1]["GlobalID"]?.stringValue)
-        for gid in [addedGid, treeGid, inspectionGid, updatedGid, deletedGid] {
-            let entries = try history(served.temp.path, gid)
-            let sessions = entries.filter { $0["cause"] == "session" || $0["cause"] == "delete" }
-            #expect(!sessions.isEmpty, "\(gid): \(entries)")
-            #expect(sessions.allSatisfy { $0["actor"] == "arcgis_user" }, "\(gid): \(entries)")
-            #expect(sessions.allSatisfy { $0["device"]?.stringValue?.hasPrefix("Geosaurus/") == true }, "\(gid): \(entries)")
+            // edit_features: every result a success, in ArcGIS's shape.
+            let edits = try #require(out["edits"]?.objectValue)
+            for (name, key) in [("add", "addResults"), ("update", "updateResults"), ("delete", "deleteResults"), ("addGlobalId", "addResults"),
+                                ("addChildGlobalId", "addResults"), ("updateGlobalId", "updateResults"), ("deleteGlobalId", "deleteResults")] {
+                let result = edits[name]?[key]?.arrayValue?.first
+                #expect(result?["success"] == true, "\(name): \(edits[name]?.serialized() ?? "nil")")
+            }
+            let treeGid = try #require(out["treeGlobalId"]?.stringValue)
+            let inspectionGid = try #require(out["inspectionGlobalId"]?.stringValue)
+            #expect(edits["addGlobalId"]?["addResults"]?.at(0)?["globalId"]?.stringValue == treeGid)
+            let addedGid = try #require(edits["add"]?["addResults"]?.at(0)?["globalId"]?.stringValue)
+            let addedOid = try #require(out["addedObjectId"]?.intValue)
+
+            // Attachments: added, listed, deleted.
+            let att = try #require(out["attachments"])
+            #expect(att["add"]?["addAttachmentResult"]?["success"] == true, "\(att.serialized())")
+            #expect(att["list"]?.arrayValue?.count == 1)
+            #expect(att["list"]?.at(0)?["name"] == "bark.jpg")
+            #expect(att["list"]?.at(0)?["size"] == 1030)
+            // extract_changes with return_attachments while it was there: its URL, then its bytes.
+            let byURL = att["changes"]?["edits"]?.at(0)?["attachments"]?["adds"]?.at(0)
+            #expect(byURL?["name"] == "bark.jpg", "\(att["changes"]?.serialized() ?? "nil")")
+            #expect(byURL?["parentObjectId"]?.intValue == addedOid)
+            #expect(byURL?["url"]?.stringValue?.hasSuffix("/0/\(addedOid)/attachments/\(att["list"]?.at(0)?["id"]?.intValue ?? -1)") == true)
+            let embedded = att["changesEmbedded"]?["edits"]?.at(0)?["attachments"]?["adds"]?.at(0)?["data"]?.stringValue
+            #expect(embedded.flatMap { Data(base64Encoded: $0) }?.count == 1030, "\(att["changesEmbedded"]?.serialized() ?? "nil")")
+            #expect(att["delete"]?["deleteAttachmentResults"]?.at(0)?["success"] == true, "\(att.serialized())")
+            #expect(att["after"]?.arrayValue?.isEmpty == true)
+
+            // extract_changes since the generation read before the edits.
+            let layer0 = try #require(out["changes"]?["edits"]?.arrayValue?.first { $0["id"] == 0 }, "\(out["changes"]?.serialized() ?? "nil")")
+            let adds = layer0["features"]?["adds"]?.arrayValue?.compactMap { $0["attributes"]?["OBJECTID"]?.intValue } ?? []
+            #expect(adds.contains(addedOid))
+            #expect(layer0["features"]?["adds"]?.arrayValue?.contains { $0["attributes"]?["GlobalID"]?.stringValue == treeGid } == true)
+            let updates = layer0["features"]?["updates"]?.arrayValue?.compactMap { $0["attributes"]?["OBJECTID"]?.intValue } ?? []
+            #expect(updates == [out["updatedObjectId"]?.intValue ?? -1])
+            #expect(layer0["features"]?["deleteIds"]?.arrayValue?.compactMap(\.intValue) == [out["deletedObjectId"]?.intValue ?? -1])
+            let idsOnly = try #require(out["changesIdsOnly"]?["edits"]?.at(0)?["objectIds"])
+            #expect(idsOnly["adds"]?.arrayValue?.compactMap(\.intValue).contains(addedOid) == true)
+
+            // editlog history: every edit the client made, as the token's user, with arcgis's User-Agent.
+            let updatedGid = try #require(trees[0]["GlobalID"]?.stringValue)
+            let deletedGid = try #require(trees[1]["GlobalID"]?.stringValue)
+            for gid in [addedGid, treeGid, inspectionGid, updatedGid, deletedGid] {
+                let entries = try history(served.temp.path, gid)
+                let sessions = entries.filter { $0["cause"] == "session" || $0["cause"] == "delete" }
+                #expect(!sessions.isEmpty, "\(gid): \(entries)")
+                #expect(sessions.allSatisfy { $0["actor"] == "arcgis_user" }, "\(gid): \(entries)")
+                #expect(sessions.allSatisfy { $0["device"]?.stringValue?.hasPrefix("Geosaurus/") == true }, "\(gid): \(entries)")
+            }
+            #expect(try history(served.temp.path, updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
+            #expect(try history(served.temp.path, treeGid).contains { $0["field"] == "DBH" && $0["new"] == 2.5 && $0["actor"] == "arcgis_user" })
+            let attachmentEntries = try history(served.temp.path, addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
+            #expect(attachmentEntries.count == 2, "\(attachmentEntries)")
+            #expect(attachmentEntries.allSatisfy { $0["actor"] == "arcgis_user" })
+            // Nobody else edited: every session in the log since the baseline is the token's user's.
+            let sessions = try CLI.run("sessions", served.temp.path, "--json")
+            let all = try JSONParser.parse(sessions.stdout).arrayValue ?? []
+            #expect(!all.isEmpty && all.allSatisfy { $0["actor"] == "arcgis_user" }, "\(sessions.stdout.prefix(2000))")
+            let verify = try CLI.run("verify", served.temp.path)
+            #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
         }
-        #expect(try history(served.temp.path, updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
-        #expect(try history(served.temp.path, treeGid).contains { $0["field"] == "DBH" && $0["new"] == 2.5 && $0["actor"] == "arcgis_user" })
-        let attachmentEntries = try history(served.temp.path, addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
-        #expect(attachmentEntries.count == 2, "\(attachmentEntries)")
-        #expect(attachmentEntries.allSatisfy { $0["actor"] == "arcgis_user" })
-        // Nobody else edited: every session in the log since the baseline is the token's user's.
-        let sessions = try CLI.run("sessions", served.temp.path, "--json")
-        let all = try JSONParser.parse(sessions.stdout).arrayValue ?? []
-        #expect(!all.isEmpty && all.allSatisfy { $0["actor"] == "arcgis_user" }, "\(sessions.stdout.prefix(2000))")
-        let verify = try CLI.run("verify", served.temp.path)
-        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
     }
 }

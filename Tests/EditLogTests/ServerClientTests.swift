@@ -62,82 +62,86 @@ struct ServerClientTests {
     }
 
     final class Box: @unchecked Sendable { var url: String? }
+}
 
-    @Test(.enabled(if: ogr2ogr != nil && ogrinfo != nil, "ogr2ogr/ogrinfo (gdal-bin) are not installed: GDAL's ESRIJSON driver is not tried"))
-    func gdalPagesThroughALayerLargerThanMaxRecordCountIntoGeoJSONAndGeoPackage() throws {
-        let served = try Served(maxRecordCount: 50)
-        let url = "ESRIJSON:\(served.base)/0/query?where=1%3D1&outFields=*&orderByFields=OBJECTID&f=json"
-        let out = served.dir + "/trees.geojson"
-        let r = try CLI.sh("'\(Self.ogr2ogr!)' -f GeoJSON '\(out)' '\(url)' 2>&1")
-        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-        let fc = try JSONParser.parse(try String(contentsOfFile: out, encoding: .utf8))
-        let ids = fc["features"]?.arrayValue?.compactMap { $0["properties"]?["OBJECTID"]?.intValue } ?? []
-        #expect(ids.count == 240, "GDAL read \(ids.count) features")
-        #expect(Set(ids) == Set(1...240))
-        // …and into a GeoPackage: every feature, counted by ogrinfo reading the file back.
-        let gpkg = served.dir + "/trees.gpkg"
-        let g = try CLI.sh("'\(Self.ogr2ogr!)' -f GPKG '\(gpkg)' '\(url)' -nln trees 2>&1")
-        #expect(g.status == 0, "\(g.stdout)\(g.stderr)")
-        let counted = try CLI.sh("'\(Self.ogrinfo!)' -ro -so '\(gpkg)' trees 2>&1")
-        #expect(counted.stdout.contains("Feature Count: 240"), "\(counted.stdout)")
-        let distinct = try CLI.sh("'\(Self.ogrinfo!)' -ro -q '\(gpkg)' -sql 'SELECT COUNT(DISTINCT OBJECTID) AS n, MIN(OBJECTID) AS lo, MAX(OBJECTID) AS hi FROM trees' 2>&1")
-        #expect(distinct.stdout.contains("n (Integer) = 240"), "\(distinct.stdout)")
-        #expect(distinct.stdout.contains("lo (Integer) = 1") && distinct.stdout.contains("hi (Integer) = 240"), "\(distinct.stdout)")
-        let info = try CLI.sh("'\(Self.ogrinfo!)' -ro -al -so '\(url)' 2>&1")
-        #expect(info.status == 0, "\(info.stdout)")
-        #expect(info.stdout.contains("Geometry: Point"), "\(info.stdout)")
-        #expect(info.stdout.contains("Condition: String"), "\(info.stdout)")
-    }
+extension ServerClientTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        @Test(.enabled(if: ogr2ogr != nil && ogrinfo != nil, "ogr2ogr/ogrinfo (gdal-bin) are not installed: GDAL's ESRIJSON driver is not tried"))
+        func gdalPagesThroughALayerLargerThanMaxRecordCountIntoGeoJSONAndGeoPackage() throws {
+            let served = try Served(maxRecordCount: 50)
+            let url = "ESRIJSON:\(served.base)/0/query?where=1%3D1&outFields=*&orderByFields=OBJECTID&f=json"
+            let out = served.dir + "/trees.geojson"
+            let r = try CLI.sh("'\(ServerClientTests.ogr2ogr!)' -f GeoJSON '\(out)' '\(url)' 2>&1")
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            let fc = try JSONParser.parse(try String(contentsOfFile: out, encoding: .utf8))
+            let ids = fc["features"]?.arrayValue?.compactMap { $0["properties"]?["OBJECTID"]?.intValue } ?? []
+            #expect(ids.count == 240, "GDAL read \(ids.count) features")
+            #expect(Set(ids) == Set(1...240))
+            // …and into a GeoPackage: every feature, counted by ogrinfo reading the file back.
+            let gpkg = served.dir + "/trees.gpkg"
+            let g = try CLI.sh("'\(ServerClientTests.ogr2ogr!)' -f GPKG '\(gpkg)' '\(url)' -nln trees 2>&1")
+            #expect(g.status == 0, "\(g.stdout)\(g.stderr)")
+            let counted = try CLI.sh("'\(ServerClientTests.ogrinfo!)' -ro -so '\(gpkg)' trees 2>&1")
+            #expect(counted.stdout.contains("Feature Count: 240"), "\(counted.stdout)")
+            let distinct = try CLI.sh("'\(ServerClientTests.ogrinfo!)' -ro -q '\(gpkg)' -sql 'SELECT COUNT(DISTINCT OBJECTID) AS n, MIN(OBJECTID) AS lo, MAX(OBJECTID) AS hi FROM trees' 2>&1")
+            #expect(distinct.stdout.contains("n (Integer) = 240"), "\(distinct.stdout)")
+            #expect(distinct.stdout.contains("lo (Integer) = 1") && distinct.stdout.contains("hi (Integer) = 240"), "\(distinct.stdout)")
+            let info = try CLI.sh("'\(ServerClientTests.ogrinfo!)' -ro -al -so '\(url)' 2>&1")
+            #expect(info.status == 0, "\(info.stdout)")
+            #expect(info.stdout.contains("Geometry: Point"), "\(info.stdout)")
+            #expect(info.stdout.contains("Condition: String"), "\(info.stdout)")
+        }
 
-    @Test(.enabled(if: esridump, "esridump (PyPI) is not installed: it is not tried"))
-    func esridumpDumpsTheLayer() throws {
-        let served = try Served(maxRecordCount: 50)
-        let out = served.dir + "/dump.geojson"
-        let script = """
-            import json, sys
-            from esridump.dumper import EsriDumper
-            features = list(EsriDumper(sys.argv[1], paginate_oid=len(sys.argv) > 3))
-            json.dump({"type": "FeatureCollection", "features": features}, open(sys.argv[2], "w"))
-            """
-        try script.write(toFile: served.dir + "/dump.py", atomically: true, encoding: .utf8)
-        let r = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/0' '\(out)' 2>&1")
-        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-        let fc = try JSONParser.parse(try String(contentsOfFile: out, encoding: .utf8))
-        let features = fc["features"]?.arrayValue ?? []
-        #expect(features.count == 240)
-        #expect(Set(features.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
-        #expect(features.first?["geometry"]?["type"] == "Point")
-        // --paginate-oid: pages by ObjectID ranges in `where` instead of resultOffset.
-        let byOid = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/0' '\(served.dir)/oid.geojson' paginate-oid 2>&1")
-        #expect(byOid.status == 0, "\(byOid.stdout)\(byOid.stderr)")
-        let oidFeatures = try JSONParser.parse(try String(contentsOfFile: served.dir + "/oid.geojson", encoding: .utf8))["features"]?.arrayValue ?? []
-        #expect(oidFeatures.count == 240)
-        #expect(Set(oidFeatures.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
-        let tables = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/2' '\(served.dir)/species.geojson' 2>&1")
-        #expect(tables.status == 0, "\(tables.stdout)")
-    }
+        @Test(.enabled(if: esridump, "esridump (PyPI) is not installed: it is not tried"))
+        func esridumpDumpsTheLayer() throws {
+            let served = try Served(maxRecordCount: 50)
+            let out = served.dir + "/dump.geojson"
+            let script = """
+                import json, sys
+                from esridump.dumper import EsriDumper
+                features = list(EsriDumper(sys.argv[1], paginate_oid=len(sys.argv) > 3))
+                json.dump({"type": "FeatureCollection", "features": features}, open(sys.argv[2], "w"))
+                """
+            try script.write(toFile: served.dir + "/dump.py", atomically: true, encoding: .utf8)
+            let r = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/0' '\(out)' 2>&1")
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            let fc = try JSONParser.parse(try String(contentsOfFile: out, encoding: .utf8))
+            let features = fc["features"]?.arrayValue ?? []
+            #expect(features.count == 240)
+            #expect(Set(features.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
+            #expect(features.first?["geometry"]?["type"] == "Point")
+            // --paginate-oid: pages by ObjectID ranges in `where` instead of resultOffset.
+            let byOid = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/0' '\(served.dir)/oid.geojson' paginate-oid 2>&1")
+            #expect(byOid.status == 0, "\(byOid.stdout)\(byOid.stderr)")
+            let oidFeatures = try JSONParser.parse(try String(contentsOfFile: served.dir + "/oid.geojson", encoding: .utf8))["features"]?.arrayValue ?? []
+            #expect(oidFeatures.count == 240)
+            #expect(Set(oidFeatures.compactMap { $0["properties"]?["OBJECTID"]?.intValue }) == Set(1...240))
+            let tables = try CLI.sh("python3 '\(served.dir)/dump.py' '\(served.base)/2' '\(served.dir)/species.geojson' 2>&1")
+            #expect(tables.status == 0, "\(tables.stdout)")
+        }
 
-    /// The binary over HTTP (no client to install): an edit with the token file's token, then `editlog history`
-    /// names its user and the client's User-Agent.
-    @Test func serveRecordsEditsAsTheTokensUser() async throws {
-        let served = try Served(maxRecordCount: 1000)
-        var request = URLRequest(url: URL(string: "\(served.base)/0/applyEdits")!)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.setValue("Bearer tok-client-0001", forHTTPHeaderField: "X-Esri-Authorization")
-        request.setValue("FieldApp/2.0", forHTTPHeaderField: "User-Agent")
-        request.httpBody = Data(formEncode([("updates", #"[{"attributes":{"OBJECTID":1,"Condition":"Poor"}}]"#), ("f", "json")]).utf8)
-        let (data, _) = try await URLSession.shared.data(for: request)
-        let r = try JSONParser.parse(Array(data))
-        #expect(r["updateResults"]?.arrayValue?.first?["success"] == true, "\(r.serialized())")
-        let gid = try #require(try Fixture.features("Trees").first?["GlobalID"]?.stringValue)
-        let history = try CLI.run("history", served.temp.path, gid, "--json", "--no-baseline")
-        #expect(history.status == 0, "\(history.stderr)")
-        let entries = try JSONParser.parse(history.stdout)["entries"]?.arrayValue ?? []
-        #expect(entries.contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "gdal_user" && $0["device"] == "FieldApp/2.0" }, "\(history.stdout)")
-        // Refused as ArcGIS Server refuses: HTTP 200, code 499 in the body.
-        let anonymous = try await URLSession.shared.data(from: URL(string: "\(served.base)/0/applyEdits?deletes=1&f=json")!)
-        #expect((anonymous.1 as? HTTPURLResponse)?.statusCode == 200)
-        #expect(try JSONParser.parse(Array(anonymous.0))["error"]?["code"] == 499)
+        /// The binary over HTTP (no client to install): an edit with the token file's token, then `editlog history`
+        /// names its user and the client's User-Agent.
+        @Test func serveRecordsEditsAsTheTokensUser() async throws {
+            let served = try Served(maxRecordCount: 1000)
+            var request = URLRequest(url: URL(string: "\(served.base)/0/applyEdits")!)
+            request.httpMethod = "POST"
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            request.setValue("Bearer tok-client-0001", forHTTPHeaderField: "X-Esri-Authorization")
+            request.setValue("FieldApp/2.0", forHTTPHeaderField: "User-Agent")
+            request.httpBody = Data(formEncode([("updates", #"[{"attributes":{"OBJECTID":1,"Condition":"Poor"}}]"#), ("f", "json")]).utf8)
+            let (data, _) = try await URLSession.shared.data(for: request)
+            let r = try JSONParser.parse(Array(data))
+            #expect(r["updateResults"]?.arrayValue?.first?["success"] == true, "\(r.serialized())")
+            let gid = try #require(try Fixture.features("Trees").first?["GlobalID"]?.stringValue)
+            let history = try CLI.run("history", served.temp.path, gid, "--json", "--no-baseline")
+            #expect(history.status == 0, "\(history.stderr)")
+            let entries = try JSONParser.parse(history.stdout)["entries"]?.arrayValue ?? []
+            #expect(entries.contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "gdal_user" && $0["device"] == "FieldApp/2.0" }, "\(history.stdout)")
+            // Refused as ArcGIS Server refuses: HTTP 200, code 499 in the body.
+            let anonymous = try await URLSession.shared.data(from: URL(string: "\(served.base)/0/applyEdits?deletes=1&f=json")!)
+            #expect((anonymous.1 as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try JSONParser.parse(Array(anonymous.0))["error"]?["code"] == 499)
+        }
     }
 }

@@ -10,70 +10,74 @@ import Testing
 @Suite("Feature service with bmi-arcgis-restapi", .serialized)
 struct ServerRestapiClientTests {
     static let restapi: Bool = (try? CLI.sh("python3 -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(\"restapi\") else 1)' 2>/dev/null").status) == 0
+}
 
-    func history(_ db: String, _ gid: String) throws -> [JSONValue] {
-        let h = try CLI.run("history", db, gid, "--json", "--no-baseline")
-        #expect(h.status == 0, "\(h.stderr)")
-        return try JSONParser.parse(h.stdout)["entries"]?.arrayValue ?? []
-    }
-
-    @Test(.enabled(if: restapi, "bmi-arcgis-restapi (PyPI) is not installed: restapi is not tried"))
-    func restapiPagesAndEditsWithItsAgstokenCookie() throws {
-        // maxRecordCount 50 < 240 trees: restapi must page.
-        let served = try ServerClientTests.Served(maxRecordCount: 50)
-        let script = Paths.root + "/tools/restapi-client.py"
-        let r = try CLI.sh("python3 '\(script)' '\(served.base)' tok-arcgis-0002 '\(served.dir)' 2>&1")
-        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-        let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("RESTAPI-RESULT ") }, "\(r.stdout)")
-        let out = try JSONParser.parse(String(line.dropFirst("RESTAPI-RESULT ".count)))
-        #expect(out["restapi"] == "2.4.19")
-
-        // The token went as the agstoken cookie on every request, never as a parameter (the wrong one too).
-        let requests = out["requests"]?.arrayValue ?? []
-        #expect(requests.count >= 10, "\(requests)")
-        #expect(requests.allSatisfy { $0["agstoken"] == true && $0["tokenParameter"] == false }, "\(requests)")
-        #expect(requests.allSatisfy { $0["status"] == 200 }, "\(requests)")
-
-        // Paging: all 240 trees, in pages of 50.
-        #expect(out["layerName"] == "Trees")
-        #expect(out["pagedCount"] == 240)
-        #expect(out["pagedDistinct"] == 240)
-        #expect((out["queryRequests"]?.intValue ?? 0) >= 5, "\(out["queryRequests"]?.serialized() ?? "nil")")
-        #expect(out["queryFormat"] == "geojson" || out["queryFormat"] == "json", "\(out["queryFormat"]?.serialized() ?? "nil")")
-
-        // Edits: each a success in ArcGIS's shape.
-        let edits = try #require(out["edits"]?.objectValue)
-        for (name, key) in [("add", "addResults"), ("update", "updateResults"), ("delete", "deleteResults")] {
-            #expect(edits[name]?[key]?.at(0)?["success"] == true, "\(name): \(edits[name]?.serialized() ?? "nil")")
+extension ServerRestapiClientTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        func history(_ db: String, _ gid: String) throws -> [JSONValue] {
+            let h = try CLI.run("history", db, gid, "--json", "--no-baseline")
+            #expect(h.status == 0, "\(h.stderr)")
+            return try JSONParser.parse(h.stdout)["entries"]?.arrayValue ?? []
         }
-        #expect(edits["addAttachment"]?["addAttachmentResult"]?["success"] == true, "\(edits["addAttachment"]?.serialized() ?? "nil")")
-        #expect(out["attachments"]?.at(0)?["name"] == "restapi-bark.jpg", "\(out["attachments"]?.serialized() ?? "nil")")
-        #expect(out["attachments"]?.at(0)?["size"] == 518)
 
-        // A wrong token: restapi raised its exception for ArcGIS's code 498 (read from a 200 answer).
-        #expect(out["wrongToken"]?["refused"] == true)
-        #expect(out["wrongToken"]?["code"] == 498, "\(out["wrongToken"]?.serialized() ?? "nil")")
+        @Test(.enabled(if: restapi, "bmi-arcgis-restapi (PyPI) is not installed: restapi is not tried"))
+        func restapiPagesAndEditsWithItsAgstokenCookie() throws {
+            // maxRecordCount 50 < 240 trees: restapi must page.
+            let served = try ServerClientTests.Served(maxRecordCount: 50)
+            let script = Paths.root + "/tools/restapi-client.py"
+            let r = try CLI.sh("python3 '\(script)' '\(served.base)' tok-arcgis-0002 '\(served.dir)' 2>&1")
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("RESTAPI-RESULT ") }, "\(r.stdout)")
+            let out = try JSONParser.parse(String(line.dropFirst("RESTAPI-RESULT ".count)))
+            #expect(out["restapi"] == "2.4.19")
 
-        // editlog history: each edit as the token's user, with restapi's User-Agent as the device.
-        let addedGid = try #require(edits["add"]?["addResults"]?.at(0)?["globalId"]?.stringValue)
-        let trees = try Fixture.features("Trees")
-        let updatedGid = try #require(trees[0]["GlobalID"]?.stringValue)
-        let deletedGid = try #require(trees[1]["GlobalID"]?.stringValue)
-        for gid in [addedGid, updatedGid, deletedGid] {
-            let sessions = try history(served.temp.path, gid).filter { $0["cause"] == "session" || $0["cause"] == "delete" }
-            #expect(!sessions.isEmpty, "\(gid)")
-            #expect(sessions.allSatisfy { $0["actor"] == "arcgis_user" }, "\(gid): \(sessions)")
-            #expect(sessions.allSatisfy { $0["device"]?.stringValue?.hasPrefix("restapi/") == true }, "\(gid): \(sessions)")
+            // The token went as the agstoken cookie on every request, never as a parameter (the wrong one too).
+            let requests = out["requests"]?.arrayValue ?? []
+            #expect(requests.count >= 10, "\(requests)")
+            #expect(requests.allSatisfy { $0["agstoken"] == true && $0["tokenParameter"] == false }, "\(requests)")
+            #expect(requests.allSatisfy { $0["status"] == 200 }, "\(requests)")
+
+            // Paging: all 240 trees, in pages of 50.
+            #expect(out["layerName"] == "Trees")
+            #expect(out["pagedCount"] == 240)
+            #expect(out["pagedDistinct"] == 240)
+            #expect((out["queryRequests"]?.intValue ?? 0) >= 5, "\(out["queryRequests"]?.serialized() ?? "nil")")
+            #expect(out["queryFormat"] == "geojson" || out["queryFormat"] == "json", "\(out["queryFormat"]?.serialized() ?? "nil")")
+
+            // Edits: each a success in ArcGIS's shape.
+            let edits = try #require(out["edits"]?.objectValue)
+            for (name, key) in [("add", "addResults"), ("update", "updateResults"), ("delete", "deleteResults")] {
+                #expect(edits[name]?[key]?.at(0)?["success"] == true, "\(name): \(edits[name]?.serialized() ?? "nil")")
+            }
+            #expect(edits["addAttachment"]?["addAttachmentResult"]?["success"] == true, "\(edits["addAttachment"]?.serialized() ?? "nil")")
+            #expect(out["attachments"]?.at(0)?["name"] == "restapi-bark.jpg", "\(out["attachments"]?.serialized() ?? "nil")")
+            #expect(out["attachments"]?.at(0)?["size"] == 518)
+
+            // A wrong token: restapi raised its exception for ArcGIS's code 498 (read from a 200 answer).
+            #expect(out["wrongToken"]?["refused"] == true)
+            #expect(out["wrongToken"]?["code"] == 498, "\(out["wrongToken"]?.serialized() ?? "nil")")
+
+            // editlog history: each edit as the token's user, with restapi's User-Agent as the device.
+            let addedGid = try #require(edits["add"]?["addResults"]?.at(0)?["globalId"]?.stringValue)
+            let trees = try Fixture.features("Trees")
+            let updatedGid = try #require(trees[0]["GlobalID"]?.stringValue)
+            let deletedGid = try #require(trees[1]["GlobalID"]?.stringValue)
+            for gid in [addedGid, updatedGid, deletedGid] {
+                let sessions = try history(served.temp.path, gid).filter { $0["cause"] == "session" || $0["cause"] == "delete" }
+                #expect(!sessions.isEmpty, "\(gid)")
+                #expect(sessions.allSatisfy { $0["actor"] == "arcgis_user" }, "\(gid): \(sessions)")
+                #expect(sessions.allSatisfy { $0["device"]?.stringValue?.hasPrefix("restapi/") == true }, "\(gid): \(sessions)")
+            }
+            #expect(try history(served.temp.path, updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
+            #expect(try history(served.temp.path, deletedGid).contains { $0["cause"] == "delete" && $0["actor"] == "arcgis_user" })
+            let attachment = try history(served.temp.path, addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
+            #expect(attachment.count == 1 && attachment.allSatisfy { $0["actor"] == "arcgis_user" }, "\(attachment)")
+            // Nobody else edited: the add, the update and the attachment are the log's sessions (a delete is not one).
+            let sessions = try CLI.run("sessions", served.temp.path, "--json")
+            let all = try JSONParser.parse(sessions.stdout).arrayValue ?? []
+            #expect(all.count == 3 && all.allSatisfy { $0["actor"] == "arcgis_user" }, "\(sessions.stdout.prefix(2000))")
+            let verify = try CLI.run("verify", served.temp.path)
+            #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
         }
-        #expect(try history(served.temp.path, updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
-        #expect(try history(served.temp.path, deletedGid).contains { $0["cause"] == "delete" && $0["actor"] == "arcgis_user" })
-        let attachment = try history(served.temp.path, addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
-        #expect(attachment.count == 1 && attachment.allSatisfy { $0["actor"] == "arcgis_user" }, "\(attachment)")
-        // Nobody else edited: the add, the update and the attachment are the log's sessions (a delete is not one).
-        let sessions = try CLI.run("sessions", served.temp.path, "--json")
-        let all = try JSONParser.parse(sessions.stdout).arrayValue ?? []
-        #expect(all.count == 3 && all.allSatisfy { $0["actor"] == "arcgis_user" }, "\(sessions.stdout.prefix(2000))")
-        let verify = try CLI.run("verify", served.temp.path)
-        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
     }
 }

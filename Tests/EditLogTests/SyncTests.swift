@@ -326,91 +326,6 @@ import Testing
         #expect(try SyncRig.userState(device.value) == (try SyncRig.userState(hub.value)))
     }
 
-    // MARK: --dry-run
-
-    @Test func dryRunPrintsThePlanAndWritesNothing() async throws {
-        let th = TempPath("hub"), td = TempPath("device")
-        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
-        defer { hub.value.close() }
-        try SyncRig.set(device.value, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
-        let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
-        try SyncRig.set(hub.value, SyncRig.tree1, [("SiteWidth", "20")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
-        let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
-        device.value.close()
-        func bytes() -> [Data] { ["", "-wal"].map { FileManager.default.contents(atPath: td.path + $0) ?? Data() } }
-        let before = bytes()
-        let path = td.path
-        try await SyncRig.serve(hub.value) { url in
-            let hubHead = try hub.value.lastPosition()
-            let client = try FeatureServiceClient(url: url, token: SyncRig.token)
-            let plan = try await SyncEngine.plan(logAt: path, client: client, options: SyncOptions(policy: .lastInWins))
-            #expect(plan.dryRun && plan.eventsWritten == 0)
-            #expect(plan.pulled.contains { $0.globalId == fromHub.tree && $0.kind == "add" })
-            #expect(plan.pushed.contains { $0.globalId == fromDevice.tree && $0.kind == "add" })
-            #expect(plan.conflicts.contains { $0.field == "SiteWidth" && $0.winner == .local && $0.rule == .upload })
-            #expect(try hub.value.lastPosition() == hubHead, "a dry run sends no edit")
-            // The CLI prints the same plan.
-            let r = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--dry-run", "--json"])
-            #expect(r.status == 0, "\(r.stderr)")
-            let j = try JSONParser.parse(r.stdout)
-            #expect(j["dryRun"] == true && (j["pushed"]?.arrayValue?.count ?? 0) == plan.pushed.count)
-        }
-        #expect(bytes() == before, "the log's file and WAL are byte for byte as before")
-    }
-
-    // MARK: Bad input
-
-    @Test func badInputIsAClearErrorAndWritesNothing() async throws {
-        let th = TempPath("hub"), td = TempPath("device"), tm = TempPath("mismatch")
-        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
-        defer { hub.value.close(); device.value.close() }
-        // A log whose Trees have a field the service does not.
-        var service = try Fixture.json("service.json")
-        if case .object(var root) = service, case .array(var layers)? = root["layers"], case .object(var trees) = layers[0], case .array(var fields)? = trees["fields"] {
-            fields.append(["name": "ExtraNotes", "type": "esriFieldTypeString", "alias": "Extra", "length": 50, "nullable": true, "editable": true])
-            trees["fields"] = .array(fields); layers[0] = .object(trees); root["layers"] = .array(layers); service = .object(root)
-        }
-        let mismatch = Unchecked(try EditLog.create(at: tm.path, service: [("service.json", service)], webmap: try Fixture.json("webmap.json"),
-                                                    rules: try InputFiles.rules(Paths.trees + "/rules.json")))
-        defer { mismatch.value.close() }
-        let hubPath = th.path, devicePath = td.path
-        try await SyncRig.serve(hub.value) { url in
-            let head = try device.value.lastPosition(), hubHead = try hub.value.lastPosition()
-            func expectError(_ kind: EditLogError.Kind, _ words: String, log: EditLog? = nil, _ run: () async throws -> Void) async {
-                do {
-                    try await run()
-                    Issue.record("expected \(kind) (\(words))")
-                } catch let e as EditLogError {
-                    #expect(e.kind == kind, "\(e)")
-                    #expect(e.description.lowercased().contains(words.lowercased()), "\(e)")
-                } catch {
-                    Issue.record("not an EditLogError: \(error)")
-                }
-            }
-            // Unreachable: nothing listens on port 9 of 127.0.0.1.
-            await expectError(.io, "cannot reach") { _ = try await SyncRig.sync(device.value, "http://127.0.0.1:9/arcgis/rest/services/Trees/FeatureServer") }
-            await expectError(.invalidInput, "FeatureServer") { _ = try await SyncRig.sync(device.value, "http://127.0.0.1:9/arcgis/rest/services/Trees/MapServer") }
-            // An answer that is not a FeatureServer's.
-            let other = url.replacingOccurrences(of: "/Trees/FeatureServer", with: "/Nothing/FeatureServer")
-            await expectError(.invalidInput, "refused") { _ = try await SyncRig.sync(device.value, other) }
-            await expectError(.invalidInput, "token") { _ = try await SyncRig.sync(device.value, url, token: "tok-wrong") }
-            await expectError(.invalidInput, "schema does not match") { _ = try await SyncRig.sync(mismatch.value, url) }
-            // A server 500 on the first request.
-            let flaky = FlakyTransport { _, n in n == 1 ? .status500 : nil }
-            await expectError(.io, "500") { _ = try await SyncRig.sync(device.value, url, transport: flaky) }
-            #expect(try device.value.lastPosition() == head)
-            #expect(try hub.value.lastPosition() == hubHead)
-            // The CLI: a clear message and a non-zero exit code.
-            let r = try await runCLI(["sync", hubPath + ".nope", "--service", url, "--token", SyncRig.token])
-            #expect(r.status == 68, "\(r.stderr)")
-            let t = try await runCLI(["sync", devicePath, "--service", url, "--token", "tok-wrong"])
-            #expect(t.status == 65 && t.stderr.contains("token"), "\(t.stderr)")
-            let both = try await runCLI(["sync", devicePath, "--service", url, "--token", "a", "--token-file", "b"])
-            #expect(both.status == 64 && both.stderr.contains("--token-file"), "\(both.stderr)")
-        }
-        #expect(try mismatch.value.eventCount() == 1)
-    }
-
     // MARK: Interrupted anywhere
 
     /// Every step a sync can be interrupted at, in process: a failpoint's error; a connection dropped before a
@@ -473,35 +388,6 @@ import Testing
             #expect(try log.verify().ok)
         }
     }
-
-    /// The CLI killed (SIGKILL) at points chosen by a seeded generator, then run again: it converges.
-    @Test func theSyncCommandKilledAtRandomPointsConvergesWhenRunAgain() async throws {
-        let points = ["pulled", "pushed-request-1", "pushed-request-2", "before-record"]
-        var rng = SyncRNG(seed: 2026)
-        for round in 0..<3 {
-            let point = points[Int(rng.next() % UInt64(points.count))]
-            let th = TempPath("hub"), td = TempPath("device")
-            let hub = Unchecked(try SyncRig.hub(th))
-            defer { hub.value.close() }
-            do {
-                let device = try SyncRig.device(td)
-                try Self.concurrentEdits(hub: hub.value, device: device)
-                device.close()
-            }
-            let path = td.path
-            try await SyncRig.serve(hub.value) { url in
-                let killed = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token], env: ["EDITLOG_SYNC_KILL_AT": point])
-                #expect(killed.status == 9 && killed.killed, "round \(round) at \(point): \(killed.status) \(killed.stderr)")
-                let r = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--json"])
-                #expect(r.status == 0, "\(r.stderr)")
-                let again = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--json"])
-                #expect(try JSONParser.parse(again.stdout)["eventsWritten"]?.intValue == 0, "\(again.stdout)")
-            }
-            let device = try EditLog.open(at: td.path)
-            defer { device.close() }
-            try Self.expectConverged(hub: hub.value, device: device)
-        }
-    }
 }
 
 struct SyncRNG {
@@ -531,6 +417,124 @@ func runCLI(_ args: [String], env: [String: String] = [:]) async throws -> CLIOu
                                                stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self)))
             } catch {
                 c.resume(throwing: error)
+            }
+        }
+    }
+}
+
+extension SyncTests {
+    @Suite(.tags(.process)) struct ProcessTests {
+        // MARK: --dry-run
+
+        @Test func dryRunPrintsThePlanAndWritesNothing() async throws {
+            let th = TempPath("hub"), td = TempPath("device")
+            let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+            defer { hub.value.close() }
+            try SyncRig.set(device.value, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
+            let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
+            try SyncRig.set(hub.value, SyncRig.tree1, [("SiteWidth", "20")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-1")
+            let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
+            device.value.close()
+            func bytes() -> [Data] { ["", "-wal"].map { FileManager.default.contents(atPath: td.path + $0) ?? Data() } }
+            let before = bytes()
+            let path = td.path
+            try await SyncRig.serve(hub.value) { url in
+                let hubHead = try hub.value.lastPosition()
+                let client = try FeatureServiceClient(url: url, token: SyncRig.token)
+                let plan = try await SyncEngine.plan(logAt: path, client: client, options: SyncOptions(policy: .lastInWins))
+                #expect(plan.dryRun && plan.eventsWritten == 0)
+                #expect(plan.pulled.contains { $0.globalId == fromHub.tree && $0.kind == "add" })
+                #expect(plan.pushed.contains { $0.globalId == fromDevice.tree && $0.kind == "add" })
+                #expect(plan.conflicts.contains { $0.field == "SiteWidth" && $0.winner == .local && $0.rule == .upload })
+                #expect(try hub.value.lastPosition() == hubHead, "a dry run sends no edit")
+                // The CLI prints the same plan.
+                let r = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--dry-run", "--json"])
+                #expect(r.status == 0, "\(r.stderr)")
+                let j = try JSONParser.parse(r.stdout)
+                #expect(j["dryRun"] == true && (j["pushed"]?.arrayValue?.count ?? 0) == plan.pushed.count)
+            }
+            #expect(bytes() == before, "the log's file and WAL are byte for byte as before")
+        }
+
+        // MARK: Bad input
+
+        @Test func badInputIsAClearErrorAndWritesNothing() async throws {
+            let th = TempPath("hub"), td = TempPath("device"), tm = TempPath("mismatch")
+            let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+            defer { hub.value.close(); device.value.close() }
+            // A log whose Trees have a field the service does not.
+            var service = try Fixture.json("service.json")
+            if case .object(var root) = service, case .array(var layers)? = root["layers"], case .object(var trees) = layers[0], case .array(var fields)? = trees["fields"] {
+                fields.append(["name": "ExtraNotes", "type": "esriFieldTypeString", "alias": "Extra", "length": 50, "nullable": true, "editable": true])
+                trees["fields"] = .array(fields); layers[0] = .object(trees); root["layers"] = .array(layers); service = .object(root)
+            }
+            let mismatch = Unchecked(try EditLog.create(at: tm.path, service: [("service.json", service)], webmap: try Fixture.json("webmap.json"),
+                                                        rules: try InputFiles.rules(Paths.trees + "/rules.json")))
+            defer { mismatch.value.close() }
+            let hubPath = th.path, devicePath = td.path
+            try await SyncRig.serve(hub.value) { url in
+                let head = try device.value.lastPosition(), hubHead = try hub.value.lastPosition()
+                func expectError(_ kind: EditLogError.Kind, _ words: String, log: EditLog? = nil, _ run: () async throws -> Void) async {
+                    do {
+                        try await run()
+                        Issue.record("expected \(kind) (\(words))")
+                    } catch let e as EditLogError {
+                        #expect(e.kind == kind, "\(e)")
+                        #expect(e.description.lowercased().contains(words.lowercased()), "\(e)")
+                    } catch {
+                        Issue.record("not an EditLogError: \(error)")
+                    }
+                }
+                // Unreachable: nothing listens on port 9 of 127.0.0.1.
+                await expectError(.io, "cannot reach") { _ = try await SyncRig.sync(device.value, "http://127.0.0.1:9/arcgis/rest/services/Trees/FeatureServer") }
+                await expectError(.invalidInput, "FeatureServer") { _ = try await SyncRig.sync(device.value, "http://127.0.0.1:9/arcgis/rest/services/Trees/MapServer") }
+                // An answer that is not a FeatureServer's.
+                let other = url.replacingOccurrences(of: "/Trees/FeatureServer", with: "/Nothing/FeatureServer")
+                await expectError(.invalidInput, "refused") { _ = try await SyncRig.sync(device.value, other) }
+                await expectError(.invalidInput, "token") { _ = try await SyncRig.sync(device.value, url, token: "tok-wrong") }
+                await expectError(.invalidInput, "schema does not match") { _ = try await SyncRig.sync(mismatch.value, url) }
+                // A server 500 on the first request.
+                let flaky = FlakyTransport { _, n in n == 1 ? .status500 : nil }
+                await expectError(.io, "500") { _ = try await SyncRig.sync(device.value, url, transport: flaky) }
+                #expect(try device.value.lastPosition() == head)
+                #expect(try hub.value.lastPosition() == hubHead)
+                // The CLI: a clear message and a non-zero exit code.
+                let r = try await runCLI(["sync", hubPath + ".nope", "--service", url, "--token", SyncRig.token])
+                #expect(r.status == 68, "\(r.stderr)")
+                let t = try await runCLI(["sync", devicePath, "--service", url, "--token", "tok-wrong"])
+                #expect(t.status == 65 && t.stderr.contains("token"), "\(t.stderr)")
+                let both = try await runCLI(["sync", devicePath, "--service", url, "--token", "a", "--token-file", "b"])
+                #expect(both.status == 64 && both.stderr.contains("--token-file"), "\(both.stderr)")
+            }
+            #expect(try mismatch.value.eventCount() == 1)
+        }
+
+        /// The CLI killed (SIGKILL) at points chosen by a seeded generator, then run again: it converges.
+        @Test func theSyncCommandKilledAtRandomPointsConvergesWhenRunAgain() async throws {
+            let points = ["pulled", "pushed-request-1", "pushed-request-2", "before-record"]
+            var rng = SyncRNG(seed: 2026)
+            for round in 0..<3 {
+                let point = points[Int(rng.next() % UInt64(points.count))]
+                let th = TempPath("hub"), td = TempPath("device")
+                let hub = Unchecked(try SyncRig.hub(th))
+                defer { hub.value.close() }
+                do {
+                    let device = try SyncRig.device(td)
+                    try SyncTests.concurrentEdits(hub: hub.value, device: device)
+                    device.close()
+                }
+                let path = td.path
+                try await SyncRig.serve(hub.value) { url in
+                    let killed = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token], env: ["EDITLOG_SYNC_KILL_AT": point])
+                    #expect(killed.status == 9 && killed.killed, "round \(round) at \(point): \(killed.status) \(killed.stderr)")
+                    let r = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--json"])
+                    #expect(r.status == 0, "\(r.stderr)")
+                    let again = try await runCLI(["sync", path, "--service", url, "--token", SyncRig.token, "--json"])
+                    #expect(try JSONParser.parse(again.stdout)["eventsWritten"]?.intValue == 0, "\(again.stdout)")
+                }
+                let device = try EditLog.open(at: td.path)
+                defer { device.close() }
+                try SyncTests.expectConverged(hub: hub.value, device: device)
             }
         }
     }

@@ -10,19 +10,11 @@ struct DeflateTuning: Sendable, Equatable {
     var maxChain: Int32
 
     /// What bundles are deflated with where zlib deflates them (no system libdeflate: `GzipEngine.bundle`), on top
-    /// of level 6: a chain of 16 instead of 128, lazy matching always, a nice length of 24. On bundles' tar bytes
-    /// (canonical JSON lines, mostly; `editlog-bench bundle-export`), measured with zlib 1.2.13 on 1 MiB blocks
-    /// against level 6's own parameters (8, 16, 128, 128):
-    /// - 55.5k events, 43.0 MB: 7,263,830 bytes in 305 ms, against 7,291,405 bytes in 387–402 ms;
-    /// - 1.05M events, 805.9 MB: 135,855,986 bytes in 5.77 s, against 136,573,009 bytes in 7.30 s.
-    /// So about a fifth less CPU, and a bundle still smaller than `gzip -6`'s one member (7,314,323 and 137,052,953
-    /// bytes).
-    ///
-    /// The chain is 10 on 2 MiB blocks (`BundleLayout.gzipBlockBytes`), which trades part of the size goal's
-    /// slack (≤ 1.01x `gzip -6`) for the export's speed, whose goal (≥ 1.0x `pigz -p 2 -6`) is not met: the same
-    /// harness, 805.9 MB tar: 1 MiB / chain 16 135,855,986 bytes, 5.95 s of CPU; 2 MiB / chain 10 137,543,512 bytes
-    /// (1.0036x `gzip -6`), 5.55 s; 2 MiB / chain 8 138,075,554 bytes (1.0075x, and 1.0094x as the export cuts its
-    /// tar), 5.43 s, too near the bound. The quick tar (43.0 MB): 7,349,866 bytes, 1.0049x.
+    /// of level 6: a chain of 10 instead of 128, lazy matching always, a nice length of 24. On bundles' tar bytes
+    /// (canonical JSON lines, mostly) this costs clearly less CPU than level 6's own parameters (8, 16, 128, 128)
+    /// for a bundle about as small. The chain of 10 on 2 MiB blocks (`BundleLayout.gzipBlockBytes`) trades part of
+    /// the size goal's slack (≤ 1.01x `gzip -6`) for the export's speed (goal ≥ 1.0x `pigz -p 2 -6`); a chain of 8
+    /// came too near the size bound. Figures: `tools/BENCH-RESULTS.md`.
     static let bundle = DeflateTuning(goodLength: 32, maxLazy: 258, niceLength: 24, maxChain: 10)
 }
 
@@ -92,13 +84,12 @@ enum GzipEngine: Sendable, Equatable {
     /// is on every machine of this project's kind), else zlib level 6 with `DeflateTuning.bundle`. The export must
     /// match `pigz -p 2 -6` (zlib at level 6 on both cores) while it also reads the log, checks the chain, writes the
     /// lines and hashes every entry on the same cores: zlib's deflate alone, at the cheapest tuning that keeps the size
-    /// goal (<= 1.01x `gzip -6`), costs about 68% of pigz's CPU on the bench's bundle, and the export stayed at
-    /// 0.90-0.93x pigz through every zlib tuning tried (`tools/BENCH-RESULTS.md`).
+    /// goal (<= 1.01x `gzip -6`), leaves too little of the cores for the rest, and the export stayed short of pigz
+    /// through every zlib tuning tried (`tools/BENCH-RESULTS.md`).
     static var bundle: GzipEngine { Libdeflate.system != nil ? .libdeflate(level: libdeflateLevel) : .zlib(level: 6, tuning: .bundle) }
 
-    /// libdeflate's level for bundles. On the bench's tar (2 MiB members, one thread, against the zlib tuning's 7.04 s
-    /// of CPU at 1.0036x `gzip -6`'s size): level 4 0.990x in 49% of that CPU, 5 0.945x in 54%, 6 0.929x in 73%.
-    /// 5 gives most of 6's size for little more than 4's time, and leaves the export's speed goal a wide margin.
+    /// libdeflate's level for bundles: 5 gives most of 6's size for little more than 4's time, and leaves the export's
+    /// speed goal a wide margin (levels 4 to 6 against the zlib tuning: `tools/BENCH-RESULTS.md`).
     static let libdeflateLevel: Int32 = 5
 }
 
@@ -237,26 +228,22 @@ final class ParallelGzipWriter {
     deinit { pool.cancel() }
 
     /// Blocks in flight per deflate thread. With one (`workers + 1` in flight), a deflate thread often waited for the
-    /// next block while the producing thread shared its core with both: measured on the 1.05M-event bundle,
-    /// 1 → 2 took the export from 6.05 to 5.50 s (nice 5 both); 4 gave 5.30 s at 96 MB peak RSS, too close to 100
-    /// then. With the export's read cache at 2 MiB and the blocks reused, 4 costs 76 MB; 8 (84 MB) was no faster.
-    /// Since the blocks are 2 MiB, 2 (as many bytes in flight as 4 of 1 MiB): the export's peak RSS is 80–85 MB,
-    /// and 4 was no faster (at a chain of 8: 4.77 / 4.56 s against 4.71 / 4.62 s).
+    /// next block while the producing thread shared its core with both. More than 2 (of 2 MiB) was no faster and
+    /// costs memory against the export's peak-RSS goal.
     static let window = 2
     /// The deflate threads' nice value. The producing thread (reading the log, checking the chain, writing lines)
     /// feeds both deflate threads and was the one slowed when the three shared two cores; at equal priority it got
-    /// about half a core. Nice 0 → 5 (window 2): 5.73 → 5.50 / 5.59 / 5.38 s. Nice 10 was no better than 5.
+    /// about half a core. Nice 5 made the export faster; 10 was no better than 5.
     static let deflateNice: Int32 = 5
-    /// Members done and kept while the first is left for later; past them, the writer waits for the first. At the
-    /// default block size a member is about 350 KB, so this bounds the backlog near 11 MB.
+    /// Members done and kept while the first is left for later; past them, the writer waits for the first. This
+    /// bounds the backlog to that many compressed members.
     static let headBacklog = 32
     /// The first member's source, until it is filled.
     private var pendingHead: Head?
     /// The deflate threads, taking blocks from one queue in order.
     private let pool: DeflatePool
     /// Input blocks the deflate threads are done with, for the next ones: with glibc's mmap threshold fixed
-    /// (`ProcessMemory`), a new 1 MiB block would be a fresh mapping, faulted in page by page (and its output
-    /// buffer too): the full-size export took 5.99 / 6.22 s so, 5.71 / 5.63 s with the blocks reused.
+    /// (`ProcessMemory`), a new block would be a fresh mapping, faulted in page by page (and its output buffer too).
     private let spare = SpareBlocks()
     private let members = Members()
 
@@ -322,10 +309,9 @@ final class ParallelGzipWriter {
 }
 
 /// The deflate threads of a `ParallelGzipWriter`: one queue of blocks, taken oldest first by whichever thread is
-/// free, so no thread waits while another has blocks queued. With a queue per thread (block `n` on thread
-/// `n % threads`) the full-size export took 5.37 / 5.14 / 4.92 s, against 4.74 / 4.82 / 4.79 s so (`editlog bundle
-/// export` of the 1.05M-event log, alternating). Each thread keeps its output buffer and runs at the nice value
-/// given (on Linux the nice value is per thread; raising it needs no privilege).
+/// free, so no thread waits while another has blocks queued (a queue per thread, block `n` on thread `n % threads`,
+/// was slower). Each thread keeps its output buffer and runs at the nice value given (on Linux the nice value is
+/// per thread; raising it needs no privilege).
 private final class DeflatePool: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.

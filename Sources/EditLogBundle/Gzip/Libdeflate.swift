@@ -4,14 +4,10 @@ import Glibc
 #endif
 
 /// The system's libdeflate (`libdeflate.so.0`, Debian's `libdeflate0`), loaded at run time when it is there: its
-/// whole-buffer gzip compressor writes the same format as zlib (one complete RFC 1952 member per call) in about half
-/// of zlib's time at a smaller size, which is what independent members need. It is looked up with `dlopen`, not
-/// linked: the package builds and runs without it (zlib deflates then), and no header or `-dev` package is needed.
-///
-/// Measured on the bench's 805.9 MB bundle tar, 2 MiB members, one thread (`tools/BENCH-RESULTS.md`): zlib level 6
-/// with `DeflateTuning.bundle` 137,543,512 bytes (1.0036x `gzip -6`) in 7.04 s of CPU; libdeflate 1.14 level 4
-/// 135,717,421 bytes (0.990x) in 3.47 s, level 5 129,555,879 bytes (0.945x) in 3.78 s, level 6 127,342,306 bytes
-/// (0.929x) in 5.15 s.
+/// whole-buffer gzip compressor writes the same format as zlib (one complete RFC 1952 member per call) in less time
+/// than zlib at a smaller size, which is what independent members need (`tools/BENCH-RESULTS.md`). It is looked up
+/// with `dlopen`, not linked: the package builds and runs without it (zlib deflates then), and no header or `-dev`
+/// package is needed.
 struct Libdeflate: @unchecked Sendable {
     // C function pointers from the library; the library stays loaded for the process's life.
     typealias Alloc = @convention(c) (Int32) -> OpaquePointer?

@@ -127,7 +127,7 @@ public enum ExpectedVersion: Sendable, Hashable {
 
 public enum Hex {
     /// Lowercase hex of a byte array, written straight into the string's storage. Callers in other modules got the
-    /// generic version below unspecialized (about 18k instructions for a 32-byte hash: 7% of a bundle export).
+    /// generic version below unspecialized, many times slower per hash.
     public static func encode(_ bytes: [UInt8]) -> String {
         String(unsafeUninitializedCapacity: bytes.count * 2) { out in
             bytes.withUnsafeBytes { write($0, to: out.baseAddress!) }

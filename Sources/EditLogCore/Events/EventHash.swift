@@ -151,8 +151,7 @@ public enum EventHash {
     /// The encoding's buffer, reused across events (no allocation per event once warm).
     public struct Encoder {
         /// The encoding is the first `count` bytes; the rest is room kept from event to event, so a column is one
-        /// copy into place (the four appends of each length byte and the append of each column cost the export's
-        /// producing thread 2.5 of every 100 instructions, callgrind of the quick export).
+        /// copy into place (not four appends for its length and one for its bytes, which showed in the export's profile).
         @usableFromInline var storage: [UInt8]
         @usableFromInline var count = 0
         public init() { storage = [UInt8](repeating: 0, count: 1_024) }
@@ -195,7 +194,7 @@ public enum EventHash {
         }
         public func digest() -> [UInt8] { Array(sha256()) }
         /// Whether the digest of what was encoded equals `stored`, without allocating. The bytes are compared in a
-        /// loop of its own: the generic `elementsEqual` took about 900 instructions for the 32 bytes.
+        /// loop of its own: the generic `elementsEqual` was many times slower for the 32 bytes.
         public func digestEquals(_ stored: UnsafeRawBufferPointer) -> Bool {
             sha256().withUnsafeBytes { d in
                 guard d.count == stored.count else { return false }

@@ -53,7 +53,7 @@ public enum StreamName {
 
     public static func parseFeature(_ stream: String) -> (layer: Int, globalId: String)? {
         // Through the UTF-8 view (':' is ASCII, so its index splits the text on a scalar boundary): found by
-        // Character, a parse took half again as many instructions (an import parses every event's stream).
+        // Character, a parse cost more (an import parses every event's stream).
         let u = stream.utf8
         guard let colon = u.firstIndex(of: UInt8(ascii: ":")), let l = Int(stream[..<colon]) else { return nil }
         return (l, String(stream[u.index(after: colon)...]))

@@ -12,8 +12,8 @@ extension RecordedEvent {
     /// hashes as 64 lowercase or uppercase hex digits. Errors are `.invalidInput` naming the key.
     public init(json: JSONValue) throws(EditLogError) {
         guard let o = json.objectValue else { throw EditLogError(.invalidInput, "an event must be a JSON object, not \(json.typeName)") }
-        // Checked without a set of the keys per event (that was 5% of a bundle read's CPU); an unknown key is named
-        // before a missing one, the first in sorted order.
+        // Checked without a set of the keys per event (a set per event showed in a bundle read's profile); an unknown
+        // key is named before a missing one, the first in sorted order.
         func unknownKey(_ keys: some Collection<String>, known: Set<String>, prefix: String) -> EditLogError? {
             keys.filter { !known.contains($0) }.sorted().first.map { EditLogError(.invalidInput, "unknown key \"\(prefix)\($0)\" in an event") }
         }

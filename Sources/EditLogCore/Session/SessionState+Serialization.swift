@@ -2,15 +2,15 @@ extension SessionState {
     /// `json.serialized()` written directly, without building the JSON tree (the projector writes one per
     /// session). Byte for byte the same canonical JSON: keys in UTF-8 order, as `JSONValue` writes them.
     public func serializedState() -> String {
-        var w = Writer()
+        var w = StateJSONWriter()
         w.out.reserveCapacity(256 + staged.count * 48 + attachmentsAdded.count * 200)
         write(to: &w)
         return String(decoding: w.out, as: UTF8.self)
     }
 
-    /// The bytes and their helpers as one value passed `inout` (nested functions capturing the byte array boxed it on
-    /// the heap and checked every access at run time: a fifth of the serialization).
-    struct Writer {
+    /// Writes a session state's canonical JSON: the bytes and their helpers as one value passed `inout` (nested
+    /// functions capturing the byte array boxed it on the heap and checked every access at run time).
+    struct StateJSONWriter {
         var out: [UInt8] = []
 
         mutating func key(_ k: StaticString, first: Bool = false) {
@@ -35,7 +35,7 @@ extension SessionState {
         mutating func append(_ b: UInt8) { out.append(b) }
     }
 
-    private func write(to w: inout Writer) {
+    private func write(to w: inout StateJSONWriter) {
         w.append(UInt8(ascii: "{"))
         w.key("actor", first: true); w.string(actor)
         w.key("attachmentsAdded")

@@ -1,7 +1,7 @@
 /// An attachment's SHA-256 as an event names it (or a bundle's blob entry), kept until the end of an import or of
 /// a bundle's reading checks that its bytes are here: the 32 bytes when the text is canonical (64 lowercase hex
-/// digits), else the text itself. Ordered as the text is. A million-event bundle names tens of thousands: 40 bytes
-/// each instead of a heap string (about 110 bytes with its allocation).
+/// digits), else the text itself. Ordered as the text is. A million-event bundle names tens of thousands: a value
+/// of fixed size each instead of a heap string and its allocation.
 public enum BlobRef: Hashable, Comparable, Sendable {
     case digest(UInt64, UInt64, UInt64, UInt64)
     case text(String)

@@ -7,8 +7,8 @@ extension GlobalID {
         return g.withUTF8 { b -> (UInt64, UInt64)? in
             guard b.count == 38, b[0] == UInt8(ascii: "{"), b[37] == UInt8(ascii: "}"), b[9] == UInt8(ascii: "-"), b[14] == UInt8(ascii: "-"),
                   b[19] == UInt8(ascii: "-"), b[24] == UInt8(ascii: "-") else { return nil }
-            // Each digit through a table (an import parses every event's GlobalID: a branch per character took twice
-            // the instructions, callgrind); a byte that is no upper-case hex digit sets a bit above the nibble.
+            // Each digit through a table (an import parses every event's GlobalID, and a branch per character cost
+            // more); a byte that is no upper-case hex digit sets a bit above the nibble.
             return hexNibbles.withUnsafeBufferPointer { t -> (UInt64, UInt64)? in
                 var high: UInt64 = 0, low: UInt64 = 0, bad: UInt8 = 0
                 for i in Self.highDigits {

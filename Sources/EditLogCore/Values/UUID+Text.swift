@@ -1,8 +1,8 @@
 import Foundation
 
-/// UUID text without Foundation's `sprintf`/`sscanf` round trip (a few percent of a sync or an import, which
-/// print and parse one or more ids per event). Same text as `uuidString` (lowercased for `lowercasedString`);
-/// `UUID(text:)` accepts exactly the 8-4-4-4-12 hex form, either case.
+/// UUID text without Foundation's `sprintf`/`sscanf` round trip (which showed in the profiles of a sync and an
+/// import: they print and parse one or more ids per event). Same text as `uuidString` (lowercased for
+/// `lowercasedString`); `UUID(text:)` accepts exactly the 8-4-4-4-12 hex form, either case.
 extension UUID {
     /// `uuidString.lowercased()`.
     public var lowercasedString: String { text(uppercase: false) }

@@ -9,6 +9,7 @@ struct CLI {
 
     /// Starts the binary with `args` (and `env` over this process's environment).
     static func start(_ args: [String], env: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
+        expectProcessSuite()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = args
@@ -32,6 +33,7 @@ struct CLI {
     }
 
     static func sh(_ command: String) throws -> Result {
+        expectProcessSuite()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
         p.arguments = ["-c", command]
@@ -43,5 +45,14 @@ struct CLI {
         let e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    /// A test that starts a process belongs in a `ProcessTests` suite (`Tag.process`): `swift test --skip ProcessTests`
+    /// must leave out every such test. Work off the test's task (no current test) is not checked.
+    static func expectProcessSuite() {
+        guard let test = Test.current else { return }
+        if !String(describing: test.id).contains("ProcessTests") {
+            Issue.record("\(test.id) starts a process outside a ProcessTests suite (see Tag.process)")
+        }
     }
 }
