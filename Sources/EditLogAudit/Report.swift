@@ -163,30 +163,32 @@ public struct AuditReport: Sendable {
                                  arguments: args) { e in
             scan?.at(e.position)
             let layerName = StreamName.parseFeature(e.stream).flatMap { schema.layer(id: $0.layer)?.name } ?? e.stream
+            // Only the types whose content the report shows are decoded; the rest are counted.
             switch e.eventType {
             case .mergeDecided?:
                 let d: MergeDecision
-                do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
+                do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw e.fields.corrupt(error.message) }
                 for c in d.conflicts {
                     conflictIndex[c.id] = r.conflicts.count
                     r.conflicts.append(ConflictRow(conflict: c, position: e.position, time: clock.time(of: e), decidedBy: e.actor))
                 }
                 return
             case .conflictResolved?:
+                let x = try ConflictResolved(e.fields)
                 // A resolution of a conflict decided before the window is not listed (its conflict is not).
-                if let id = e.payload["conflictId"]?.stringValue, let i = conflictIndex[id] {
-                    r.conflicts[i].resolutions.append(.init(take: e.payload["take"]?.stringValue ?? "value", value: e.payload["value"] ?? .null,
-                                                         actor: e.actor, time: clock.time(of: e)))
+                if let id = x.conflictId, let i = conflictIndex[id] {
+                    r.conflicts[i].resolutions.append(.init(take: x.take ?? "value", value: x.value, actor: e.actor, time: clock.time(of: e)))
                 }
                 return
             case .sessionStarted?:
                 r.sessionsByActorDay[e.actor, default: [:]][String(clock.time(of: e).prefix(10)), default: 0] += 1
                 return
             case .featureDerived?:
+                let x = try FeatureDerived(e.fields)
                 // Causes, features and field lists repeat across derived edits: one copy of each is kept.
-                let fields = try e.fields.object("changes").keys.sorted()
+                let fields = x.changes.names.sorted()
                 r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName,
-                                         globalId: interned.string(try e.fields.string("globalId")), cause: interned.string(e.cause),
+                                         globalId: interned.string(x.globalId), cause: interned.string(e.cause),
                                          session: e.session.map(interned.string), fields: interned.fieldLists[fields] ?? { interned.fieldLists[fields] = fields; return fields }()))
             default: break
             }

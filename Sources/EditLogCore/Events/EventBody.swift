@@ -178,6 +178,8 @@ public struct ConflictResolved: Sendable {
     /// The field written; nil: the conflict is closed as this log holds it, and nothing changes.
     public var field: String?
     public var take: String?
+    /// The value taken.
+    public var value: JSONValue
     public var changes: FieldChanges
 
     public init(_ p: PayloadReader) throws(EditLogError) {
@@ -185,6 +187,7 @@ public struct ConflictResolved: Sendable {
         conflictId = p.optional("conflictId")?.stringValue
         field = p.payload["field"] == nil ? nil : p.optional("field")?.stringValue ?? ""
         take = p.optional("take")?.stringValue
+        value = p.payload["value"] ?? .null
         changes = field == nil ? FieldChanges([:]) : FieldChanges(try p.object("changes"))
     }
 }
