@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "EditLogCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The append-only event store on SQLite.
         .target(name: "EditLogStore", dependencies: ["EditLogCore", "CSQLiteConfig", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        // Feature tables rebuilt from events.
+        // Feature tables rebuilt from events, and the write unit of work every write goes through (`WriteUnit`: append, project, derive).
         .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Replay and audit: log, history, sessions, verify.
         .target(name: "EditLogAudit", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
