@@ -27,7 +27,8 @@ let package = Package(
         .target(name: "EditLogStore", dependencies: ["EditLogCore", "CSQLiteConfig", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // The projection tables (features per layer, sessions, attachments, scripts) folded from events, at commit or by a
         // rebuild, with this log's merge decisions applied; the state edits are decided against, its digest, and a feature
-        // query's SQL. A replay (rebuild, replay as of a moment) writes its rows on a thread of its own (`SerialWorker`).
+        // query's SQL; and the one write unit of work every write goes through (`WriteUnit`: append, project, derive,
+        // release). A replay (rebuild, replay as of a moment) writes its rows on a thread of its own (`SerialWorker`).
         .target(name: "EditLogProjections", dependencies: ["EditLogCore", "EditLogStore", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // Reading the log back: `log` filters on one clock, history, blame, diff, sessions, the report (its figures and its
         // HTML page), verify.

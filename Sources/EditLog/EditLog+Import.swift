@@ -1,6 +1,7 @@
 import EditLogCore
 import EditLogImport
 import EditLogMerge
+import EditLogProjections
 import EditLogStore
 import Foundation
 import GRDB
@@ -18,6 +19,36 @@ extension EditLog {
     public func importEvents(policy: MergePolicy, actor: String, device: String, source: String,
                              _ feed: (_ event: (RecordedEvent) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void) throws(EditLogError) -> ImportReport {
         try importEvents(policy: policy, actor: actor, device: device, source: source, feed, closing: { _ in [] })
+    }
+
+    /// Imports events of another source as `importEvents` does, then appends `closing` (built from the report) in
+    /// the same transaction: the pulled events and the sync state that names them commit together or not at all.
+    public func importEvents(policy: MergePolicy, rule: LastInRule = .clientTime, actor: String, device: String, source: String,
+                             _ feed: (_ event: (RecordedEvent) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void,
+                             closing: (ImportReport) throws -> [SystemEvent]) throws(EditLogError) -> ImportReport {
+        try importEvents(policy: policy, rule: rule, actor: actor, device: device, source: source,
+                         withPayloads: { event, blob in
+                             try withoutActuallyEscaping(event) { event in
+                                 try withoutActuallyEscaping(blob) { blob in
+                                     try feed({ e in var e = e; _ = try event(&e, nil, nil) }, { bytes in try blob(BlobPiece(whole: bytes)) })
+                                 }
+                             }
+                         }, closing: closing)
+    }
+
+    /// `importEvents`, fed each event with its payload's canonical bytes when the source has them (a bundle's
+    /// reader serialized the payload to check the event's hash): the import then does not serialize it again; and with
+    /// its hash in this log computed ahead (`ChainGuess`), when the source guessed it. `event` returns whether the
+    /// guess held (true without one).
+    func importEvents(policy: MergePolicy, rule: LastInRule = .clientTime, actor: String, device: String, source: String,
+                      withPayloads feed: (_ event: (inout RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: (BlobPiece) throws -> Void) throws -> Void,
+                      closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0,
+                      indexDeferral: IndexDeferral? = nil) throws(EditLogError) -> ImportReport {
+        let context = EventContext(actor: actor, device: device, clientTime: nowString())
+        return try Importer.run(into: store, schema: schema, geocoder: geocoder, policy: policy, rule: rule, context: context, source: source,
+                                expectedEvents: expectedEvents, indexDeferral: indexDeferral ?? self.indexDeferral, feed) { unit, report in
+            for s in try closing(report) { try unit.emit(s.newEvent(id: unit.ids.next(), context: context)) }
+        }
     }
 
     /// Every event of this log after `position`, in order (what a bundle or a peer would carry).

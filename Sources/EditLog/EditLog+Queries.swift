@@ -118,7 +118,8 @@ extension EditLog {
     /// Drops and rebuilds every projection from the events, in one transaction.
     public func rebuild(progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) {
         // The events are read on a second connection, so the projection rows are written on another thread meanwhile.
-        try writeMapped { db, _, _ in
+        try write { unit in
+            let db = unit.db
             try store.withSecondReader { events in _ = try Projections.rebuild(db, events: events, progress: progress) }
         }
     }

@@ -15,11 +15,15 @@ public struct SystemEvent: Sendable, Hashable {
     public init(stream: String, type: EventType, payload: JSONValue, cause: String) {
         self.stream = stream; self.type = type; self.payload = payload; self.cause = cause
     }
+
+    func newEvent(id: UUID, context: EventContext) -> NewEvent {
+        NewEvent(id: id, stream: stream, type: type, payload: payload, context: context, session: nil, cause: cause)
+    }
 }
 
 /// What `editlog sync` (module EditLogSync) reads and writes through the facade: the current state of features,
-/// the events of a stream, the features changed since a position, and imports closed by sync-state events in the
-/// same transaction.
+/// the events of a stream, the features changed since a position, and its own sync-state events (an import closed by
+/// them in the same transaction: `EditLog+Import.swift`).
 extension EditLog {
     /// A new event id from the log's generator (injected in tests).
     public func nextEventId() -> UUID { store.ids.next() }
@@ -98,85 +102,10 @@ extension EditLog {
         }
     }
 
-    /// Imports events of another source as `importEvents` does, then appends `closing` (built from the report) in
-    /// the same transaction: the pulled events and the sync state that names them commit together or not at all.
-    public func importEvents(policy: MergePolicy, rule: LastInRule = .clientTime, actor: String, device: String, source: String,
-                             _ feed: (_ event: (RecordedEvent) throws -> Void, _ blob: ([UInt8]) throws -> Void) throws -> Void,
-                             closing: (ImportReport) throws -> [SystemEvent]) throws(EditLogError) -> ImportReport {
-        try importEvents(policy: policy, rule: rule, actor: actor, device: device, source: source,
-                         withPayloads: { event, blob in
-                             try withoutActuallyEscaping(event) { event in
-                                 try withoutActuallyEscaping(blob) { blob in
-                                     try feed({ e in var e = e; _ = try event(&e, nil, nil) }, { bytes in try blob(BlobPiece(whole: bytes)) })
-                                 }
-                             }
-                         }, closing: closing)
-    }
-
-    /// `importEvents`, fed each event with its payload's canonical bytes when the source has them (a bundle's
-    /// reader serialized the payload to check the event's hash): the import then does not serialize it again; and with
-    /// its hash in this log computed ahead (`ChainGuess`), when the source guessed it. `event` returns whether the
-    /// guess held (true without one).
-    func importEvents(policy: MergePolicy, rule: LastInRule = .clientTime, actor: String, device: String, source: String,
-                      withPayloads feed: (_ event: (inout RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: (BlobPiece) throws -> Void) throws -> Void,
-                      closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0,
-                      indexDeferral: IndexDeferral? = nil) throws(EditLogError) -> ImportReport {
-        let schema = self.schema
-        let geocoder = self.geocoder
-        let indexDeferral = indexDeferral ?? self.indexDeferral
-        let now = Timestamp.format(milliseconds: store.clock.now())
-        // An import meets a whole bundle's features, each in a burst of events: the caches a recording transaction
-        // keeps (SQLite's pages, stream versions, features read) are bounded lower, until after the commit.
-        try store.setPageCache(kib: Importer.pageCacheKiB)
-        defer { try? store.setPageCache(kib: EventStore.writerCacheKiB) }
-        return try writeMapped { db, appender, projector in
-            // The report is the result: the imported events are not held in memory.
-            appender.keepsAppended = false
-            appender.versionLimit = Importer.streamVersionLimit
-            projector.featureCacheLimit = Importer.featureCacheLimit
-            projector.pendingLimit = Importer.pendingRowLimit
-            let context = EventContext(actor: actor, device: device, clientTime: now)
-            var importer = try Importer(schema: schema, policy: policy, rule: rule, ownLog: store.logId, context: context, source: source)
-            importer.expectedEvents = expectedEvents
-            let deferredIndexes = indexDeferral.defers(expectedEvents: expectedEvents, held: appender.headPosition)
-                ? try ProjectionTables.dropIndexes(db, ProjectionTables.importDeferredIndexes(db)) : []
-            try feed({ e, payload, guess in
-                try importer.importEvent(&e, canonicalPayload: payload, guess: guess, db: db, appender: &appender, projector: projector)
-                guard let guess else { return true }
-                return appender.headPosition == guess.position && appender.headHash == guess.hash
-            },
-                     { piece in try importer.importBlob(piece, db: db, appender: &appender) })
-            if !deferredIndexes.isEmpty {
-                try projector.flush(db)
-                // SQLite's sorter takes as much memory as the page cache may: the cache gives it up first.
-                try EventStore.shrinkPageCache(db, toKiB: Importer.indexSortKiB)
-                try ProjectionTables.createIndexes(db, deferredIndexes)
-                // The import's end reads children by their keys: the indexes are back before it.
-                try EventStore.setPageCache(db, kib: Importer.pageCacheKiB)
-            }
-            try importer.finish(db: db, appender: &appender, projector: projector, geocoder: geocoder)
-            for s in try closing(importer.report) {
-                let e = NewEvent(id: appender.ids.next(), stream: s.stream, type: s.type, payload: s.payload, context: context, session: nil, cause: s.cause)
-                try projector.apply(try appender.append(e), db)
-            }
-            return importer.report
-        }
-    }
-
     /// Appends this log's own system events in one transaction.
     @discardableResult
     public func appendSystemEvents(_ events: [SystemEvent], actor: String, device: String) throws(EditLogError) -> [RecordedEvent] {
-        let now = Timestamp.format(milliseconds: store.clock.now())
-        return try writeMapped { db, appender, projector in
-            var out: [RecordedEvent] = []
-            for s in events {
-                let e = NewEvent(id: appender.ids.next(), stream: s.stream, type: s.type, payload: s.payload,
-                                 context: EventContext(actor: actor, device: device, clientTime: now), session: nil, cause: s.cause)
-                let r = try appender.append(e)
-                try projector.apply(r, db)
-                out.append(r)
-            }
-            return out
-        }
+        let context = EventContext(actor: actor, device: device, clientTime: nowString())
+        return try write { unit in try events.map { s in try unit.emit(s.newEvent(id: unit.ids.next(), context: context)) } }
     }
 }

@@ -68,13 +68,13 @@ public final class EditLog {
         let log = EditLog(store: store, schema: schema)
         do {
             let ctx = EventContext(actor: actor, device: device, clientTime: nil)
-            try log.writeMapped { db, appender, projector in
-                let e = NewEvent(id: appender.ids.next(), stream: StreamName.schema, type: .schemaDefined, payload: payload, context: ctx, session: nil, cause: Cause.system)
-                try projector.apply(try appender.append(e, expected: .noStream), db)
+            try log.write { unit in
+                try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.schema, type: .schemaDefined, payload: payload, context: ctx, session: nil,
+                                       cause: Cause.system), expected: .noStream)
                 for (k, f) in prepared.enumerated() {
-                    let e = NewEvent(id: appender.ids.next(), stream: StreamName.feature(layer: f.layer, globalId: f.globalId), type: .featureBaselined,
+                    let e = NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: f.layer, globalId: f.globalId), type: .featureBaselined,
                                      payload: f.payload, context: ctx, session: nil, cause: Cause.baseline)
-                    try projector.apply(try appender.append(e, expected: .noStream), db)
+                    try unit.emit(e, expected: .noStream)
                     if k % 1000 == 0 { progress?(k, prepared.count) }
                 }
             }
@@ -119,16 +119,11 @@ public final class EditLog {
         do { try store.close() } catch {}
     }
 
-    /// Runs `body` in one IMMEDIATE write transaction with a projector for the current schema. Every error
-    /// comes out as an `EditLogError` (the store maps SQLite's).
-    func writeMapped<T>(_ body: (Database, inout Appender, Projector) throws -> T) throws(EditLogError) -> T {
-        let schema = self.schema
-        return try store.write { db, appender in
-            let projector = Projector(schema: try db.tableExists("p_sessions") ? schema : nil, logId: store.logId)
-            let result = try body(db, &appender, projector)
-            try projector.flush(db)
-            return result
-        }
+    /// Runs `body` in one IMMEDIATE write transaction, its unit of work (`WriteUnit`: every event the log writes goes
+    /// through one) with a projector for the current schema and the log's geocoder. Every error comes out as an
+    /// `EditLogError` (the store maps SQLite's); nothing of a `body` that throws is written.
+    func write<T>(_ body: (inout WriteUnit) throws -> T) throws(EditLogError) -> T {
+        try store.writeUnit(schema: schema, geocoder: geocoder, body)
     }
 
     /// A read transaction. Internal: GRDB stays behind the facade.

@@ -9,7 +9,8 @@ extension Importer {
     /// A parent deleted on one side while the other side related a record to it is kept, whatever the policy:
     /// a merge never leaves an orphan. The decision (a standalone `MergeDecided` reviving the parent) names the
     /// child as the conflict's local or remote side.
-    mutating func keepRelationshipsWhole(db: Database, appender: inout Appender, projector: Projector) throws {
+    mutating func keepRelationshipsWhole(unit: inout WriteUnit) throws {
+        let (db, projector) = (unit.db, unit.projector)
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         var revived = Set<String>()
         func revive(_ parent: LayerSchema, _ p: FeatureSnapshot, child: LayerSchema, _ c: FeatureSnapshot) throws {
@@ -26,18 +27,17 @@ extension Importer {
             let remoteLog = (childIsLocal ? parentHistory.lastDelete?.logId : childWriter?.logId) ?? engine.ownLog
             let del = SideValue(value: .null, writer: parentHistory.lastDelete)
             let kept = SideValue(value: .string(c.globalId), writer: childWriter)
-            d.conflicts = [Conflict(id: appender.ids.next().lowercasedString, kind: .orphan, layer: parent.id, globalId: p.globalId,
+            d.conflicts = [Conflict(id: unit.ids.next().lowercasedString, kind: .orphan, layer: parent.id, globalId: p.globalId,
                                     field: nil, attachmentId: nil, base: .string(p.globalId),
                                     local: childIsLocal ? kept : del, remote: childIsLocal ? del : kept,
                                     policy: engine.policy, winner: childIsLocal ? .local : .remote)]
-            let e = NewEvent(id: appender.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
+            let e = NewEvent(id: unit.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
                              session: nil, cause: Cause.merge(from: remoteLog))
-            let r = try appender.append(e)
-            try projector.apply(r, db)
+            let r = try unit.emit(e)
             appended(r)
             report.decisions += 1
             report.conflicts += d.conflicts
-            try reviveCascaded(parent, p.globalId, from: remoteLog, db: db, appender: &appender, projector: projector)
+            try reviveCascaded(parent, p.globalId, from: remoteLog, unit: &unit)
         }
         // Parents this import deleted that live children still point at (a child that lives only because the parent
         // did, its cascade skipped or undone, keeps nothing: it goes with the parent).
@@ -92,31 +92,32 @@ extension Importer {
     /// Values that rules derive never conflict: after the merge they are derived again from the merged state, as
     /// `FeatureDerived` events naming the rule (cause) and the import (`import` in the payload). A feature new to
     /// this log came with the values its own log derived (and any later hand edit of them): it is left as it came.
-    mutating func deriveAgain(db: Database, appender: inout Appender, projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
+    mutating func deriveAgain(unit: inout WriteUnit) throws {
         guard !schema.rules.isEmpty else { return }
         // In a log that held no feature, every parent a rollup can derive for was created by the import (and keeps the
         // values it came with) or is not in the log: nothing is derived. Debug builds (the tests) derive and check.
         #if !DEBUG
         if startedEmpty == true { return }
         #endif
-        let world = ProjectedState(db: db, schema: schema, projector: projector)
-        let rules = RuleEngine(world: world, geocoderOverride: geocoder)
+        let world = unit.world
+        #if DEBUG
+        let rules = unit.rules
+        #endif
         var emitted = 0
-        func emit(_ pending: [PendingEvent]) throws {
-            for p in pending {
-                if let g = p.payload["globalId"]?.stringValue, created(g) { continue }
+        func derive(after trigger: RuleEngine.Trigger) throws {
+            let derived = try unit.derive(after: trigger, context: context) { p in
+                if let g = p.payload["globalId"]?.stringValue, created(g) { return nil }
+                var p = p
                 var payload = p.payload.objectValue ?? [:]
                 payload["import"] = .string(source)
                 // Derived again here, not written by anyone: the editor tracking stays the latest write's (so logs that
                 // merged the same events show the same editors, whichever derived again).
                 payload["keepTracking"] = true
-                let e = NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: .object(payload), context: context,
-                                 session: p.session, cause: p.cause)
-                let r = try appender.append(e)
-                try projector.apply(r, db)
-                appended(r)
-                emitted += 1
+                p.payload = .object(payload)
+                return p
             }
+            for r in derived { appended(r) }
+            emitted += derived.count
         }
         for (key, entry) in touched.sorted(by: { $0.key < $1.key }) {
             let g = key.globalId
@@ -137,7 +138,7 @@ extension Importer {
                 continue
             }
             for before in befores {
-                try emit(try rules.derive(after: .committed(layer: lid, globalId: g, kind: .edit, before: before, session: nil)))
+                try derive(after: .committed(layer: lid, globalId: g, kind: .edit, before: before, session: nil))
             }
         }
         for (lid, g) in rederive where !created(g) {
@@ -149,7 +150,7 @@ extension Importer {
                       let fk = child.field(named: side.keyField)?.name else { continue }
                 let key = ServiceSchema.keyValue(of: p, originSide: rel, origin: layer)
                 guard let c = try world.features(layer: child.id, where: fk, equals: key).first else { continue }
-                try emit(try rules.derive(after: .committed(layer: child.id, globalId: c.globalId, kind: .edit, before: [:], session: nil)))
+                try derive(after: .committed(layer: child.id, globalId: c.globalId, kind: .edit, before: [:], session: nil))
             }
         }
         #if DEBUG
@@ -206,8 +207,9 @@ extension Importer {
     /// `MergeDecided` naming the feature in `cascadeOf`), and so on down. So a kept or revived tree keeps its
     /// inspections, a record one log deleted by itself stays deleted in every log whichever cascade reached it too, and
     /// both sides of an exchange hold the same records whichever side deleted.
-    mutating func reviveCascaded(_ layer: LayerSchema, _ g: String, from logId: String, db: Database, appender: inout Appender, projector: Projector) throws {
-        let world = ProjectedState(db: db, schema: schema, projector: projector)
+    mutating func reviveCascaded(_ layer: LayerSchema, _ g: String, from logId: String, unit: inout WriteUnit) throws {
+        let db = unit.db
+        let world = unit.world
         guard let p = try world.feature(layer: layer.id, globalId: g), !p.deleted else { return }
         for stream in try Self.cascadedStreams(of: g, db) {
             guard let cf = StreamName.parseFeature(stream), let child = schema.layer(id: cf.layer),
@@ -217,20 +219,18 @@ extension Importer {
             d.revive = true
             d.cascadeOf = g
             d.reviveAttachments = try detachedWithFeature(stream, c.globalId, db)
-            try recordStandalone(d, layer: child, before: c, from: logId, db: db, appender: &appender, projector: projector)
-            try reviveCascaded(child, c.globalId, from: logId, db: db, appender: &appender, projector: projector)
+            try recordStandalone(d, layer: child, before: c, from: logId, unit: &unit)
+            try reviveCascaded(child, c.globalId, from: logId, unit: &unit)
         }
     }
 
     /// Appends and applies a standalone decision of this log about a record (revived with its parent, or deleted again):
     /// its stream is no longer as its own log wrote it, and the rules derive again after it (a rollup of its parent).
-    mutating func recordStandalone(_ d: MergeDecision, layer: LayerSchema, before: FeatureSnapshot, from logId: String, db: Database, appender: inout Appender,
-                                   projector: Projector) throws {
-        let r = try appender.append(NewEvent(id: appender.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: d.globalId), type: .mergeDecided,
-                                             payload: d.json, context: context, session: nil, cause: Cause.merge(from: logId)))
+    mutating func recordStandalone(_ d: MergeDecision, layer: LayerSchema, before: FeatureSnapshot, from logId: String, unit: inout WriteUnit) throws {
+        let r = try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: d.globalId), type: .mergeDecided,
+                                       payload: d.json, context: context, session: nil, cause: Cause.merge(from: logId)))
         let key = GlobalIDKey(d.globalId)
         track(r, key: key)
-        try projector.apply(r, db)
         appended(r)
         report.decisions += 1
         note(layer, d.globalId, before: before, type: .mergeDecided, writer: Author.Order(millis: 0, logId: logId, position: 0))

@@ -109,7 +109,8 @@ extension Importer {
     /// (revived with it, or whose cascade was skipped while it lived: `cascadeOf`), and so on down. A log that received
     /// the same events in an order that never needed the parent kept holds them deleted too. Only parents the import's
     /// records left (deleted, or pointed elsewhere) are looked at, and those the records deleted again pointed at.
-    mutating func releaseKeptParents(db: Database, appender: inout Appender, projector: Projector) throws {
+    mutating func releaseKeptParents(unit: inout WriteUnit) throws {
+        let (db, projector) = (unit.db, unit.projector)
         // A log that held no feature held no decision either: a parent this import kept has the keeper it was kept for.
         // Debug builds (the tests) look anyway, and fail on a parent deleted again.
         #if !DEBUG
@@ -127,7 +128,7 @@ extension Importer {
             guard let kept = s.keptBy, kept.cascadeOf == nil, kept.conflicts.contains(where: { $0.kind == .orphan }), !s.deletes.isEmpty,
                   try !hasKeeper(layer, p, db: db, world: world) else { continue }
             let log = try history(of: StreamName.feature(layer: lid, globalId: g), db).lastDelete?.logId ?? engine.ownLog
-            try deleteAgain(layer, p, cascadeOf: nil, keptBy: kept, from: log, db: db, appender: &appender, projector: projector)
+            try deleteAgain(layer, p, cascadeOf: nil, keptBy: kept, from: log, unit: &unit)
         }
         #if DEBUG
         if startedEmpty == true, report.decisions != decided {
@@ -140,20 +141,21 @@ extension Importer {
     /// pointing elsewhere since: its new delete's cascade did not reach them) go again (`releaseHeld`). Before the orphan
     /// rule looks for keepers (`keepRelationshipsWhole`), so that such a record keeps nothing. Most deleted features took
     /// nothing along: one lookup of the cascade index each.
-    mutating func releaseHeldByDeleted(db: Database, appender: inout Appender, projector: Projector) throws {
+    mutating func releaseHeldByDeleted(unit: inout WriteUnit) throws {
+        let (db, projector) = (unit.db, unit.projector)
         for (lid, g) in deletedParents where try !Self.cascadedStreams(of: g, db).isEmpty {
             let world = ProjectedState(db: db, schema: schema, projector: projector)
             guard let p = try world.feature(layer: lid, globalId: g), p.deleted else { continue }
             try releaseHeld(by: g, from: try history(of: StreamName.feature(layer: lid, globalId: g), db).lastDelete?.logId ?? engine.ownLog,
-                            db: db, appender: &appender, projector: projector)
+                            unit: &unit)
         }
     }
 
     /// Records and applies the decision that deletes `f` again, then does so for each record its cascade took along that
     /// lives only because `f` did (and keeps nothing itself).
-    mutating func deleteAgain(_ layer: LayerSchema, _ f: FeatureSnapshot, cascadeOf: String?, keptBy: MergeDecision?, from logId: String, db: Database,
-                              appender: inout Appender, projector: Projector) throws {
-        let world = ProjectedState(db: db, schema: schema, projector: projector)
+    mutating func deleteAgain(_ layer: LayerSchema, _ f: FeatureSnapshot, cascadeOf: String?, keptBy: MergeDecision?, from logId: String,
+                              unit: inout WriteUnit) throws {
+        let world = unit.world
         var d = MergeDecision(log: engine.ownLog, event: nil, layer: layer.id, globalId: f.globalId)
         d.deleteAgain = true
         d.cascadeOf = cascadeOf
@@ -161,26 +163,27 @@ extension Importer {
         // cascaded delete was skipped rather than undone (its attachments were never detached here).
         let live = try world.attachments(of: f.globalId).map(\.globalId)
         d.detachAttachments = keptBy.map { k in k.reviveAttachments.filter(live.contains) } ?? live.sorted()
-        try recordStandalone(d, layer: layer, before: f, from: logId, db: db, appender: &appender, projector: projector)
+        try recordStandalone(d, layer: layer, before: f, from: logId, unit: &unit)
         // A parent it kept may be free now.
         for rel in layer.relationships where rel.role == .destination {
             guard let fk = layer.field(named: rel.keyField)?.name, let v = f.attributes[fk]?.stringValue, let g = GlobalID.normalize(v),
                   let (parent, _) = schema.counterpart(of: rel, in: layer) else { continue }
             leftParents.append((parent.id, g))
         }
-        try releaseHeld(by: f.globalId, from: logId, db: db, appender: &appender, projector: projector)
+        try releaseHeld(by: f.globalId, from: logId, unit: &unit)
     }
 
     /// Deletes again each live record that a delete of `g` (deleted here) took along and that lives only because `g`
     /// did (`Standing.held(onlyBy:)`), unless it keeps a record of its own.
-    mutating func releaseHeld(by g: String, from logId: String, db: Database, appender: inout Appender, projector: Projector) throws {
+    mutating func releaseHeld(by g: String, from logId: String, unit: inout WriteUnit) throws {
+        let (db, projector) = (unit.db, unit.projector)
         for childStream in try Self.cascadedStreams(of: g, db) {
             let world = ProjectedState(db: db, schema: schema, projector: projector)
             guard let cf = StreamName.parseFeature(childStream), let child = schema.layer(id: cf.layer),
                   let c = try world.feature(layer: child.id, globalId: cf.globalId), !c.deleted else { continue }
             let s = try standing(of: child, c.globalId, gone: g, db: db, world: world)
             guard s.held(onlyBy: g), try !hasKeeper(child, c, db: db, world: world) else { continue }
-            try deleteAgain(child, c, cascadeOf: g, keptBy: s.keptBy, from: logId, db: db, appender: &appender, projector: projector)
+            try deleteAgain(child, c, cascadeOf: g, keptBy: s.keptBy, from: logId, unit: &unit)
         }
     }
 
@@ -189,17 +192,16 @@ extension Importer {
     /// (`left`). A record that lived only because a deleted feature did goes again, a parent kept for an orphan that
     /// nothing keeps any more is deleted again (`releaseKeptParents`), and the rules derive again after them. Nothing
     /// to do in a log that never merged: a log records such decisions only after an import kept or revived something.
-    public mutating func release(deleted: [(layer: Int, globalId: String)], left: [(layer: Int, globalId: String)], db: Database, appender: inout Appender,
-                                 projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
-        let world = ProjectedState(db: db, schema: schema, projector: projector)
+    public mutating func release(deleted: [(layer: Int, globalId: String)], left: [(layer: Int, globalId: String)], unit: inout WriteUnit) throws {
+        let world = unit.world
         for (lid, g) in deleted {
             guard let layer = schema.layer(id: lid), let f = try world.feature(layer: lid, globalId: g) else { continue }
             noteLeaving(layer, f)
-            try releaseHeld(by: f.globalId, from: engine.ownLog, db: db, appender: &appender, projector: projector)
+            try releaseHeld(by: f.globalId, from: engine.ownLog, unit: &unit)
         }
         for (lid, g) in left where leftParentsListed.insert(g).inserted { leftParents.append((lid, g)) }
-        try releaseKeptParents(db: db, appender: &appender, projector: projector)
-        if report.decisions > 0 { try deriveAgain(db: db, appender: &appender, projector: projector, geocoder: geocoder) }
+        try releaseKeptParents(unit: &unit)
+        if report.decisions > 0 { try deriveAgain(unit: &unit) }
     }
 
     /// Whether a change recorded here may leave a record that lives only because a deleted feature did, or a parent kept

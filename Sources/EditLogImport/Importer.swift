@@ -264,8 +264,8 @@ public struct Importer {
     /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (saves serializing it again); `guess`, its
     /// hash in this log computed ahead (`ChainGuess`: taken only if it holds). Once appended, `e` is the event as this
     /// log recorded it (its position, stream version and hash here; `Appender.appendImported(_:canonicalPayload:…)`).
-    public mutating func importEvent(_ e: inout RecordedEvent, canonicalPayload: [UInt8]? = nil, guess: ChainGuess? = nil, db: Database, appender: inout Appender,
-                                     projector: Projector) throws {
+    public mutating func importEvent(_ e: inout RecordedEvent, canonicalPayload: [UInt8]? = nil, guess: ChainGuess? = nil, unit: inout WriteUnit) throws {
+        let (db, projector) = (unit.db, unit.projector)
         let world = ProjectedState(db: db, schema: schema, projector: projector)
         if startedEmpty == nil {
             startedEmpty = try !world.holdsAnyFeature()
@@ -309,7 +309,7 @@ public struct Importer {
                 // A relationship key the event changes: the value it had (the event's old value, this log's too) is noted.
                 if type == .sessionCommitted { touched[key]?.noteKeys(of: layer, changedBy: e) }
                 raiseBound(key, to: writer)
-                return try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
+                return try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, unit: &unit)
             }
             // In a log that held no feature, one the import did not create is not there.
             let before = startedEmpty == true && touched[key] == nil ? nil : try world.feature(layer: layer.id, globalId: feature.globalId)
@@ -329,7 +329,7 @@ public struct Importer {
                 // A rule's value the other log derived, for a feature the import created: kept, as the slow path does.
                 if type != .featureDerived { note(layer, feature.globalId, before: before, type: type, writer: writer) }
                 raiseBound(key, to: writer)
-                return try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
+                return try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, unit: &unit)
             }
             // A feature new to this log has nothing to merge with: its history is not read. Its attachments are read
             // only for an event that renames or removes some (the only ones the engine looks them up for).
@@ -346,12 +346,11 @@ public struct Importer {
                 revived = layer
             }
             if !decision.isPlain {
-                for i in decision.conflicts.indices { decision.conflicts[i].id = appender.ids.next().lowercasedString }
-                let d = NewEvent(id: appender.ids.next(), stream: e.stream, type: .mergeDecided, payload: decision.json, context: context,
+                for i in decision.conflicts.indices { decision.conflicts[i].id = unit.ids.next().lowercasedString }
+                let d = NewEvent(id: unit.ids.next(), stream: e.stream, type: .mergeDecided, payload: decision.json, context: context,
                                  session: nil, cause: Cause.merge(from: e.origin.logId))
-                let r = try appender.append(d)
+                let r = try unit.emit(d)
                 track(r, key: key)
-                try projector.apply(r, db)
                 appended(r)
                 report.decisions += 1
                 report.conflicts += decision.conflicts
@@ -371,27 +370,26 @@ public struct Importer {
                                + "session ids must be unique across logs; the other log's client reused one", at: "origin position \(e.origin.position) of log \(e.origin.logId)")
         }
         // Another log's MergeDecided events are its record: their conflicts are listed here too; their decisions do not apply.
-        try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, db: db, appender: &appender, projector: projector)
+        try append(&e, type: type, canonicalPayload: canonicalPayload, guess: guess, key: featureKey, unit: &unit)
         if let layer = revived, let feature {
-            try reviveCascaded(layer, feature.globalId, from: e.origin.logId, db: db, appender: &appender, projector: projector)
+            try reviveCascaded(layer, feature.globalId, from: e.origin.logId, unit: &unit)
         }
     }
 
     /// Appends an imported event as it came (after its decision, if any), in place (`e` becomes this log's record of
     /// it), and projects it. `key`: the feature of the event's stream, if it is a feature's.
-    mutating func append(_ e: inout RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, guess: ChainGuess?, key: GlobalIDKey?, db: Database,
-                         appender: inout Appender, projector: Projector) throws {
+    mutating func append(_ e: inout RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, guess: ChainGuess?, key: GlobalIDKey?,
+                         unit: inout WriteUnit) throws {
         if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) }
         for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) } }
         // `index(forKey:)`: the subscript would copy the entry out (its keys array with it).
         let version = key.flatMap { touched.index(forKey: $0) }.flatMap { touched.values[$0].version >= 0 ? Int64(touched.values[$0].version) : nil }
-        if version == nil, let knownStreams, !knownStreams.mayContain(e.stream) { try appender.noteNewStream(e.stream) }
-        if try appender.appendImported(&e, canonicalPayload: canonicalPayload ?? e.payload.serializedBytes(), streamVersion: version, guess: guess) != nil {
+        if version == nil, let knownStreams, !knownStreams.mayContain(e.stream) { try unit.noteNewStream(e.stream) }
+        if try unit.emitImported(&e, canonicalPayload: canonicalPayload ?? e.payload.serializedBytes(), streamVersion: version, guess: guess) != nil {
             report.alreadyPresent += 1
             return
         }
         track(e, key: key)
-        try projector.apply(e, db)
         appended(e)
         if type == .sessionStarted, let s = e.session { knownSessions?.insert(s) }
         report.imported += 1
@@ -400,14 +398,14 @@ public struct Importer {
     /// Stores an attachment's bytes (content-addressed; bytes already here are not stored twice), as its pieces come
     /// in order: a whole blob in one piece is stored at once, a longer one piece by piece (`BlobWriter`, which checks
     /// the count and SHA-256 at the last piece).
-    public mutating func importBlob(_ piece: BlobPiece, db: Database, appender: inout Appender) throws {
+    public mutating func importBlob(_ piece: BlobPiece, unit: inout WriteUnit) throws {
         if piece.isWhole, blobInProgress == nil {
-            if try appender.storeBlob(piece.bytes) { report.blobs += 1 }
+            if try unit.storeBlob(piece.bytes) { report.blobs += 1 }
             return
         }
         if piece.isFirst {
             guard blobInProgress == nil else { throw EditLogError(.invalidInput, "a blob begins before the one before it ended", at: "blobs/\(piece.shaText)") }
-            blobInProgress = (piece.sha256, try appender.beginBlob(sha256: piece.sha256, size: piece.size))
+            blobInProgress = (piece.sha256, try unit.beginBlob(sha256: piece.sha256, size: piece.size))
         }
         guard blobInProgress?.sha256 == piece.sha256 else {
             throw EditLogError(.invalidInput, "a piece of a blob that did not begin", at: "blobs/\(piece.shaText)")
@@ -423,7 +421,8 @@ public struct Importer {
     /// deleted did go again; a parent deleted on one side while the other related a record to it is kept (never an
     /// orphan), and one kept before that nothing keeps any more is deleted again; rules derive their values again from
     /// the merged state.
-    public mutating func finish(db: Database, appender: inout Appender, projector: Projector, geocoder: (any ReverseGeocoder)?) throws {
+    public mutating func finish(unit: inout WriteUnit) throws {
+        let db = unit.db
         if let sha = blobInProgress?.sha256 { throw EditLogError(.invalidInput, "the import ended inside a blob", at: "blobs/\(Hex.encode(sha))") }
         for ref in referencedBlobs.sorted() {
             let sha = ref.text
@@ -432,10 +431,10 @@ public struct Importer {
                 throw EditLogError(.invalidInput, "an imported event references attachment bytes \(sha), which neither the import nor this log holds", at: "blobs/\(sha)")
             }
         }
-        try releaseHeldByDeleted(db: db, appender: &appender, projector: projector)
-        try keepRelationshipsWhole(db: db, appender: &appender, projector: projector)
-        try releaseKeptParents(db: db, appender: &appender, projector: projector)
-        try deriveAgain(db: db, appender: &appender, projector: projector, geocoder: geocoder)
+        try releaseHeldByDeleted(unit: &unit)
+        try keepRelationshipsWhole(unit: &unit)
+        try releaseKeptParents(unit: &unit)
+        try deriveAgain(unit: &unit)
     }
 
     // MARK: Bookkeeping

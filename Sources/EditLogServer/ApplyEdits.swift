@@ -143,11 +143,7 @@ extension FeatureService {
                 }
                 return (nil, nil)
             } catch let e as EditLogError {
-                let line = e.location.flatMap { loc -> Int? in
-                    guard loc.hasPrefix("line ") else { return nil }
-                    return Int(loc.dropFirst(5).prefix { $0.isNumber })
-                }
-                return (line.flatMap { owner[$0] } ?? edits.first, e)
+                return (e.scriptLine.flatMap { owner[$0] } ?? edits.first, e)
             } catch {
                 return (edits.first, EditLogError(.io, "\(error)"))
             }

@@ -187,14 +187,25 @@ public final class EventStore: Sendable {
     /// One atomic write: an IMMEDIATE transaction, so concurrent writers queue (busy timeout) instead of failing.
     /// Every error comes out as an `EditLogError` (`wrapping`).
     public func write<T>(_ body: (Database, inout Appender) throws -> T) throws(EditLogError) -> T {
+        try write(owning: { db, appender in
+            var appender = consume appender
+            let result = try body(db, &appender)
+            return (result, appender)
+        })
+    }
+
+    /// `write` for a unit of work that holds the transaction's appender (`WriteUnit`): `body` takes it and gives it
+    /// back at the end, moved rather than copied (a copy would share the stream versions the appender took from
+    /// `AppendCache`, and its first append would copy them all).
+    public func write<T>(owning body: (Database, consuming Appender) throws -> (result: T, appender: Appender)) throws(EditLogError) -> T {
         do {
             return try dbQueue.writeWithoutTransaction { db in
                 var result: T?
                 var snapshot: AppendCache.Snapshot?
                 do {
                     try db.inTransaction(.immediate) {
-                        var appender = try Appender(db: db, store: self)
-                        result = try body(db, &appender)
+                        let (r, appender) = try body(db, try Appender(db: db, store: self))
+                        result = r
                         snapshot = appender.snapshot
                         return .commit
                     }

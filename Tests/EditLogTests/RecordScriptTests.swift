@@ -20,6 +20,7 @@ import Testing
             } catch {
                 let line = expected[name]!["line"]!.intValue!
                 #expect(error.location == "line \(line)" || error.location?.hasPrefix("line \(line): ") == true, "\(name): \(error)")
+                #expect(error.scriptLine == Int(line), "\(name): \(error)")
                 #expect(error.message.lowercased().contains(expected[name]!["contains"]!.stringValue!), "\(name): \(error)")
             }
         }

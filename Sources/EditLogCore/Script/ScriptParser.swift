@@ -27,7 +27,11 @@ public struct ScriptParser {
                 if end > start, bytes[end - 1] == 0x0D { end -= 1 }
                 let slice = bytes[start..<end]
                 if !slice.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
-                    if let c = try p.parseLine(slice, line: lineNo) { out.append(c) }
+                    do { if let c = try p.parseLine(slice, line: lineNo) { out.append(c) } } catch {
+                        var e = error
+                        e.scriptLine = lineNo  // its location names the line already
+                        throw e
+                    }
                 }
                 start = i + 1
             }

@@ -17,6 +17,10 @@ public struct EditLogError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Where: a file, a line, a JSON path, a position.
     public var location: String?
     public var message: String
+    /// The line of the script that failed (`ScriptCommand.line`), when a script's line did, to parse
+    /// (`ScriptParser.parse`) or to record (`EditLog.record`): what a caller that built the script maps back to its own
+    /// input (serve's applyEdits, to the edit the line belongs to). `location` names it too, for people.
+    public var scriptLine: Int?
 
     public init(_ kind: Kind, _ message: String, at location: String? = nil) {
         self.kind = kind; self.message = message; self.location = location
@@ -33,6 +37,13 @@ public struct EditLogError: Error, Sendable, Equatable, CustomStringConvertible 
     public func at(_ outer: String) -> EditLogError {
         var e = self
         e.location = location.map { "\(outer): \($0)" } ?? outer
+        return e
+    }
+
+    /// The error of a script's step at `line`: `scriptLine`, and "line N" in front of the location.
+    public func at(line: Int) -> EditLogError {
+        var e = at("line \(line)")
+        e.scriptLine = line
         return e
     }
 }
