@@ -167,13 +167,13 @@ public final class EventStore: Sendable {
         return out
     }
 
-    /// Removes `<path>.partial-<pid>` files left by an `init` that was killed (their process is gone).
     /// The id of the log in `db` (nil for a database that is not a log).
     public static func logId(in db: Database) throws -> String? {
         guard try db.tableExists("log_meta") else { return nil }
         return try String.fetchOne(db, sql: "SELECT value FROM log_meta WHERE key = 'log_id'")
     }
 
+    /// Removes `<path>.partial-<pid>` files left by an `init` that was killed (their process is gone).
     public static func removeStalePartials(of path: String) {
         let dir = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         let prefix = (path as NSString).lastPathComponent + ".partial-"
