@@ -113,6 +113,9 @@ public struct ProjectedState: CurrentState {
     }
 
     static let sessionColumns = "id, state, started_position"
+    /// Up to this many sessions open in the projector's memory, `openSession` scans them instead of writing the
+    /// pending session rows before its query.
+    static let openSessionScanLimit = 64
 
     /// A session from its row, or from the projector's memory when the row's staged state is not yet flushed.
     func session(_ row: Row?) throws -> SessionState? {
@@ -124,6 +127,12 @@ public struct ProjectedState: CurrentState {
 
     public func session(id: String) throws -> SessionState? {
         if let s = projector?.openSessions[id] { return s }
+        if let p = projector, p.writer == nil {
+            // A pending row's state is in memory (an open one's in `openSessions`, above); any other row is current
+            // in the table. So no pending row is written first: a new session's id check stays a lookup.
+            if let i = p.pendingSessions.index(forKey: id) { return p.pendingSessions.values[i].state }
+            return try sessionRow(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), binding: [id])
+        }
         try syncSessions()
         let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?")
         return try sessionRow(statement, binding: [id])
@@ -139,6 +148,16 @@ public struct ProjectedState: CurrentState {
     }
 
     public func openSession(layer: Int, globalId: String) throws -> SessionState? {
+        if let p = projector, p.writer == nil, p.openSessions.count <= Self.openSessionScanLimit {
+            // Without writing the pending rows first: an open session this projector holds is in `openSessions`;
+            // a row the table calls open is current unless it is pending (then it ended here), and only then are
+            // the pending rows written and the table asked again.
+            for s in p.openSessions.values where s.layerId == layer && s.globalId == globalId && s.status == .open { return s }
+            let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?")
+            let id = try Self.stepOnce(statement, db: db, binding: [globalId], ints: [(2, Int64(layer))]) { Self.text($0, 0) ?? "" }
+            guard let id else { return nil }
+            if p.pendingSessions.index(forKey: id) == nil { return try session(id: id) }
+        }
         try syncSessions()
         let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?")
         return try sessionRow(statement, binding: [globalId], ints: [(2, Int64(layer))])
