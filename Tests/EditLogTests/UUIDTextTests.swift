@@ -17,6 +17,27 @@ import Testing
             #expect(UUID(text: u.uuidString.lowercased()) == u)
             #expect(GlobalID.normalize(u.uuidString.lowercased()) == "{\(u.uuidString)}")
             #expect(GlobalID.normalize("{\(u.uuidString.lowercased())}") == "{\(u.uuidString)}")
+            #expect(GlobalID.normalize("{\(u.uuidString)}") == "{\(u.uuidString)}")  // already canonical: the fast path
+        }
+    }
+
+    /// The canonical form is returned as it is; anything near it (a lower-case digit, a dash moved, a digit out of
+    /// hex, a brace missing) goes the long way, and comes out as it did before the fast path.
+    @Test func nearlyCanonicalGlobalIdsNormalizeAsBefore() {
+        func reference(_ s: String) -> String? {
+            var t = Substring(s)
+            if t.hasPrefix("{") && t.hasSuffix("}") { t = t.dropFirst().dropLast() }
+            guard t.utf8.count == 36, let u = UUID(text: t) else { return nil }
+            return "{" + u.uppercasedString + "}"
+        }
+        var rng = SplitMix64(seed: 8)
+        let swaps: [UInt8] = Array("0aAfFgG-{} ".utf8)
+        for _ in 0..<3_000 {
+            var bytes = Array("{\(UUID(uuid: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }.withUnsafeBytes { $0.load(as: uuid_t.self) }).uuidString)}".utf8)
+            let at = Int(rng.next() % UInt64(bytes.count))
+            bytes[at] = swaps[Int(rng.next() % UInt64(swaps.count))]
+            let s = String(decoding: bytes, as: UTF8.self)
+            #expect(GlobalID.normalize(s) == reference(s), "\(s)")
         }
     }
 
