@@ -33,13 +33,23 @@ extension JSONValue {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            var first = true
-            for (key, value) in o.sorted(by: { JSONValue.keyOrder($0.key, $1.key) }) {
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                JSONValue.writeString(key, to: &out)
+            // The members' indices in key order (no copy of the members; small objects by insertion sort).
+            var order = ContiguousArray(o.indices)
+            if order.count > 16 {
+                order.sort { JSONValue.keyOrder(o[$0].key, o[$1].key) }
+            } else if order.count > 1 {
+                for i in 1..<order.count {
+                    let x = order[i], key = o[x].key
+                    var j = i
+                    while j > 0, JSONValue.keyOrder(key, o[order[j - 1]].key) { order[j] = order[j - 1]; j -= 1 }
+                    order[j] = x
+                }
+            }
+            for (n, i) in order.enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(o[i].key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                value.write(to: &out)
+                o[i].value.write(to: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
