@@ -1,6 +1,7 @@
 import EditLogCore
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// What appending an imported event did.
 public enum AppendOutcome: Sendable, Hashable {
@@ -68,7 +69,13 @@ public struct Appender {
 
     public mutating func currentVersion(of stream: String) throws -> Int64 {
         if let v = versions[stream] { return v }
-        let v = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?"), arguments: [stream]) ?? 0
+        // Stepped through the C API: one lookup per stream a transaction first appends to (every new session's).
+        let statement = try db.cachedStatement(sql: "SELECT MAX(stream_version) FROM events WHERE stream = ?")
+        let stmt = statement.sqliteStatement
+        defer { sqlite3_reset(stmt); sqlite3_clear_bindings(stmt) }
+        RawBindings(stmt).bind(1, stream)
+        guard sqlite3_step(stmt) == SQLITE_ROW else { throw RawBindings.lastError(on: db.sqliteConnection, sql: statement.sql) }
+        let v = sqlite3_column_type(stmt, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(stmt, 0)
         if let limit = versionLimit, versions.count >= limit { versions.removeAll(keepingCapacity: true) }
         versions[stream] = v
         return v
