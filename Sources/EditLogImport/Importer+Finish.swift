@@ -16,9 +16,8 @@ extension Importer {
         func revive(_ parent: LayerSchema, _ p: FeatureSnapshot, child: LayerSchema, _ c: FeatureSnapshot) throws {
             guard p.deleted, revived.insert(p.globalId).inserted else { return }
             let stream = StreamName.feature(layer: parent.id, globalId: p.globalId)
-            var d = MergeDecision(log: engine.ownLog, event: nil, layer: parent.id, globalId: p.globalId)
-            d.revive = true
-            d.reviveAttachments = try detachedWithFeature(stream, p.globalId, db)
+            var d = MergeDecision.reviving(log: engine.ownLog, layer: parent.id, globalId: p.globalId,
+                                         attachments: try detachedWithFeature(stream, p.globalId, db))
             let parentHistory = try history(of: stream, db)
             let childHistory = try history(of: StreamName.feature(layer: child.id, globalId: c.globalId), db)
             let childWriter = childHistory.lastWrite
@@ -215,10 +214,8 @@ extension Importer {
             guard let cf = StreamName.parseFeature(stream), let child = schema.layer(id: cf.layer),
                   let c = try world.feature(layer: child.id, globalId: cf.globalId), c.deleted,
                   try standing(of: child, c.globalId, db: db, world: world).deletes.isEmpty else { continue }
-            var d = MergeDecision(log: engine.ownLog, event: nil, layer: child.id, globalId: c.globalId)
-            d.revive = true
-            d.cascadeOf = g
-            d.reviveAttachments = try detachedWithFeature(stream, c.globalId, db)
+            let d = MergeDecision.reviving(log: engine.ownLog, layer: child.id, globalId: c.globalId, cascadeOf: g,
+                                         attachments: try detachedWithFeature(stream, c.globalId, db))
             try recordStandalone(d, layer: child, before: c, from: logId, unit: &unit)
             try reviveCascaded(child, c.globalId, from: logId, unit: &unit)
         }

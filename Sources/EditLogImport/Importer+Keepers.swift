@@ -125,7 +125,7 @@ extension Importer {
             let world = ProjectedState(db: db, schema: schema, projector: projector)
             guard let layer = schema.layer(id: lid), let p = try world.feature(layer: lid, globalId: g), !p.deleted else { continue }
             let s = try standing(of: layer, g, db: db, world: world)
-            guard let kept = s.keptBy, kept.cascadeOf == nil, kept.conflicts.contains(where: { $0.kind == .orphan }), !s.deletes.isEmpty,
+            guard let kept = s.keptBy, kept.keepsForAnOrphan, !s.deletes.isEmpty,
                   try !hasKeeper(layer, p, db: db, world: world) else { continue }
             let log = try history(of: StreamName.feature(layer: lid, globalId: g), db).lastDelete?.logId ?? engine.ownLog
             try deleteAgain(layer, p, cascadeOf: nil, keptBy: kept, from: log, unit: &unit)
@@ -156,13 +156,10 @@ extension Importer {
     mutating func deleteAgain(_ layer: LayerSchema, _ f: FeatureSnapshot, cascadeOf: String?, keptBy: MergeDecision?, from logId: String,
                               unit: inout WriteUnit) throws {
         let world = unit.world
-        var d = MergeDecision(log: engine.ownLog, event: nil, layer: layer.id, globalId: f.globalId)
-        d.deleteAgain = true
-        d.cascadeOf = cascadeOf
         // The attachments the keeping decision brought back (those still attached); all of them for a record whose
         // cascaded delete was skipped rather than undone (its attachments were never detached here).
         let live = try world.attachments(of: f.globalId).map(\.globalId)
-        d.detachAttachments = keptBy.map { k in k.reviveAttachments.filter(live.contains) } ?? live.sorted()
+        let d = MergeDecision.deletingAgain(log: engine.ownLog, layer: layer.id, globalId: f.globalId, cascadeOf: cascadeOf, keptBy: keptBy, live: live)
         try recordStandalone(d, layer: layer, before: f, from: logId, unit: &unit)
         // A parent it kept may be free now.
         for rel in layer.relationships where rel.role == .destination {

@@ -341,8 +341,8 @@ public struct Importer {
                                      history: before == nil ? FeatureHistory(ownLog: engine.ownLog) : try history(of: e.stream, db),
                                      liveCascadeParent: type == .featureDeleted && before?.deleted == false ? try liveCascadeParent(of: e, layer: layer, world) : nil)
             var decision = try engine.decide(e, local: local)
-            if decision.revive {
-                decision.reviveAttachments += try detachedWithFeature(e.stream, feature.globalId, db)
+            if decision.revives {
+                decision.reviveAlso(attachments: try detachedWithFeature(e.stream, feature.globalId, db))
                 revived = layer
             }
             if !decision.isPlain {

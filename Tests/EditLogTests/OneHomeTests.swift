@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+/// "One fact, one home", checked on the sources: a merge decision's flags are read and set only by the merge
+/// module (the engine, the fold and the standalone decisions' factories), and only the store and the write unit
+/// hold an `Appender`. A new reader or writer elsewhere fails here, naming its file and line.
+@Suite struct OneHomeTests {
+    static let flags = ["skipFields", "asUpdate", "skipDelete", "keepTracking", "takeCreator", "keepTrackingFields", "revive",
+                        "skipAttachments", "reviveAttachments", "cascadeOf", "deleteAgain", "detachAttachments"]
+
+    /// Every Swift source under `Sources/`, as (path from the package root, lines).
+    static func sources() throws -> [(path: String, lines: [Substring])] {
+        let root = Paths.root + "/Sources"
+        let files = try #require(FileManager.default.subpathsOfDirectory(atPath: root) as [String]?)
+        return try files.filter { $0.hasSuffix(".swift") }.sorted().map { f in
+            ("Sources/" + f, try String(contentsOfFile: root + "/" + f, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false))
+        }
+    }
+
+    /// A flag accessed on a value (`d.revive`, `kept.cascadeOf`); an enum case of the same name (`== .deleteAgain`,
+    /// `case .deleteAgain`) follows a space or a comma and does not count.
+    @Test func decisionFlagsAreReadOnlyInTheMergeModule() throws {
+        let pattern = try Regex("[A-Za-z0-9_)\\]]\\.(" + Self.flags.joined(separator: "|") + ")\\b")
+        var found: [String] = []
+        for (path, lines) in try Self.sources() where !path.hasPrefix("Sources/EditLogMerge/") {
+            for (i, line) in lines.enumerated() where line.contains(pattern) && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                found.append("\(path):\(i + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(found.isEmpty, "decision flags read outside EditLogMerge:\n\(found.joined(separator: "\n"))")
+        // The check itself finds what it is for.
+        #expect("kept.cascadeOf == nil".contains(pattern) && !"f.row == .deleteAgain".contains(pattern))
+    }
+
+    @Test func onlyTheStoreAndTheWriteUnitHoldAnAppender() throws {
+        let allowed = ["Sources/EditLogProjections/WriteUnit.swift"]
+        var found: [String] = []
+        for (path, lines) in try Self.sources() where !path.hasPrefix("Sources/EditLogStore/") && !allowed.contains(path) {
+            for (i, line) in lines.enumerated() {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                guard !code.hasPrefix("//"), code.contains("Appender") else { continue }
+                found.append("\(path):\(i + 1): \(code)")
+            }
+        }
+        #expect(found.isEmpty, "an Appender outside the store and the write unit:\n\(found.joined(separator: "\n"))")
+    }
+}
