@@ -129,9 +129,13 @@ public struct ProjectedState: CurrentState {
         if let s = projector?.openSessions[id] { return s }
         if let p = projector, p.writer == nil {
             // A pending row's state is in memory (an open one's in `openSessions`, above); any other row is current
-            // in the table. So no pending row is written first: a new session's id check stays a lookup.
-            if let i = p.pendingSessions.index(forKey: id) { return p.pendingSessions.values[i].state }
-            return try sessionRow(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), binding: [id])
+            // in the table. So no pending row is written first: a new session's id check stays a lookup. (A pending
+            // row with neither state would be the projector's bug: then the rows are written and read, as before.)
+            if let i = p.pendingSessions.index(forKey: id) {
+                if let s = p.pendingSessions.values[i].state { return s }
+            } else {
+                return try sessionRow(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), binding: [id])
+            }
         }
         try syncSessions()
         let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?")
