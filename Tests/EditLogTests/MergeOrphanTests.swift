@@ -47,6 +47,14 @@ import Testing
         for _ in 0..<2 { for (f, t) in order { try MergeDevices.exchange(logs[f], into: logs[t], viaBundle: false) } }
     }
 
+    /// The decisions `log` recorded after `position` are all deletes-again, of exactly `ids`.
+    static func expectDeletedAgain(_ log: EditLog, after position: Int64, exactly ids: [String],
+                                   sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let again = try log.events(after: position).filter { $0.type == EventType.mergeDecided.rawValue }
+        #expect(Set(again.compactMap { $0.payload["globalId"]?.stringValue }) == Set(ids) && again.allSatisfy { $0.payload["deleteAgain"] == true },
+                "\(again.map { $0.payload.serialized() })", sourceLocation: sourceLocation)
+    }
+
     /// Three devices; c points inspection i of tree w2 at tree w (10:01), b deletes w (10:02), and c imports b's events:
     /// w is kept for i, with the inspections b's cascade took (`kept`).
     static func treeKeptForAnOrphan(_ paths: [TempPath]) throws -> (logs: [EditLog], w: String, kept: [String], w2: String, i: String) {
@@ -107,9 +115,7 @@ import Testing
         let c = logs[2]
         let before = try c.lastPosition()
         try MergeDevices.relate(c, i, to: w2, at: 3, actor: "carol")
-        let again = try c.events(after: before).filter { $0.type == EventType.mergeDecided.rawValue }
-        #expect(Set(again.compactMap { $0.payload["globalId"]?.stringValue }) == Set([w] + kept) && again.allSatisfy { $0.payload["deleteAgain"] == true },
-                "\(again.map { $0.payload.serialized() })")
+        try Self.expectDeletedAgain(c, after: before, exactly: [w] + kept)
         try Self.exchangeAll(logs, order: [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)])
         for log in logs {
             #expect(try log.show(globalId: w)["deleted"] == true, "\(log.logId): w")
@@ -167,9 +173,7 @@ import Testing
         #expect(try c.show(globalId: w)["deleted"] == false)
         let before = try c.lastPosition()
         try c.resolveConflict(id: conflict.id, take: .remote, actor: "ivy", device: "desk", at: "2026-06-20T10:05:00Z")
-        let again = try c.events(after: before).filter { $0.type == EventType.mergeDecided.rawValue }
-        #expect(Set(again.compactMap { $0.payload["globalId"]?.stringValue }) == Set([w] + kept) && again.allSatisfy { $0.payload["deleteAgain"] == true },
-                "\(again.map { $0.payload.serialized() })")
+        try Self.expectDeletedAgain(c, after: before, exactly: [w] + kept)
         try Self.exchangeAll(logs, order: [(2, 0), (2, 1), (0, 1), (1, 0), (0, 2), (1, 2)])
         for log in logs {
             #expect(try log.show(globalId: w)["deleted"] == true, "\(log.logId): w")

@@ -10,27 +10,16 @@ import Testing
 /// Skipped, with the reason, where arcgis is not installed.
 @Suite("Feature service with Esri's Python API", .serialized)
 struct ServerArcGISClientTests {
-    static let arcgis: Bool = (try? CLI.sh("python3 -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(\"arcgis\") else 1)' 2>/dev/null").status) == 0
+    static let arcgis = ServerClientTests.pythonHas("arcgis")
 }
 
 extension ServerArcGISClientTests {
     @Suite(.tags(.process)) struct ProcessTests {
-        /// The `--no-baseline` history entries of a feature.
-        func history(_ db: String, _ gid: String) throws -> [JSONValue] {
-            let h = try CLI.run("history", db, gid, "--json", "--no-baseline")
-            #expect(h.status == 0, "\(h.stderr)")
-            return try JSONParser.parse(h.stdout)["entries"]?.arrayValue ?? []
-        }
-
         @Test(.enabled(if: arcgis, "arcgis (PyPI) is not installed: Esri's Python API is not tried"))
         func esrisPythonAPIQueriesEditsAttachesAndExtractsChanges() throws {
             // maxRecordCount 50 < 240 trees: arcgis must page (ids, then objectIds batches of 200).
             let served = try ServerClientTests.Served(maxRecordCount: 50)
-            let script = Paths.root + "/tools/arcgis-client.py"
-            let r = try CLI.sh("python3 '\(script)' '\(served.base)' tok-arcgis-0002 '\(served.dir)' 2>&1")
-            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-            let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("ARCGIS-RESULT ") }, "\(r.stdout)")
-            let out = try JSONParser.parse(String(line.dropFirst("ARCGIS-RESULT ".count)))
+            let out = try served.runClient("arcgis-client.py", token: "tok-arcgis-0002", marker: "ARCGIS-RESULT")
             #expect(out["arcgis"] == "2.4.4")
 
             // Queries: every tree by where (paged by arcgis), by objectIds, a count by where.
@@ -87,15 +76,15 @@ extension ServerArcGISClientTests {
             let updatedGid = try #require(trees[0]["GlobalID"]?.stringValue)
             let deletedGid = try #require(trees[1]["GlobalID"]?.stringValue)
             for gid in [addedGid, treeGid, inspectionGid, updatedGid, deletedGid] {
-                let entries = try history(served.temp.path, gid)
+                let entries = try served.history(gid)
                 let sessions = entries.filter { $0["cause"] == "session" || $0["cause"] == "delete" }
                 #expect(!sessions.isEmpty, "\(gid): \(entries)")
                 #expect(sessions.allSatisfy { $0["actor"] == "arcgis_user" }, "\(gid): \(entries)")
                 #expect(sessions.allSatisfy { $0["device"]?.stringValue?.hasPrefix("Geosaurus/") == true }, "\(gid): \(entries)")
             }
-            #expect(try history(served.temp.path, updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
-            #expect(try history(served.temp.path, treeGid).contains { $0["field"] == "DBH" && $0["new"] == 2.5 && $0["actor"] == "arcgis_user" })
-            let attachmentEntries = try history(served.temp.path, addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
+            #expect(try served.history(updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
+            #expect(try served.history(treeGid).contains { $0["field"] == "DBH" && $0["new"] == 2.5 && $0["actor"] == "arcgis_user" })
+            let attachmentEntries = try served.history(addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
             #expect(attachmentEntries.count == 2, "\(attachmentEntries)")
             #expect(attachmentEntries.allSatisfy { $0["actor"] == "arcgis_user" })
             // Nobody else edited: every session in the log since the baseline is the token's user's.

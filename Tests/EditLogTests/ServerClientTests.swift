@@ -14,6 +14,11 @@ struct ServerClientTests {
     static let ogrinfo: String? = ["/usr/bin/ogrinfo", "/usr/local/bin/ogrinfo"].first { FileManager.default.isExecutableFile(atPath: $0) }
     static let esridump: Bool = (try? CLI.sh("python3 -c 'import esridump' 2>/dev/null").status) == 0
 
+    /// Whether python3 can import `module` (a real client's package from PyPI).
+    static func pythonHas(_ module: String) -> Bool {
+        (try? CLI.sh("python3 -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(\"\(module)\") else 1)' 2>/dev/null").status) == 0
+    }
+
     /// A served fixture log: the process, its base URL and the temporary files, all removed at the end.
     final class Served {
         let temp = TempPath("served")
@@ -52,6 +57,22 @@ struct ServerClientTests {
                 throw EditLogError(.io, "editlog serve did not start")
             }
             base = url
+        }
+
+        /// The `--no-baseline` history entries of a feature of the served log.
+        func history(_ gid: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [JSONValue] {
+            let h = try CLI.run("history", temp.path, gid, "--json", "--no-baseline")
+            #expect(h.status == 0, "\(h.stderr)", sourceLocation: sourceLocation)
+            return try JSONParser.parse(h.stdout)["entries"]?.arrayValue ?? []
+        }
+
+        /// Runs a Python client script from `tools/` against this server with `token`, and returns the JSON it printed
+        /// on its last line that starts with `marker` (its result).
+        func runClient(_ script: String, token: String, marker: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONValue {
+            let r = try CLI.sh("python3 '\(Paths.root)/tools/\(script)' '\(base)' \(token) '\(dir)' 2>&1")
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)", sourceLocation: sourceLocation)
+            let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix(marker + " ") }, "\(r.stdout)", sourceLocation: sourceLocation)
+            return try JSONParser.parse(String(line.dropFirst(marker.count + 1)))
         }
 
         deinit {

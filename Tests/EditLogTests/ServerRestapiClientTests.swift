@@ -9,26 +9,16 @@ import Testing
 /// as ArcGIS's 498. Skipped, with the reason, where restapi is not installed.
 @Suite("Feature service with bmi-arcgis-restapi", .serialized)
 struct ServerRestapiClientTests {
-    static let restapi: Bool = (try? CLI.sh("python3 -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(\"restapi\") else 1)' 2>/dev/null").status) == 0
+    static let restapi = ServerClientTests.pythonHas("restapi")
 }
 
 extension ServerRestapiClientTests {
     @Suite(.tags(.process)) struct ProcessTests {
-        func history(_ db: String, _ gid: String) throws -> [JSONValue] {
-            let h = try CLI.run("history", db, gid, "--json", "--no-baseline")
-            #expect(h.status == 0, "\(h.stderr)")
-            return try JSONParser.parse(h.stdout)["entries"]?.arrayValue ?? []
-        }
-
         @Test(.enabled(if: restapi, "bmi-arcgis-restapi (PyPI) is not installed: restapi is not tried"))
         func restapiPagesAndEditsWithItsAgstokenCookie() throws {
             // maxRecordCount 50 < 240 trees: restapi must page.
             let served = try ServerClientTests.Served(maxRecordCount: 50)
-            let script = Paths.root + "/tools/restapi-client.py"
-            let r = try CLI.sh("python3 '\(script)' '\(served.base)' tok-arcgis-0002 '\(served.dir)' 2>&1")
-            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-            let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("RESTAPI-RESULT ") }, "\(r.stdout)")
-            let out = try JSONParser.parse(String(line.dropFirst("RESTAPI-RESULT ".count)))
+            let out = try served.runClient("restapi-client.py", token: "tok-arcgis-0002", marker: "RESTAPI-RESULT")
             #expect(out["restapi"] == "2.4.19")
 
             // The token went as the agstoken cookie on every request, never as a parameter (the wrong one too).
@@ -63,14 +53,14 @@ extension ServerRestapiClientTests {
             let updatedGid = try #require(trees[0]["GlobalID"]?.stringValue)
             let deletedGid = try #require(trees[1]["GlobalID"]?.stringValue)
             for gid in [addedGid, updatedGid, deletedGid] {
-                let sessions = try history(served.temp.path, gid).filter { $0["cause"] == "session" || $0["cause"] == "delete" }
+                let sessions = try served.history(gid).filter { $0["cause"] == "session" || $0["cause"] == "delete" }
                 #expect(!sessions.isEmpty, "\(gid)")
                 #expect(sessions.allSatisfy { $0["actor"] == "arcgis_user" }, "\(gid): \(sessions)")
                 #expect(sessions.allSatisfy { $0["device"]?.stringValue?.hasPrefix("restapi/") == true }, "\(gid): \(sessions)")
             }
-            #expect(try history(served.temp.path, updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
-            #expect(try history(served.temp.path, deletedGid).contains { $0["cause"] == "delete" && $0["actor"] == "arcgis_user" })
-            let attachment = try history(served.temp.path, addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
+            #expect(try served.history(updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
+            #expect(try served.history(deletedGid).contains { $0["cause"] == "delete" && $0["actor"] == "arcgis_user" })
+            let attachment = try served.history(addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
             #expect(attachment.count == 1 && attachment.allSatisfy { $0["actor"] == "arcgis_user" }, "\(attachment)")
             // Nobody else edited: the add, the update and the attachment are the log's sessions (a delete is not one).
             let sessions = try CLI.run("sessions", served.temp.path, "--json")
