@@ -157,12 +157,15 @@ public struct ProjectedState: CurrentState {
             // a row the table calls open is current unless it is pending (then it ended here), and only then are
             // the pending rows written and the table asked again.
             for s in p.openSessions.values where s.layerId == layer && s.globalId == globalId && s.status == .open { return s }
-            let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?")
-            let id = try Self.stepOnce(statement, db: db, binding: [globalId], ints: [(2, Int64(layer))]) { Self.text($0, 0) ?? "" }
-            guard let id else { return nil }
-            if p.pendingSessions.index(forKey: id) == nil { return try session(id: id) }
+            guard let s = try openSessionRow(layer: layer, globalId: globalId) else { return nil }
+            if p.pendingSessions.index(forKey: s.id) == nil { return s }
         }
         try syncSessions()
+        return try openSessionRow(layer: layer, globalId: globalId)
+    }
+
+    /// The session the table holds open on a feature, as its row has it.
+    func openSessionRow(layer: Int, globalId: String) throws -> SessionState? {
         let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE global_id = ? AND status = 'open' AND layer = ?")
         return try sessionRow(statement, binding: [globalId], ints: [(2, Int64(layer))])
     }
