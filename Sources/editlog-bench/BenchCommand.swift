@@ -109,6 +109,15 @@ struct EditLogBench: ParsableCommand {
     @Option(help: ArgumentHelp("With --make-base: generated trees in the base log.", valueName: "n", visibility: .hidden))
     var baseTrees: Int?
 
+    @Option(help: ArgumentHelp("Serve this log as the sync scenario's hub, printing `HUB-PORT n`, until terminated.", valueName: "path", visibility: .hidden))
+    var serveHub: String?
+
+    @Option(help: ArgumentHelp("With --serve-hub: first record one session on each of this many trees.", valueName: "n", visibility: .hidden))
+    var recordTrees: Int?
+
+    @Option(help: ArgumentHelp("With --serve-hub: the port (0: any free one).", valueName: "n", visibility: .hidden))
+    var hubPort: Int?
+
     static func positive(_ s: String, _ flag: String) throws -> Int {
         guard let n = Int(s.replacingOccurrences(of: "_", with: "")), n > 0 else {
             throw ValidationError("\(flag) needs a positive integer, not \(s)")
@@ -137,6 +146,9 @@ struct EditLogBench: ParsableCommand {
         if peerTimeout <= 0 { throw ValidationError("--peer-timeout needs a positive number of seconds") }
         if prepareOnly && child == nil { throw ValidationError("--prepare-only needs --child") }
         if baseTrees != nil && makeBase == nil { throw ValidationError("--base-trees needs --make-base") }
+        if (recordTrees != nil || hubPort != nil) && serveHub == nil { throw ValidationError("--record-trees and --hub-port need --serve-hub") }
+        if let r = recordTrees, r < 0 { throw ValidationError("--record-trees needs an integer ≥ 0") }
+        if serveHub != nil && (child != nil || makeBase != nil) { throw ValidationError("--serve-hub conflicts with --child and --make-base") }
         if let b = baseTrees, b < 0 { throw ValidationError("--base-trees needs an integer ≥ 0") }
         if child != nil || makeBase != nil {
             let mode = child != nil ? "--child" : "--make-base"
@@ -186,6 +198,15 @@ struct EditLogBench: ParsableCommand {
     mutating func run() throws {
         // As the editlog executable does, so the peak RSS measured is the one a user sees.
         ProcessMemory.keepLargeAllocationsMapped()
+        if let path = serveHub {
+            guard let fx = Fixture.locate(fixtures) else { stderr("editlog-bench: no fixture"); throw ExitCode(2) }
+            let ctx = BenchContext(sizes: sizes, seed: seed, workDir: (path as NSString).deletingLastPathComponent, fixtureDir: fx, prepareOnly: true)
+            do { try SyncHub.serve(path: path, recordTrees: recordTrees ?? 0, port: hubPort ?? 0, ctx: ctx) } catch {
+                stderr("editlog-bench: the hub failed: \(error)")
+                throw ExitCode(1)
+            }
+            return
+        }
         if let path = makeBase {
             guard let fx = Fixture.locate(fixtures) else { stderr("editlog-bench: no fixture"); throw ExitCode(2) }
             let ctx = BenchContext(sizes: sizes, seed: seed, workDir: (path as NSString).deletingLastPathComponent, fixtureDir: fx, prepareOnly: true)

@@ -1,12 +1,12 @@
 import EditLog
-import EditLogServer
 import EditLogSync
 import Foundation
 
 /// `editlog sync` pulling N remote changes: a hub (a copy of the base log with N trees) is served on 127.0.0.1
-/// by `editlog serve`'s application in this process; a device (another copy) syncs once (timed as `sync-snapshot`: a
-/// first sync reads every feature in pages; floor: the same pages downloaded), the hub then
-/// records one session on each of the N trees, and the device's second sync is timed (extractChanges, attachment
+/// by `editlog serve`'s application in a process of its own (`SyncHub`: a hub is another machine, so the peak RSS
+/// is the device's alone); a device (another copy) syncs once (timed as `sync-snapshot`: a first sync reads every
+/// feature in pages; floor: the same pages downloaded), the hub then records one session on each of the N trees
+/// (again in its own process), and the device's second sync is timed (extractChanges, attachment
 /// lists, the merge of 2N sync-pull events, rules derived again, the state events). Floor: the same
 /// `extractChanges` answer downloaded over the same loopback, plus raw C-API inserts of every row the sync left,
 /// one transaction.
@@ -33,30 +33,18 @@ enum SyncScenario: Scenario {
         let hubPath = ctx.path("sync-hub.editlog"), devicePath = ctx.path("sync-device.editlog")
         for p in [hubPath, devicePath] { ctx.remove(p); try FileManager.default.copyItem(atPath: base, toPath: p) }
         defer { ctx.remove(hubPath); ctx.remove(devicePath) }
-        let hubClock = StepClock(start: 1_781_000_000_000, step: 1), deviceClock = StepClock(start: 1_781_500_000_000, step: 1)
-        let hub = try EditLog.open(at: hubPath, clock: hubClock, ids: UUIDv7Generator(clock: hubClock, seed: ctx.seed &+ 21))
+        let deviceClock = StepClock(start: 1_781_500_000_000, step: 1)
         let device = try EditLog.open(at: devicePath, clock: deviceClock, ids: UUIDv7Generator(clock: deviceClock, seed: ctx.seed &+ 22))
-        let workload = Workload(fixture: try ctx.fixture(), seed: ctx.seed &+ 23)
-        try workload.adopt(hub)
-
-        var options = ServerOptions(serviceName: "Hub")
-        options.tokens = ["bench-token": "bench_hub"]
-        options.host = "127.0.0.1"
-        options.port = 0
-        options.maxRequestBytes = 1 << 30
-        let portBox = ResultBox<Int>()
-        let up = DispatchSemaphore(value: 0)
-        let app = makeApplication(log: hub, options: options) { port in portBox.result = .success(port); up.signal() }
-        let server = UncheckedBody { try await app.runService() }
-        Task { try? await server.body() }
-        up.wait()
-        let url = "http://127.0.0.1:\(try portBox.result!.get())/arcgis/rest/services/Hub/FeatureServer"
-        let client = try FeatureServiceClient(url: url, token: "bench-token")
+        let layers = device.schema.layers
         let deviceBox = UncheckedRef(device)
+        var hub = try SyncHub.Child(path: hubPath, recordTrees: 0, ctx: ctx)
+        defer { hub.stop() }
+        let firstURL = hub.url
+        let firstClient = try FeatureServiceClient(url: firstURL, token: SyncHub.token)
 
         ctx.note("timed: the first sync of a device with the hub (\(n) trees): a snapshot, every feature read in pages and compared")
         var first = Stopwatch()
-        let snapshot = try first.time { try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() } }
+        let snapshot = try first.time { try blocking { try await SyncEngine(log: deviceBox.value, client: firstClient, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() } }
         var s = Measurement(scenario: "sync-snapshot", kind: .throughput, size: "\(Fmt.count(n)) trees", units: n, unitName: "trees",
                             seconds: first.seconds, cpuSeconds: first.cpuSeconds, goal: .ratioAtLeast(0.2))
         s.notes.append("snapshot \(snapshot.snapshot), \(snapshot.pulled.count) changes pulled, \(snapshot.pushed.count) pushed")
@@ -66,12 +54,12 @@ enum SyncScenario: Scenario {
             let bytes = try download.time {
                 try blocking {
                     var total = 0
-                    for layer in hub.schema.layers {
+                    for layer in layers {
                         var offset = 0
                         while true {
-                            let r = try await HTTPTransport().postForm(url + "/\(layer.id)/query", form: [
+                            let r = try await HTTPTransport().postForm(firstURL + "/\(layer.id)/query", form: [
                                 ("where", "1=1"), ("outFields", "*"), ("returnGeometry", "true"), ("orderByFields", layer.objectIdField ?? "OBJECTID"),
-                                ("resultOffset", String(offset)), ("resultRecordCount", String(options.maxRecordCount)), ("f", "json"), ("token", "bench-token"),
+                                ("resultOffset", String(offset)), ("resultRecordCount", String(SyncHub.maxRecordCount)), ("f", "json"), ("token", SyncHub.token),
                             ])
                             total += r.body.count
                             guard let page = try? JSONParser.parse(r.body), let features = page["features"]?.arrayValue, !features.isEmpty else { break }
@@ -84,12 +72,14 @@ enum SyncScenario: Scenario {
             }
             s.floorSeconds = download.seconds
             s.floorCpuSeconds = download.cpuSeconds
-            s.floorDescription = "every layer's query pages (\(options.maxRecordCount) a page) downloaded and parsed over the same loopback (\(Fmt.mb(Int64(bytes))))"
+            s.floorDescription = "every layer's query pages (\(SyncHub.maxRecordCount) a page) downloaded and parsed over the same loopback (\(Fmt.mb(Int64(bytes))))"
         }
-        let trees = workload.trees.prefix(n)
-        ctx.note("the hub records one session on each of \(trees.count) trees")
-        // Sessions on each tree changing two fields people edit (not the rollup's DBH and Condition, which each side derives).
-        try workload.recordEdits(hub, trees: trees, label: "bench-sync") { n in [("PlantedBy", .string("crew \(n % 97)")), ("SiteWidth", .double(Double(n % 13) + 0.5))] }
+        // The hub records one session on each of n trees in a new process of its own, then serves them.
+        hub.stop()
+        ctx.note("the hub records one session on each of \(n) trees (in its own process), then serves")
+        hub = try SyncHub.Child(path: hubPath, recordTrees: n, port: hub.port, ctx: ctx)
+        let url = hub.url
+        let client = try FeatureServiceClient(url: url, token: SyncHub.token)
         let before = try device.eventCount()
         ctx.prewarm(devicePath)
         ctx.note("timed: the device's second sync")
@@ -109,15 +99,15 @@ enum SyncScenario: Scenario {
             var download = Stopwatch()
             // In the same windows of server generations the sync asks for (serve answers at most 30,000 ObjectIDs at once).
             let from = report.fromServerGen ?? 0, to = report.toServerGen ?? from
-            let layers = "[\(hub.schema.layers.map { String($0.id) }.joined(separator: ","))]"
+            let layerIds = "[\(layers.map { String($0.id) }.joined(separator: ","))]"
             let bytes = try download.time {
                 try blocking {
                     var total = 0, start = from
                     repeat {
                         let end = min(to, start + SyncOptions().generationWindow)
                         let r = try await HTTPTransport().postForm(url + "/extractChanges", form: [
-                            ("layers", layers), ("serverGens", "[\(start),\(end)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
-                            ("returnDeletes", "true"), ("dataFormat", "json"), ("f", "json"), ("token", "bench-token"),
+                            ("layers", layerIds), ("serverGens", "[\(start),\(end)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
+                            ("returnDeletes", "true"), ("dataFormat", "json"), ("f", "json"), ("token", SyncHub.token),
                         ])
                         if r.body.count < 1000, String(decoding: r.body, as: UTF8.self).contains("\"error\"") {
                             throw RawError(description: "the floor's extractChanges failed: \(String(decoding: r.body, as: UTF8.self))")
