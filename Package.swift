@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The pure core: JSON and its canonical bytes, ArcGIS schema decoding, values and their validation, geometry,
@@ -55,11 +56,15 @@ let package = Package(
         .target(name: "EditLogServer", dependencies: ["EditLog", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")]),
         // editlog sync: a log against a FeatureServer (pull extractChanges, merge, push applyEdits), state as events.
         .target(name: "EditLogSync", dependencies: ["EditLog", "EditLogMerge", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
+        // The hub's event store on PostgreSQL (postgres-nio): the store contract (`EventStoreEngine`) kept by a second engine,
+        // with positions made gap-free by a locked one-row head, append-only triggers and role, the same chain; its URL and
+        // credentials (URL, PGPASSWORD, pgpass).
+        .target(name: "EditLogHub", dependencies: ["EditLogCore", "EditLogStore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")]),
         // The `editlog` command line: one file per subcommand.
-        .executableTarget(name: "editlog", dependencies: ["EditLog", "EditLogServer", "EditLogSync", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Hummingbird", package: "hummingbird")]),
+        .executableTarget(name: "editlog", dependencies: ["EditLog", "EditLogServer", "EditLogSync", "EditLogHub", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Hummingbird", package: "hummingbird")]),
         // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads, the feature service under wrk.
         .executableTarget(name: "editlog-bench", dependencies: ["EditLog", "EditLogServer", "EditLogSync", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogProjections", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", "EditLogServer", "EditLogSync", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "HummingbirdTesting", package: "hummingbird")]),
+        .testTarget(name: "EditLogTests", dependencies: ["EditLog", "EditLogStore", "EditLogHub", "EditLogProjections", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", "EditLogServer", "EditLogSync", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "HummingbirdTesting", package: "hummingbird")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -133,22 +133,21 @@ public struct Appender {
 
     mutating func insert(_ e: NewEvent, expected: ExpectedVersion, blob: [UInt8]?, recordedTime: String?, origin: EventOrigin?,
                          canonicalPayload: [UInt8]? = nil, streamVersion known: Int64? = nil, guess: ChainGuess? = nil) throws -> AppendOutcome {
+        var a = EventAppend(e, expected: expected)
+        a.origin = origin
+        a.recordedTime = recordedTime
+        return try insert(a, blob: blob, canonicalPayload: canonicalPayload, streamVersion: known, guess: guess)
+    }
+
+    /// The one insert every append goes through: version check, chain hash, row, head.
+    mutating func insert(_ e: EventAppend, blob: [UInt8]?, canonicalPayload: [UInt8]? = nil, streamVersion known: Int64? = nil,
+                         guess: ChainGuess? = nil) throws -> AppendOutcome {
         let version = try version(of: e.stream, known: known)
-        switch expected {
-        case .any: break
-        case .noStream where version != 0:
-            throw EditLogError(.conflict, "stream \(e.stream) already exists at version \(version); expected no stream")
-        case .exact(let v) where v != version:
-            throw EditLogError(.conflict, "stream \(e.stream) is at version \(version); expected \(v) (someone else wrote to it first: reload and retry)")
-        default: break
-        }
+        try e.expected.check(stream: e.stream, current: version)
         let position = headPosition + 1
         let payload = canonicalPayload ?? e.payload.serializedBytes()
-        let recorded = recordedTime ?? nowString()
-        let values = EventHash.Values(
-            position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type.rawValue, payload: payload,
-            actor: e.context.actor, device: e.context.device, session: e.session, cause: e.cause, clientTime: e.context.clientTime,
-            recordedTime: recorded, originLog: origin?.logId ?? logId, originPosition: origin?.position ?? position, originHash: origin?.hash)
+        let recorded = e.recordedTime ?? nowString()
+        let values = e.hashValues(position: position, streamVersion: version + 1, payload: payload, recorded: recorded, logId: logId)
         let hash = try hash(of: values, guess: guess, id: e.id)
         guard try Self.insertRow(preparedInsert(), values, hash: hash, db: db, arena: arena) else {
             return .alreadyStored(position: try storedPosition(of: e.id, stream: e.stream, version: version + 1))
@@ -156,12 +155,18 @@ public struct Appender {
         if let blob { try storeBlob(blob) }
         moveHead(to: position, hash: hash, stream: e.stream, version: version + 1, known: known)
         let recordedEvent = RecordedEvent(
-            position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type.rawValue, payload: e.payload,
-            actor: e.context.actor, device: e.context.device, session: e.session, cause: e.cause,
-            clientTime: e.context.clientTime, recordedTime: recorded,
-            origin: origin ?? EventOrigin(logId: logId, position: position, hash: hash), hash: hash)
+            position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type, payload: e.payload,
+            actor: e.actor, device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime, recordedTime: recorded,
+            origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: hash) : e.origin!, hash: hash)
         if keepsAppended { appended.append(recordedEvent) }
         return .appended(recordedEvent)
+    }
+
+    /// `EventStoreEngine.append`'s rule for one event: an id already stored is its position, whatever the
+    /// expectation (the same batch sent again appends nothing); otherwise the expectation is checked and it is appended.
+    public mutating func append(_ e: EventAppend) throws -> AppendOutcome {
+        if let stored = try EventReading.position(ofEventId: e.id, db) { return .alreadyStored(position: stored) }
+        return try insert(e, blob: nil)
     }
 
     /// Appends `e`, an event first recorded in another log, in place: it keeps its id, stream, type, payload, actor,
