@@ -17,30 +17,17 @@ struct Init: AsyncParsableCommand {
     @Argument(help: "The log file to create (must not exist).")
     var db: String
 
-    @Option(name: .long, help: "A service, layers or layer definition JSON file (repeatable), or one FeatureServer URL.")
-    var service: [String] = []
+    @OptionGroup var inputs: LogInputs
 
     @OptionGroup var tokens: TokenOptions
-
-    @Option(name: .long, help: "A web map JSON file giving each layer's pop-up.")
-    var webmap: String?
-
-    @Option(name: .long, help: "A rules file (latestChildRollup, pointInPolygonLookup, reverseGeocode).")
-    var rules: String?
-
-    @Option(name: .long, parsing: .upToNextOption, help: "Baseline feature sets: FILE or LAYER=FILE (repeatable).")
-    var data: [String] = []
-
-    @Option(name: .long, help: "Actor recorded on the schema and baseline events.")
-    var actor = "editlog"
 
     @OptionGroup var output: JSONFlag
 
     func validate() throws {
-        if service.isEmpty { throw ValidationError("--service is required: give the service's layers JSON (or a root plus layer definitions), or its URL.") }
+        if inputs.service.isEmpty { throw ValidationError("--service is required: give the service's layers JSON (or a root plus layer definitions), or its URL.") }
         if let url = liveService {
-            if service.count > 1 { throw ValidationError("--service \(url) is a live service: give it alone (its definitions are read from it)") }
-            if !data.isEmpty { throw ValidationError("--data goes with definition files: the features of --service \(url) are read from it") }
+            if inputs.service.count > 1 { throw ValidationError("--service \(url) is a live service: give it alone (its definitions are read from it)") }
+            if !inputs.data.isEmpty { throw ValidationError("--data goes with definition files: the features of --service \(url) are read from it") }
         } else if tokens.token != nil || tokens.tokenFile != nil {
             throw ValidationError("--token and --token-file go with --service URL")
         }
@@ -48,7 +35,7 @@ struct Init: AsyncParsableCommand {
 
     /// The FeatureServer URL `--service` names, if it names one (not a file).
     var liveService: String? {
-        service.first { let l = $0.lowercased(); return (l.hasPrefix("http://") || l.hasPrefix("https://")) && !FileManager.default.fileExists(atPath: $0) }
+        inputs.service.first { let l = $0.lowercased(); return (l.hasPrefix("http://") || l.hasPrefix("https://")) && !FileManager.default.fileExists(atPath: $0) }
     }
 
     func run() async throws {
@@ -63,21 +50,10 @@ struct Init: AsyncParsableCommand {
                 bar.finish()
                 live = (client, snap)
             }
-            let docs = try live.map { [(name: "layers", json: $0.snapshot.layers)] }
-                ?? service.map { p throws(EditLogError) in (name: (p as NSString).lastPathComponent, json: try InputFiles.json(p)) }
-            let webmapJSON = try webmap.map { p throws(EditLogError) in try InputFiles.json(p) }
-            let rulesJSON = try rules.map { p throws(EditLogError) in try InputFiles.rules(p) }
-            var sets: [BaselineSet] = live?.snapshot.sets ?? []
-            for d in data {
-                var layer: String?
-                var path = d
-                if let eq = d.firstIndex(of: "="), !FileManager.default.fileExists(atPath: d) {
-                    layer = String(d[..<eq]); path = String(d[d.index(after: eq)...])
-                }
-                sets.append(BaselineSet(name: path, layer: layer, json: try InputFiles.json(path)))
-            }
+            let docs = try live.map { [(name: "layers", json: $0.snapshot.layers)] } ?? inputs.serviceDocuments()
             let bar = ProgressBar(label: "baseline")
-            let log = try EditLog.create(at: db, service: docs, webmap: webmapJSON, rules: rulesJSON, baseline: sets, actor: actor, device: "editlog-cli",
+            let log = try EditLog.create(at: db, service: docs, webmap: try inputs.webmapJSON(), rules: try inputs.rulesJSON(),
+                                         baseline: (live?.snapshot.sets ?? []) + (try inputs.baseline()), actor: inputs.actor, device: "editlog-cli",
                                          progress: { bar.update(Int64($0), Int64($1)) })
             bar.finish()
             let counts = try log.eventCount()
@@ -90,6 +66,44 @@ struct Init: AsyncParsableCommand {
                     out("  \(l.id) \(l.name)\(l.isTable ? " (table)" : "")\(l.popup == nil ? " — no pop-up, read-only" : "")")
                 }
             }
+        }
+    }
+}
+
+/// What `init` and `hub init` make a log from: the service's definitions, pop-ups, rules and baseline.
+struct LogInputs: ParsableArguments {
+    @Option(name: .long, help: "A service, layers or layer definition JSON file (repeatable); for `init`, or one FeatureServer URL.")
+    var service: [String] = []
+
+    @Option(name: .long, help: "A web map JSON file giving each layer's pop-up.")
+    var webmap: String?
+
+    @Option(name: .long, help: "A rules file (latestChildRollup, pointInPolygonLookup, reverseGeocode).")
+    var rules: String?
+
+    @Option(name: .long, parsing: .upToNextOption, help: "Baseline feature sets: FILE or LAYER=FILE (repeatable).")
+    var data: [String] = []
+
+    @Option(name: .long, help: "Actor recorded on the schema and baseline events.")
+    var actor = "editlog"
+
+    func serviceDocuments() throws(EditLogError) -> [(name: String, json: JSONValue)] {
+        try service.map { p throws(EditLogError) in (name: (p as NSString).lastPathComponent, json: try InputFiles.json(p)) }
+    }
+
+    func webmapJSON() throws(EditLogError) -> JSONValue? { try webmap.map { p throws(EditLogError) in try InputFiles.json(p) } }
+
+    func rulesJSON() throws(EditLogError) -> JSONValue? { try rules.map { p throws(EditLogError) in try InputFiles.rules(p) } }
+
+    /// `--data` values: FILE (the layer is the file name's stem) or LAYER=FILE.
+    func baseline() throws(EditLogError) -> [BaselineSet] {
+        try data.map { d throws(EditLogError) in
+            var layer: String?
+            var path = d
+            if let eq = d.firstIndex(of: "="), !FileManager.default.fileExists(atPath: d) {
+                layer = String(d[..<eq]); path = String(d[d.index(after: eq)...])
+            }
+            return BaselineSet(name: path, layer: layer, json: try InputFiles.json(path))
         }
     }
 }
