@@ -118,25 +118,28 @@ public final class PostgresEventStore: EventStoreEngine {
         }
     }
 
-    /// The append inside a transaction: the head locked, each event checked, hashed and inserted, the head moved,
-    /// and the nodes notified at commit.
+    /// The append inside a transaction: the head locked; the batch's ids and streams looked up in one query each;
+    /// each event checked, hashed and inserted; the head moved, and the nodes notified at commit.
     static func appendRows(_ batch: [EventAppend], _ conn: PostgresConnection, logId: String, clock: any LogClock) async throws -> [AppendOutcome] {
         guard !batch.isEmpty else { return [] }
         var head = try await lockHead(conn)
+        // Ids already stored, and each stream's version (the batch's own appends move them on below).
+        var stored: [UUID: Int64] = [:]
+        for try await (id, position) in try await conn.query("SELECT id, position FROM events WHERE id = ANY(\(batch.map(\.id)))", logger: logger)
+            .decode((UUID, Int64).self) { stored[id] = position }
         var versions: [String: Int64] = [:]
+        for try await (stream, version) in try await conn.query(
+            "SELECT stream, MAX(stream_version) FROM events WHERE stream = ANY(\(Array(Set(batch.map(\.stream))))) GROUP BY stream", logger: logger)
+            .decode((String, Int64).self) { versions[stream] = version }
         var encoder = EventHash.Encoder()
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(batch.count)
         for e in batch {
-            if let stored = try await conn.query("SELECT position FROM events WHERE id = \(e.id)", logger: logger).collect().first?.decode(Int64.self) {
-                outcomes.append(.alreadyStored(position: stored))
+            if let position = stored[e.id] {
+                outcomes.append(.alreadyStored(position: position))
                 continue
             }
-            let version: Int64
-            if let v = versions[e.stream] { version = v } else {
-                version = try await conn.query("SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream = \(e.stream)", logger: logger)
-                    .collect().first?.decode(Int64.self) ?? 0
-            }
+            let version = versions[e.stream] ?? 0
             try e.expected.check(stream: e.stream, current: version)
             let position = head.position + 1
             let payload = e.payload.serializedBytes()
@@ -152,6 +155,7 @@ public final class PostgresEventStore: EventStoreEngine {
                 """, logger: logger)
             head = StoreHead(position: position, hash: hash)
             versions[e.stream] = version + 1
+            stored[e.id] = position
             outcomes.append(.appended(RecordedEvent(
                 position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type, payload: e.payload, actor: e.actor,
                 device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime, recordedTime: recorded,
