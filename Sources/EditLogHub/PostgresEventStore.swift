@@ -169,14 +169,14 @@ public final class PostgresEventStore: EventStoreEngine {
 
     public func events(after position: Int64, limit: Int) async throws(EditLogError) -> [RecordedEvent] {
         try await Self.wrap(location, "read events") {
-            try await Self.decodeEvents(try await client.query(
+            try await Self.decodeEvents(location, try await client.query(
                 "SELECT \(unescaped: Self.columns) FROM events WHERE position > \(position) ORDER BY position LIMIT \(Int64(max(0, limit)))", logger: Self.logger))
         }
     }
 
     public func events(inStream stream: String) async throws(EditLogError) -> [RecordedEvent] {
         try await Self.wrap(location, "read stream \(stream)") {
-            try await Self.decodeEvents(try await client.query(
+            try await Self.decodeEvents(location, try await client.query(
                 "SELECT \(unescaped: Self.columns) FROM events WHERE stream = \(stream) ORDER BY stream_version", logger: Self.logger))
         }
     }
@@ -313,13 +313,13 @@ public final class PostgresEventStore: EventStoreEngine {
         }
     }
 
-    static func decodeEvents(_ rows: PostgresRowSequence) async throws -> [RecordedEvent] {
+    static func decodeEvents(_ location: PostgresLocation, _ rows: PostgresRowSequence) async throws -> [RecordedEvent] {
         var out: [RecordedEvent] = []
         for try await row in rows {
-            let (v, hash) = try stored(row, PostgresLocation.placeholder)
+            let (v, hash) = try stored(row, location)
             let payload: JSONValue
             do { payload = try JSONParser.parse(v.payload) } catch {
-                throw EditLogError(.corrupt, "the payload of the event at position \(v.position) is not JSON: \(error)")
+                throw EditLogError(.corrupt, "the payload of the event at position \(v.position) is not JSON: \(error)", at: location.description)
             }
             out.append(RecordedEvent(position: v.position, id: v.id, stream: v.stream, streamVersion: v.streamVersion, type: v.type, payload: payload,
                                      actor: v.actor, device: v.device, session: v.session, cause: v.cause, clientTime: v.clientTime,
@@ -366,9 +366,4 @@ public final class PostgresEventStore: EventStoreEngine {
         }
         return EditLogError(.io, "cannot \(what): \(error)", at: location.description)
     }
-}
-
-extension PostgresLocation {
-    /// Stands in where a decoding error needs no location (the caller's `wrap` names it).
-    static let placeholder = try! PostgresLocation("postgres://localhost/editlog", environment: [:], home: "/nonexistent")
 }
