@@ -134,12 +134,16 @@ public struct ProjectedState: CurrentState {
             if let i = p.pendingSessions.index(forKey: id) {
                 if let s = p.pendingSessions.values[i].state { return s }
             } else {
-                return try sessionRow(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), binding: [id])
+                return try sessionRow(id: id)
             }
         }
         try syncSessions()
-        let statement = try db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?")
-        return try sessionRow(statement, binding: [id])
+        return try sessionRow(id: id)
+    }
+
+    /// A session as its row has it.
+    func sessionRow(id: String) throws -> SessionState? {
+        try sessionRow(db.cachedStatement(sql: "SELECT \(Self.sessionColumns) FROM p_sessions WHERE id = ?"), binding: [id])
     }
 
     /// The feature a session (open or ended) is about, or nil when this log has no such session. Unlike
