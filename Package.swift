@@ -59,7 +59,7 @@ let package = Package(
         // The hub's event store on PostgreSQL (postgres-nio): the store contract (`EventStoreEngine`) kept by a second engine,
         // with positions made gap-free by a locked one-row head, append-only triggers and role, the same chain; its URL and
         // credentials (URL, PGPASSWORD, pgpass).
-        .target(name: "EditLogHub", dependencies: ["EditLogCore", "EditLogStore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")]),
+        .target(name: "EditLogHub", dependencies: ["EditLog", "EditLogCore", "EditLogStore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")]),
         // The `editlog` command line: one file per subcommand.
         .executableTarget(name: "editlog", dependencies: ["EditLog", "EditLogServer", "EditLogSync", "EditLogHub", .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Hummingbird", package: "hummingbird")]),
         // The benchmark: the EditLog facade's public API, raw SQLite (GRDBSQLite) for floors and reads, the feature service under wrk.

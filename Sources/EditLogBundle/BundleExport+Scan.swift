@@ -79,7 +79,7 @@ final class ExportScan: @unchecked Sendable {
             }
             try EventReading.step(db, sql: "SELECT \(EventReading.columns) \(range) AND type IN (?, ?) AND instr(payload, '\"sha256\"') > 0 ORDER BY position",
                                   arguments: [from, until, referencing[0], referencing[1]]) { row in
-                for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { result.blobs.append(sha) }
+                for sha in try EventReading.decode(row).blobReferences where seen.insert(sha).inserted { result.blobs.append(sha) }
                 return true
             }
         } else {
@@ -93,7 +93,7 @@ final class ExportScan: @unchecked Sendable {
                 if result.firstHash == nil { result.firstHash = hash }
                 result.lastHash = hash
                 if referencing.contains(text(.type)), let payload = row.bytes(.payload), BundleExport.mentionsSHA256(payload) {
-                    for sha in ReadState.blobReferences(try EventReading.decode(row)) where seen.insert(sha).inserted { result.blobs.append(sha) }
+                    for sha in try EventReading.decode(row).blobReferences where seen.insert(sha).inserted { result.blobs.append(sha) }
                 }
                 return true
             }

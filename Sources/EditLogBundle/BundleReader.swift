@@ -300,20 +300,8 @@ struct ReadState {
         count += 1
         if first == nil { first = e.hash }
         last = e
-        for sha in Self.blobReferences(e) { referenced.insert(BlobRef(sha)) }
+        for sha in e.blobReferences { referenced.insert(BlobRef(sha)) }
         return (e, canonical)
-    }
-
-    /// The SHA-256s of the attachment bytes an event references.
-    static func blobReferences(_ e: RecordedEvent) -> [String] {
-        switch e.type {
-        case EventType.attachmentStaged.rawValue:
-            return e.payload["sha256"]?.stringValue.map { [$0.lowercased()] } ?? []
-        case EventType.sessionCommitted.rawValue:
-            return (e.payload["attachments"]?["added"]?.arrayValue ?? []).compactMap { $0["sha256"]?.stringValue?.lowercased() }
-        default:
-            return []
-        }
     }
 
     func finish() throws(EditLogError) {

@@ -103,6 +103,30 @@ public final class PostgresEventStore: EventStoreEngine {
         }
     }
 
+    /// Calls `wake` on every committed append (`NOTIFY` on `channel`), on a connection of its own, until the task is
+    /// cancelled; reconnects after `retry` seconds when the connection fails (the server restarted). Also calls `wake`
+    /// once connected, for what was appended while no connection listened.
+    public func listen(retry: Double = 1, _ wake: @escaping @Sendable () -> Void) async {
+        let location = self.location
+        while !Task.isCancelled {
+            do {
+                let conn = try await PostgresConnection.connect(
+                    configuration: .init(host: location.host, port: location.port, username: location.user, password: location.password,
+                                         database: location.database, tls: .disable), id: 1, logger: Self.logger)
+                do {
+                    try await withTaskCancellationHandler {
+                        try await conn.listen(on: Self.channel) { notifications in
+                            wake()
+                            for try await _ in notifications { wake() }
+                        }
+                    } onCancel: { conn.close().whenComplete { _ in } }
+                } catch {}
+                try? await conn.close()
+            } catch {}
+            try? await Task.sleep(for: .seconds(retry))
+        }
+    }
+
     /// Stops the client (its connections close).
     public func close() { runner.cancel() }
 
@@ -110,19 +134,22 @@ public final class PostgresEventStore: EventStoreEngine {
 
     // MARK: The contract
 
-    public func append(_ batch: [EventAppend]) async throws(EditLogError) -> [AppendOutcome] {
+    public func append(_ batch: [EventAppend], after expectedHead: Int64?) async throws(EditLogError) -> [AppendOutcome] {
         guard !batch.isEmpty else { return [] }
         let logId = self.logId, clock = self.clock
         return try await Self.wrap(location, "append") {
-            try await client.withTransaction(logger: Self.logger) { conn in try await Self.appendRows(batch, conn, logId: logId, clock: clock) }
+            try await client.withTransaction(logger: Self.logger) { conn in
+                try await Self.appendRows(batch, conn, logId: logId, clock: clock, after: expectedHead)
+            }
         }
     }
 
     /// The append inside a transaction: the head locked; the batch's ids and streams looked up in one query each;
     /// each event checked, hashed and inserted; the head moved, and the nodes notified at commit.
-    static func appendRows(_ batch: [EventAppend], _ conn: PostgresConnection, logId: String, clock: any LogClock) async throws -> [AppendOutcome] {
+    static func appendRows(_ batch: [EventAppend], _ conn: PostgresConnection, logId: String, clock: any LogClock, after expectedHead: Int64? = nil) async throws -> [AppendOutcome] {
         guard !batch.isEmpty else { return [] }
         var head = try await lockHead(conn)
+        try StoreHead.check(head.position, expected: expectedHead)
         // Ids already stored, and each stream's version (the batch's own appends move them on below).
         var stored: [UUID: Int64] = [:]
         for try await (id, position) in try await conn.query("SELECT id, position FROM events WHERE id = ANY(\(batch.map(\.id)))", logger: logger)

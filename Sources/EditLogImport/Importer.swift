@@ -380,8 +380,7 @@ public struct Importer {
     /// it), and projects it. `key`: the feature of the event's stream, if it is a feature's.
     mutating func append(_ e: inout RecordedEvent, type: EventType, canonicalPayload: [UInt8]?, guess: ChainGuess?, key: GlobalIDKey?,
                          unit: inout WriteUnit) throws {
-        if type == .attachmentStaged, let sha = e.payload["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) }
-        for a in e.payload["attachments"]?["added"]?.arrayValue ?? [] { if let sha = a["sha256"]?.stringValue { referencedBlobs.insert(BlobRef(sha)) } }
+        for sha in e.blobReferences { referencedBlobs.insert(BlobRef(sha)) }
         // `index(forKey:)`: the subscript would copy the entry out (its keys array with it).
         let version = key.flatMap { touched.index(forKey: $0) }.flatMap { touched.values[$0].version >= 0 ? Int64(touched.values[$0].version) : nil }
         if version == nil, let knownStreams, !knownStreams.mayContain(e.stream) { try unit.noteNewStream(e.stream) }

@@ -82,6 +82,19 @@ public struct WriteUnit {
         return nil
     }
 
+    /// Appends an event this very log recorded elsewhere (a replica catching up with its hub) at the position it holds
+    /// there, and projects it: the replica's chain must give it the same position and hash, or the replica has
+    /// diverged (`.corrupt`, nothing written).
+    public mutating func emitFollowed(_ e: RecordedEvent) throws {
+        guard e.position == appender.headPosition + 1 else {
+            throw EditLogError(.corrupt, "the replica is at position \(appender.headPosition); the next event it was given is at \(e.position)")
+        }
+        guard case .appended(let r) = try appender.append(EventAppend(recorded: e, expected: .exact(e.streamVersion - 1))), r.hash == e.hash else {
+            throw EditLogError(.corrupt, "the replica's chain does not give event \(e.id.lowercasedString) the hash it has in its hub", at: "position \(e.position)")
+        }
+        try projector.apply(r, db)
+    }
+
     /// Notes a stream that has no event in the log (`Appender.noteNewStream`).
     public mutating func noteNewStream(_ stream: String) throws { try appender.noteNewStream(stream) }
 
@@ -113,9 +126,11 @@ extension EventStore {
     /// One atomic write through a unit of work: a projector for `schema` (none until the projection tables exist: the
     /// log's `SchemaDefined` event creates them), whose rows are written before the commit. Every error comes out as
     /// an `EditLogError`; whatever `body` throws, nothing of it is written.
-    public func writeUnit<T>(schema: ServiceSchema, geocoder: (any ReverseGeocoder)? = nil, _ body: (inout WriteUnit) throws -> T) throws(EditLogError) -> T {
+    /// `gated`: the write passes the store's commit gate, if one is set (a replica's catch-up does not).
+    public func writeUnit<T>(schema: ServiceSchema, geocoder: (any ReverseGeocoder)? = nil, gated: Bool = true,
+                             _ body: (inout WriteUnit) throws -> T) throws(EditLogError) -> T {
         let logId = self.logId
-        return try write(owning: { db, appender in
+        return try write(gated: gated, owning: { db, appender in
             let projector = Projector(schema: try db.tableExists("p_sessions") ? schema : nil, logId: logId)
             var unit = WriteUnit(db: db, appender: consume appender, projector: projector, schema: schema, geocoder: geocoder)
             let result = try body(&unit)

@@ -16,6 +16,8 @@ import Hummingbird
 extension FeatureService {
     func extractChanges(_ r: ServiceRequest) throws -> Response {
         let p = r.params
+        // A device that wrote through another node a moment ago gets its write back from this one too.
+        try handles.refresh()
         let last = try handles.read { try $0.lastPosition() }
         // layers: `[0,1]` or `0,1`; all layers when absent.
         var layers = schema.layers

@@ -30,8 +30,12 @@ final class LogHandles: @unchecked Sendable {
     private var lastCheckpoint = Date.distantPast
     static let checkpointInterval: TimeInterval = 1
 
-    init(writer: EditLog, keep: Int) {
+    /// A hub node that decides and appends each write (`LogWriter`), when the log is its replica.
+    private let through: (any LogWriter)?
+
+    init(writer: EditLog, keep: Int, through: (any LogWriter)? = nil) {
         self.writer = writer
+        self.through = through
         self.path = writer.path
         self.schema = writer.schema
         self.documents = (try? writer.serviceDocuments()) ?? []
@@ -70,8 +74,12 @@ final class LogHandles: @unchecked Sendable {
                 }
             }
         }
+        if let through { return try through.write(body) }
         return try body(writer)
     }
+
+    /// On a hub's replica, catches up with the hub first (`LogWriter.refresh`); nothing on a log of its own.
+    func refresh() throws { try through?.refresh() }
 
     func close() {
         checkpoints.sync {}

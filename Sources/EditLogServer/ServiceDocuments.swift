@@ -93,6 +93,8 @@ extension FeatureService {
 
     func serviceRoot() throws -> JSONValue {
         let documents = handles.documents
+        // Its serverGen starts a device's sync: the hub's head, not a replica's behind it (`extractChanges` too).
+        try handles.refresh()
         let serverGen = try handles.read { try $0.lastPosition() }
         var layers: [JSONValue] = [], tables: [JSONValue] = []
         var capabilities: [String] = []
@@ -135,6 +137,8 @@ extension FeatureService {
             ],
             "units": "esriDecimalDegrees",
         ]
+        // The nodes of one hub are one service to a device, whichever URL it reached (`FeatureServiceClient.serviceKey`).
+        if let item = options.serviceItemId { root["serviceItemId"] = .string(item) }
         if let extent {
             root["fullExtent"] = extent
             root["initialExtent"] = extent

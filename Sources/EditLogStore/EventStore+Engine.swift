@@ -8,8 +8,11 @@ import GRDB
 extension EventStore: EventStoreEngine {
     public var format: Int { Self.formatVersion }
 
-    public func append(_ batch: [EventAppend]) throws(EditLogError) -> [AppendOutcome] {
-        try write { _, appender in try batch.map { e in try appender.append(e) } }
+    public func append(_ batch: [EventAppend], after head: Int64?) throws(EditLogError) -> [AppendOutcome] {
+        try write { _, appender in
+            try StoreHead.check(appender.headPosition, expected: head)
+            return try batch.map { e in try appender.append(e) }
+        }
     }
 
     public func events(after position: Int64, limit: Int) throws(EditLogError) -> [RecordedEvent] {

@@ -13,6 +13,8 @@ public final class EventStore: Sendable {
     public let ids: any IDGenerator
     /// Head and stream versions of this process's last write, while no other connection writes.
     let appendCache = AppendCache()
+    /// The gate writes pass before they commit (`setCommitGate`).
+    let gateBox = CommitGateBox()
 
     public static let formatVersion = 1
 
@@ -197,14 +199,18 @@ public final class EventStore: Sendable {
     /// `write` for a unit of work that holds the transaction's appender (`WriteUnit`): `body` takes it and gives it
     /// back at the end, moved rather than copied (a copy would share the stream versions the appender took from
     /// `AppendCache`, and its first append would copy them all).
-    public func write<T>(owning body: (Database, consuming Appender) throws -> (result: T, appender: Appender)) throws(EditLogError) -> T {
+    /// `gated`: the write passes the commit gate, if one is set (`setCommitGate`).
+    public func write<T>(gated: Bool = true, owning body: (Database, consuming Appender) throws -> (result: T, appender: Appender)) throws(EditLogError) -> T {
         do {
             return try dbQueue.writeWithoutTransaction { db in
                 var result: T?
                 var snapshot: AppendCache.Snapshot?
                 do {
                     try db.inTransaction(.immediate) {
-                        let (r, appender) = try body(db, try Appender(db: db, store: self))
+                        let start = try Appender(db: db, store: self)
+                        let startHead = start.headPosition
+                        let (r, appender) = try body(db, start)
+                        if gated { try passGate(db, after: startHead, head: appender.headPosition) }
                         result = r
                         snapshot = appender.snapshot
                         return .commit

@@ -15,7 +15,10 @@ public protocol EventStoreEngine: Sendable {
     /// (its outcome gives the position that holds it), so a batch sent twice appends nothing the second time. For each
     /// other event its expected version is checked against its stream as the batch has left it, and a mismatch is a
     /// `.conflict` naming the stream, with nothing appended.
-    func append(_ batch: [EventAppend]) async throws(EditLogError) -> [AppendOutcome]
+    ///
+    /// `after`, when given, is the head position the batch was decided on: if the log has moved past it, the append is a
+    /// `.conflict` and appends nothing (a replica's write, decided on a state that must still be the head's).
+    func append(_ batch: [EventAppend], after head: Int64?) async throws(EditLogError) -> [AppendOutcome]
     /// At most `limit` events after `position`, in position order.
     func events(after position: Int64, limit: Int) async throws(EditLogError) -> [RecordedEvent]
     /// Every event of one stream, in stream-version order.
@@ -27,6 +30,19 @@ public protocol EventStoreEngine: Sendable {
     func putBlob(_ bytes: [UInt8]) async throws(EditLogError) -> Bool
     /// The bytes stored under a SHA-256, or nil.
     func blob(sha256: [UInt8]) async throws(EditLogError) -> [UInt8]?
+}
+
+extension EventStoreEngine {
+    /// `append(_:after:)` whatever the head.
+    public func append(_ batch: [EventAppend]) async throws(EditLogError) -> [AppendOutcome] { try await append(batch, after: nil) }
+}
+
+extension StoreHead {
+    /// Checks the head an append was decided on (`EventStoreEngine.append(_:after:)`): the one rule both engines apply.
+    public static func check(_ current: Int64, expected: Int64?) throws(EditLogError) {
+        guard let expected, expected != current else { return }
+        throw EditLogError(.conflict, "the log's head is at position \(current); the batch was decided at \(expected) (another writer appended first: catch up and retry)")
+    }
 }
 
 /// One event for `EventStoreEngine.append`: a new event of this log (no `origin`: the store gives it its recording

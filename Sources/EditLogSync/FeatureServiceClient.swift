@@ -9,8 +9,15 @@ public struct FeatureServiceClient: Sendable {
     public let token: String?
     public let transport: any ServiceTransport
     /// The key sync state is recorded under: the URL without query, trailing slash, scheme/host case (made once:
-    /// sync names it in every pulled event).
-    public let serviceKey: String
+    /// sync names it in every pulled event); or, once the service root named the item the service is
+    /// (`serviceItemId`), that item (`identified(byRoot:)`): every node of an EditLog hub, and every URL of one ArcGIS
+    /// service, is the same service to a device.
+    public private(set) var serviceKey: String
+
+    /// Keys the state by the item the service root names, if it names one.
+    public mutating func identified(byRoot root: JSONValue) {
+        if let item = root["serviceItemId"]?.stringValue, !item.isEmpty { serviceKey = "item:" + item }
+    }
 
     public init(url: String, token: String?, transport: any ServiceTransport = HTTPTransport()) throws(EditLogError) {
         var u = url.trimmingCharacters(in: .whitespacesAndNewlines)

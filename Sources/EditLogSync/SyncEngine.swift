@@ -16,7 +16,7 @@ import Foundation
 /// duplicates: what the service already has is not sent again.
 public final class SyncEngine {
     let log: EditLog
-    let client: FeatureServiceClient
+    var client: FeatureServiceClient
     let options: SyncOptions
     var report: SyncReport
     /// Per layer, how the service answers queries (`maxRecordCount`, pagination), read by `checkService`.
@@ -105,6 +105,8 @@ public final class SyncEngine {
     /// The service root and its layers, checked: a FeatureServer, holding every layer and field of this log.
     func checkService() async throws(EditLogError) -> JSONValue {
         let (root, layers, remote) = try await client.definitions()
+        client.identified(byRoot: root)
+        report.service = client.serviceKey
         if let problem = remote.incompatibility(importing: log.schema) {
             throw EditLogError(.invalidInput, "the service's schema does not match this log's: \(problem)", at: client.baseURL)
         }

@@ -24,7 +24,7 @@ struct Blame: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let b = try editLog.blame(globalId: globalId, asOf: asOf.flatMap(LogMoment.init), clock: clock.clock)
             if output.json { out(b.json.serialized()); return }
             out("\(b.layer.name) \(b.globalId)\(b.asOf.map { " as of \($0)" } ?? "")")

@@ -71,7 +71,7 @@ struct BundleExportCommand: ParsableCommand {
             if let key { _ = try BundleSignature.publicKey(ofPrivate: key) }
             // Read-only unless the export is recorded for a peer: an export writes nothing else to the log (and so
             // does not migrate a log of an earlier version either).
-            let editLog = try EditLog.open(at: log.db, readonly: peer == nil)
+            let editLog = try log.open(readonly: peer == nil)
             defer { editLog.close() }
             let bar = ProgressBar(label: "export")
             let s: BundleExportSummary

@@ -49,7 +49,7 @@ struct BundleImportCommand: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db)
+            let editLog = try log.open()
             editLog.indexDeferral = IndexDeferral(rawValue: indexDeferral) ?? .auto
             let bar = ProgressBar(label: "import")
             let result: (report: ImportReport, contents: BundleContents)

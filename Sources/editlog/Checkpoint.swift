@@ -23,7 +23,7 @@ struct CheckpointCommand: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             if verify {
                 let problems = try editLog.verifyCheckpoints()
                 let n = try editLog.checkpoints().count

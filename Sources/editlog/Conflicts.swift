@@ -61,7 +61,7 @@ struct ConflictsList: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             var records = try editLog.conflicts()
             if let status { records = records.filter { $0.status == status } }
             if let feature {
@@ -94,7 +94,7 @@ struct ConflictsShow: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let r = try editLog.conflict(id: id)
             if json.json { out(r.json.serialized()); return }
             let c = r.conflict
@@ -158,7 +158,7 @@ struct ConflictsResolve: ParsableCommand {
                     throw EditLogError(.invalidInput, "--value is not JSON: \(error)")
                 }
             }
-            let editLog = try EditLog.open(at: log.db)
+            let editLog = try log.open()
             let e = try editLog.resolveConflict(id: id, take: choice, actor: actor, device: device)
             if json.json { out(e.json.serialized()); return }
             if let field = e.payload["field"]?.stringValue {

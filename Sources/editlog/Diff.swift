@@ -38,7 +38,7 @@ struct Diff: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let format = json ? .json : self.format
             let d = try editLog.diff(from: LogMoment(from)!, to: LogMoment(to)!, layer: layer, clock: clock.clock, geometry: format == .geojson)
             switch format {

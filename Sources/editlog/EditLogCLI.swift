@@ -63,8 +63,13 @@ func out(_ s: String) {
 
 /// Options every command that opens a log shares.
 struct LogOptions: ParsableArguments {
-    @Argument(help: "The log file (SQLite).")
+    @Argument(help: "The log file (SQLite), or a hub store: postgres://USER@HOST[:PORT]/DATABASE.")
     var db: String
+
+    @Option(name: .customLong("cache"), help: ArgumentHelp(
+        "For a postgres:// store: the directory of its local replica, caught up before the command runs (default: $XDG_CACHE_HOME/editlog, else ~/.cache/editlog).",
+        valueName: "dir"))
+    var cache: String?
 }
 
 struct JSONFlag: ParsableArguments {

@@ -10,7 +10,7 @@ struct Export: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let bar = ProgressBar(label: "export")
             let summary = try editLog.export(to: output.out, layers: output.layer, overwrite: output.force, progress: bar.update)
             bar.finish()

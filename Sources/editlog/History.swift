@@ -25,7 +25,7 @@ struct History: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let point = asOf.flatMap(LogMoment.init)
             let (layer, all) = try editLog.history(globalId: globalId, clock: clock.clock, asOf: point)
             let entries = noBaseline ? all.filter { $0.cause != "baseline" } : all

@@ -41,7 +41,7 @@ struct Log: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             var filter = LogFilter(session: session, actor: actor, since: since.flatMap(Timestamp.normalize), until: until.flatMap(Timestamp.normalize), type: type, clock: clock.clock)
             if let layer { filter.layer = try editLog.layer(layer).id }
             if let feature { filter.globalId = try editLog.normalizeGlobalId(feature) }

@@ -13,7 +13,7 @@ struct Query: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let fs = try editLog.query(layer: layer)
             if output.json { out(fs.serialized()); return }
             let l = try editLog.layer(layer)

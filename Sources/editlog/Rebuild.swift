@@ -9,7 +9,7 @@ struct Rebuild: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db)
+            let editLog = try log.open()
             let bar = ProgressBar(label: "rebuild")
             try editLog.rebuild(progress: bar.update)
             bar.finish()

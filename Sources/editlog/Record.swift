@@ -28,7 +28,7 @@ struct Record: ParsableCommand {
             let bytes = try InputFiles.bytes(script)
             let commands: [ScriptCommand]
             do throws(EditLogError) { commands = try ScriptParser.parse(bytes, defaultActor: actor, defaultDevice: device) } catch { throw error.at(script) }
-            let editLog = try EditLog.open(at: log.db)
+            let editLog = try log.open()
             let result: RecordResult
             do throws(EditLogError) { result = try editLog.record(commands, name: (script as NSString).lastPathComponent, sha256: InputFiles.sha256(bytes), allowRepeat: allowRepeat) }
             catch { throw error.at(script) }

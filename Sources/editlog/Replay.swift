@@ -64,7 +64,7 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let replaying = ProgressBar(label: "replay"), writing = ProgressBar(label: "write")
             let (r, s) = try editLog.replay(asOf: LogMoment(asOf)!, by: clock.clock, to: output.out, layers: output.layer,
                                             useCheckpoints: !noCheckpoints, overwrite: output.force, digest: digest,

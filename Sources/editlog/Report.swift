@@ -30,7 +30,7 @@ struct Report: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let bar = ProgressBar(label: "report")
             let r = try editLog.report(from: from.flatMap(LogMoment.init), to: to.flatMap(LogMoment.init), clock: clock.clock, progress: bar.update)
             bar.finish()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EditLog
+import EditLogHub
 import EditLogServer
 import Foundation
 import Hummingbird
@@ -8,6 +9,9 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve the log as an ArcGIS FeatureServer: queries read the projections; edits are recorded as edit sessions of the token's user.",
         discussion: """
+            Given a postgres:// store, the server is one node of a hub: its read models are a replica in --cache, kept \
+            up with the store; every edit is decided on the replica caught up to the store's head and appended to the \
+            store before it is answered. Run as many nodes as needed on one store; devices sync through any of them.
             Paths as ArcGIS Server: /arcgis/rest/services/NAME/FeatureServer[/ID[/query|/applyEdits|…]].
             The token file holds one `TOKEN USER` pair per line; clients send it as `token=`, `X-Esri-Authorization: Bearer`, `Authorization: Bearer` or the `agstoken` cookie.
             """)
@@ -61,7 +65,21 @@ struct Serve: AsyncParsableCommand {
                 }
                 options.tokens = try TokenFile.parse(String(decoding: data, as: UTF8.self))
             }
-            let editLog = try EditLog.open(at: log.db)
+            let editLog: EditLog
+            var node: HubNode?
+            if PostgresLocation.isPostgres(log.db) {
+                // A node of the hub: its replica in --cache, caught up, kept up by the store's notifications.
+                let n = try log.openNode()
+                n.startFollowing()
+                options.writer = n
+                options.serviceItemId = n.store.logId
+                if name == nil { options.serviceName = ServerOptions.defaultServiceName(forLogAt: try PostgresLocation(log.db).database) }
+                editLog = n.replica
+                node = n
+            } else {
+                editLog = try EditLog.open(at: log.db)
+            }
+            defer { node?.close() }
             let serviceName = options.serviceName, shownHost = host
             let app = makeApplication(log: editLog, options: options) { port in
                 out("editlog: serving http://\(shownHost):\(port)/arcgis/rest/services/\(serviceName)/FeatureServer")

@@ -36,12 +36,12 @@ struct Sessions: ParsableCommand {
     func run() throws {
         try handleErrors {
             if let id = abandon {
-                let editLog = try EditLog.open(at: log.db)
+                let editLog = try log.open()
                 let events = try editLog.apply(ScriptCommand(line: 0, op: .abandon, actor: abandonedBy, device: "editlog-cli", at: nil, session: id))
                 out(output.json ? JSONValue.array(events.map(\.json)).serialized() : "session \(id) abandoned at position \(events.last?.position ?? 0)")
                 return
             }
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let list = try editLog.sessions(status: status, actor: actor, globalId: feature, clock: clock.clock)
             if output.json { out(JSONValue.array(list.map(\.json)).serialized()); return }
             out(table(["session", "status", "kind", "layer", "feature", "actor", "device", "started (\(clock.clock.rawValue))", "staged"], list.map { s in

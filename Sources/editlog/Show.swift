@@ -13,7 +13,7 @@ struct Show: ParsableCommand {
 
     func run() throws {
         try handleErrors {
-            let editLog = try EditLog.open(at: log.db, readonly: true)
+            let editLog = try log.open(readonly: true)
             let f = try editLog.show(globalId: globalId)
             if output.json { out(f.serialized()); return }
             out("\(short(f["layer"] ?? .null)) \(short(f["globalId"] ?? .null, 40))\(f["deleted"]?.boolValue == true ? "  (deleted)" : "")")

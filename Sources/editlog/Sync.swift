@@ -39,6 +39,12 @@ struct Sync: AsyncParsableCommand {
 
     @OptionGroup var json: JSONFlag
 
+    func validate() throws {
+        if log.db.lowercased().hasPrefix("postgres") {
+            throw ValidationError("sync runs on a device's log file; devices sync with a hub through its `editlog serve postgres://…` nodes")
+        }
+    }
+
     func run() async throws {
         try await handleErrors {
             let tok = try tokens.resolved()

@@ -43,7 +43,7 @@ struct SharedBundle: Sendable {
         #expect(c.missingBlobs.isEmpty)
         #expect(!blobs.isEmpty)
         for (sha, bytes) in blobs { #expect(try log.blob(sha256: sha) == bytes, "blob \(sha)") }
-        let referenced = Set(expected.flatMap(ReadState.blobReferences))
+        let referenced = Set(expected.flatMap(\.blobReferences))
         #expect(Set(blobs.keys) == referenced)
         #expect(c.blobShas == referenced)
         let m = c.manifest
@@ -403,7 +403,7 @@ extension BundleTests {
             let expected = try BundleFixture.events(log).filter { $0.position > 100 && ($0.stream.hasPrefix("$") || StreamName.parseFeature($0.stream)?.layer == trees) }
             #expect(events == expected)
             #expect(c.eventCount == expected.count && c.eventCount < Int(shared.head - 100))
-            #expect(Set(blobs.keys) == Set(expected.flatMap(ReadState.blobReferences)))
+            #expect(Set(blobs.keys) == Set(expected.flatMap(\.blobReferences)))
             // Continuing after a bundle of some layers is for the same layers only: the others' events of its range were
             // never sent. A peer's mark is never set by one (the next last-export: would skip them the same way).
             let next = try log.exportBundle(to: d.file("next.bundle"), since: .bundle(path: d.file("trees.bundle")), layers: ["Trees"])

@@ -143,6 +143,27 @@ enum PostgresScratch {
         }
     }
 
+    /// A batch decided at a head the log has moved past (a replica's write) is a conflict and appends nothing; at the
+    /// head, it appends.
+    @Test(arguments: EngineUnderTest.all)
+    func aBatchDecidedAtAnOldHeadIsAConflictAndWritesNothing(_ engine: EngineUnderTest) async throws {
+        guard Self.runs(engine) else { return }
+        try await engine.withStore { store in
+            _ = try await store.append([EventAppend(Self.event("0:{A}", 1)), EventAppend(Self.event("0:{B}", 2))])
+            let before = try await store.head()
+            await #expect {
+                _ = try await store.append([EventAppend(Self.event("0:{C}", 3))], after: 1)
+            } throws: { error in
+                let e = error as? EditLogError
+                return e?.kind == .conflict && e?.message.contains("head is at position 2") == true && e?.message.contains("decided at 1") == true
+            }
+            #expect(try await store.head() == before)
+            let outcomes = try await store.append([EventAppend(Self.event("0:{C}", 3))], after: 2)
+            guard case .appended(let e) = outcomes.first else { Issue.record("not appended: \(outcomes)"); return }
+            #expect(e.position == 3)
+        }
+    }
+
     @Test(arguments: EngineUnderTest.all)
     func aBatchSentAgainAppendsNothing(_ engine: EngineUnderTest) async throws {
         guard Self.runs(engine) else { return }
@@ -207,7 +228,7 @@ enum PostgresScratch {
         var imported = EventAppend(Self.event("0:{X}", 3))
         imported.origin = foreign
         imported.recordedTime = "2026-05-01T10:00:00.000Z"
-        _ = try source.append((0..<3).map { EventAppend(Self.event("0:{X}", $0)) } + [imported])
+        _ = try await source.append((0..<3).map { EventAppend(Self.event("0:{X}", $0)) } + [imported])
         let reference = try source.events(after: 0, limit: 10)
         // Copied event by event into a store of this engine with the same log id: the same positions, hashes and head.
         try await engine.withStore(logId: "log-a") { store in

@@ -1,0 +1,199 @@
+import EditLog
+import EditLogHub
+import EditLogServer
+import EditLogStore
+import EditLogSync
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Serve nodes of a hub on PostgreSQL (`HubNode`): replicas caught up from the store, writes decided on the replica
+/// and appended to the store first, decided again when the hub moved on, restarts and lost caches.
+@Suite(.serialized, .enabled(if: EngineUnderTest.postgresURL != nil, "EDITLOG_TEST_POSTGRES is not set (.ci/run starts a PostgreSQL 15 server and sets it)"))
+struct HubNodeTests {
+    /// A hub store holding the SyncRig hub's log (Trees of Portland), copied as it is.
+    static func withHub<T>(_ body: (PostgresEventStore, EditLog) async throws -> T) async throws -> T {
+        try await PostgresScratch.withDatabase { location in
+            let th = TempPath("hub-source")
+            let source = try SyncRig.hub(th)
+            defer { source.close() }
+            let events = try source.events()
+            let blobs = try Set(events.flatMap(\.blobReferences)).sorted().map { try #require(try source.blob(sha256: $0)) }
+            let store = try await PostgresEventStore.create(location, logId: source.logId, initial: events.map { EventAppend(recorded: $0) }, initialBlobs: blobs)
+            defer { store.close() }
+            return try await body(store, source)
+        }
+    }
+
+    /// A node of `store` with its replica in `dir` (ids of its own: nodes never make the same event id).
+    static func node(_ store: PostgresEventStore, _ dir: TempPath, seed: UInt64) throws -> HubNode {
+        let clock = StepClock(start: 1_780_000_900_000 + Int64(seed) * 1_000_000, step: 3)
+        return try HubNode.open(store.location, cacheDirectory: dir.path, clock: clock, ids: UUIDv7Generator(clock: clock, seed: seed))
+    }
+
+    /// Serves `node` for the duration of `body`, which gets its FeatureServer URL.
+    static func serve(_ node: HubNode, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
+        var options = ServerOptions(serviceName: "Trees")
+        options.tokens = [SyncRig.token: SyncRig.hubUser]
+        options.port = 0
+        options.writer = node
+        options.serviceItemId = node.store.logId
+        try await makeApplication(log: node.replica, options: options, quiet: true).test(.live) { client in
+            try await body("http://127.0.0.1:\(try #require(client.port))/arcgis/rest/services/Trees/FeatureServer")
+        }
+    }
+
+    /// The store holds positions 1…head with no gap, no event twice, and its chain verifies.
+    static func expectWholeStore(_ store: PostgresEventStore, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [RecordedEvent] {
+        let head = try await store.verifyChain()
+        let all = try await store.events(after: 0, limit: 1_000_000)
+        #expect(all.map(\.position) == Array(1...head.position), sourceLocation: sourceLocation)
+        #expect(Set(all.map(\.id)).count == all.count, sourceLocation: sourceLocation)
+        return all
+    }
+
+    /// The issue's case: two nodes on one store; device A syncs through node 1, device B through node 2 then node 1,
+    /// and A again through node 2. Both devices and both replicas end with the same data, each replica's
+    /// projections equal a rebuild, and the store holds every edit once.
+    @Test func twoNodesOneStoreAndDevicesSyncThroughEither() async throws {
+        try await Self.withHub { store, _ in
+            let d1 = TempPath("node1"), d2 = TempPath("node2")
+            let n1 = Unchecked(try Self.node(store, d1, seed: 71)), n2 = Unchecked(try Self.node(store, d2, seed: 72))
+            defer { n1.value.close(); n2.value.close() }
+            let ta = TempPath("a"), tb = TempPath("b")
+            let a = Unchecked(try SyncRig.device(ta, name: "a", seed: 31)), b = Unchecked(try SyncRig.device(tb, name: "b", seed: 32))
+            defer { a.value.close(); b.value.close() }
+            let tree = SyncRig.tree1, other = "{929D6377-1CFB-455F-82C4-2E488CBADAE5}"
+            try SyncRig.set(a.value, other, [("SiteWidth", "7.5")], at: "2026-06-01T12:00:00Z", actor: "ann", session: "a-1")
+            let added = try SyncRig.addTree(a.value, 500, actor: "ann", at: "2026-06-01T12:05:00Z")
+            try SyncRig.set(b.value, tree, [("PlantedBy", #""Bob's crew""#)], at: "2026-06-01T12:10:00Z", actor: "bob", session: "b-1")
+            try await Self.serve(n1.value) { url1 in
+                try await Self.serve(n2.value) { url2 in
+                    let ra = try await SyncRig.sync(a.value, url1)
+                    #expect(!ra.pushed.isEmpty, "\(ra.pushed)")
+                    // Node 2 never saw A's request: the root and extractChanges it answers B with catch up first.
+                    let rb = try await SyncRig.sync(b.value, url2)
+                    #expect(rb.pulled.contains { $0.globalId == added.tree }, "\(rb.pulled)")
+                    let rb2 = try await SyncRig.sync(b.value, url1)
+                    #expect(rb2.pushed.isEmpty && !rb2.snapshot, "\(rb2.pushed)")
+                    // A comes back through the other node: the same service to it (the hub's serviceItemId), no snapshot.
+                    let ra2 = try await SyncRig.sync(a.value, url2)
+                    #expect(!ra2.snapshot && ra2.service == "item:\(store.logId)")
+                    #expect(ra2.pulled.contains { $0.globalId == tree && $0.fields.contains("PlantedBy") }, "\(ra2.pulled)")
+                }
+            }
+            try n1.value.catchUp()
+            try n2.value.catchUp()
+            let stateA = try SyncRig.userState(a.value)
+            #expect(stateA[added.tree] != nil && stateA[added.inspection] != nil)
+            #expect(try b.value.attributes(other)["SiteWidth"]?.doubleValue == 7.5)
+            #expect(try a.value.attributes(tree)["PlantedBy"]?.stringValue == "Bob's crew")
+            for (name, log) in [("B", b.value), ("node 1", n1.value.replica), ("node 2", n2.value.replica)] {
+                let differences = SyncRig.differences(stateA, try SyncRig.userState(log))
+                #expect(differences.isEmpty, "\(name): \(differences.prefix(3))")
+            }
+            let all = try await Self.expectWholeStore(store)
+            for n in [n1.value, n2.value] {
+                #expect(try n.replica.head() == StoreHead(position: all.last!.position, hash: all.last!.hash))
+                #expect(try n.replica.digestOfProjections() == n.replica.digestOfRebuild())
+                #expect(try n.replica.events() == all)
+            }
+            // Every attachment A added reached the store with its bytes.
+            for sha in Set(all.flatMap(\.blobReferences)) { #expect(try await store.blob(sha256: Hex.decode(sha)!) != nil, "\(sha)") }
+        }
+    }
+
+    /// A write decided on a replica the hub moved past (node 2 appended in between) appends nothing, and is decided
+    /// again on the caught-up replica: both edits are in the store once, in the order the hub took them.
+    @Test func aWriteTheHubMovedPastIsDecidedAgain() async throws {
+        try await Self.withHub { store, _ in
+            let d1 = TempPath("node1"), d2 = TempPath("node2")
+            let n1 = try Self.node(store, d1, seed: 73), n2 = try Self.node(store, d2, seed: 74)
+            defer { n1.close(); n2.close() }
+            let tree = SyncRig.tree1
+            var attempts = 0
+            try n1.write { log in
+                attempts += 1
+                if attempts == 1 {
+                    // Another node appends after node 1 caught up, before it appends.
+                    try n2.write { try SyncRig.set($0, tree, [("Address", #""from node 2""#)], at: "2026-06-01T12:00:00Z", actor: "bob", session: "n2-1") }
+                }
+                try SyncRig.set(log, tree, [("SiteWidth", "4.5")], at: "2026-06-01T12:01:00Z", actor: "ann", session: "n1-\(attempts)")
+            }
+            #expect(attempts == 2)
+            let all = try await Self.expectWholeStore(store)
+            let committed = all.filter { $0.type == EventType.sessionCommitted.rawValue }.map { $0.session }
+            #expect(committed == ["n2-1", "n1-2"])
+            try n2.catchUp()
+            for n in [n1, n2] {
+                #expect(try n.replica.attributes(tree)["SiteWidth"]?.doubleValue == 4.5)
+                #expect(try n.replica.attributes(tree)["Address"]?.stringValue == "from node 2")
+                #expect(try n.replica.events() == all)
+            }
+            // A real conflict (a session that is not open) goes back to the caller once, not retried.
+            attempts = 0
+            #expect(throws: EditLogError.self) {
+                try n1.write { log in
+                    attempts += 1
+                    try SyncRig.set(log, "{00000000-0000-0000-0000-00000000BEEF}", [("SiteWidth", "1")], at: "2026-06-01T12:02:00Z", actor: "ann", session: "x")
+                }
+            }
+            #expect(attempts == 1)
+            #expect(try await store.head().position == all.last!.position)
+        }
+    }
+
+    /// A node closed while others append catches up from its last position when it opens again; a deleted cache is
+    /// built again from the store; a replica that is not the store's prefix (another hub's, damaged) is replaced.
+    @Test func aRestartedNodeCatchesUpAndALostCacheIsRebuilt() async throws {
+        try await Self.withHub { store, _ in
+            let d1 = TempPath("node1"), d2 = TempPath("node2")
+            var n1 = try Self.node(store, d1, seed: 75)
+            let n2 = try Self.node(store, d2, seed: 76)
+            defer { n2.close() }
+            let path = n1.replicaPath
+            n1.close()
+            try n2.write { try SyncRig.set($0, SyncRig.tree1, [("SiteWidth", "3.5")], at: "2026-06-01T12:00:00Z", actor: "bob", session: "s-1") }
+            let before = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+            n1 = try Self.node(store, d1, seed: 75)
+            #expect(n1.replicaPath == path && before != nil)
+            #expect(try n1.replica.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 3.5)
+            let head = try await store.head()
+            #expect(try n1.replica.head() == head)
+            n1.close()
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            n1 = try Self.node(store, d1, seed: 75)
+            #expect(try n1.replica.head() == head)
+            #expect(try n1.replica.digestOfProjections() == n1.replica.digestOfRebuild())
+            n1.close()
+            // Another log's file where the replica should be: replaced, not trusted.
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            let other = try Fixture.treesLog(at: path, seed: 5, logId: store.logId)
+            try SyncRig.set(other, SyncRig.tree1, [("SiteWidth", "9")], at: "2026-06-01T12:00:00Z", actor: "eve", session: "e")
+            other.close()
+            n1 = try Self.node(store, d1, seed: 75)
+            defer { n1.close() }
+            #expect(try n1.replica.head() == head)
+            #expect(try n1.replica.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 3.5)
+        }
+    }
+
+    /// The subscription: a node that follows sees another node's append without being asked (NOTIFY, else the poll).
+    @Test func aFollowingNodeCatchesUpByItself() async throws {
+        try await Self.withHub { store, _ in
+            let d1 = TempPath("node1"), d2 = TempPath("node2")
+            let n1 = try Self.node(store, d1, seed: 77), n2 = try Self.node(store, d2, seed: 78)
+            defer { n1.close(); n2.close() }
+            n1.startFollowing(poll: 5)
+            try n2.write { try SyncRig.set($0, SyncRig.tree1, [("SiteWidth", "6.5")], at: "2026-06-01T12:00:00Z", actor: "bob", session: "f-1") }
+            let target = try await store.head()
+            var seen = false
+            for _ in 0..<200 where !seen {
+                seen = try n1.replica.head() == target
+                if !seen { try await Task.sleep(for: .milliseconds(25)) }
+            }
+            #expect(seen)
+        }
+    }
+}
