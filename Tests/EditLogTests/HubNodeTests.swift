@@ -197,3 +197,58 @@ struct HubNodeTests {
         }
     }
 }
+
+extension HubNodeTests {
+    /// The commands on a `postgres://` store, through replicas in `--cache` directories: a device's bundle imported
+    /// into the hub (twice: the second a no-op), a script recorded there, and log, history, conflicts, bundle export
+    /// and verify reading it through another replica.
+    @Suite(.tags(.process)) struct ProcessTests {
+        @Test func theCommandsTakeAPostgresStore() async throws {
+            try await PostgresScratch.withDatabase { location in
+                var url = EngineUnderTest.postgresURL!
+                url = String(url[..<url.lastIndex(of: "/")!]) + "/" + location.database
+                let f = Paths.trees
+                let inputs = ["--service", f + "/service.json", "--webmap", f + "/webmap.json", "--rules", f + "/rules.json", "--data"]
+                    + ["Species", "Neighborhoods", "Trees", "Inspections"].map { f + "/baseline/\($0).json" }
+                var r = try CLI.run(["hub", "init", url] + inputs + ["--json"])
+                #expect(r.status == 0, "\(r.stderr)")
+                let baselineEnd = try JSONParser.parse(Array(r.stdout.utf8))["events"]?.intValue ?? 0
+                let dir = TempPath("hub-cli")
+                try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+                let device = dir.path + "/device.editlog", bundle = dir.path + "/device.tar.gz", c1 = dir.path + "/c1", c2 = dir.path + "/c2"
+                r = try CLI.run(["init", device] + inputs)
+                #expect(r.status == 0, "\(r.stderr)")
+                r = try CLI.run(["record", device, f + "/scripts/01-new-plantings.ndjson"])
+                #expect(r.status == 0, "\(r.stderr)")
+                r = try CLI.run(["bundle", "export", device, "--out", bundle, "--since", String(baselineEnd)])
+                #expect(r.status == 0, "\(r.stderr)")
+                r = try CLI.run(["bundle", "import", url, bundle, "--cache", c1, "--json"])
+                #expect(r.status == 0, "\(r.stderr)")
+                let first = try JSONParser.parse(Array(r.stdout.utf8))
+                r = try CLI.run(["bundle", "import", url, bundle, "--cache", c1, "--json"])
+                let again = try JSONParser.parse(Array(r.stdout.utf8))
+                #expect(r.status == 0 && again["imported"]?.intValue == 0 && (first["imported"]?.intValue ?? 0) > 0, "\(first.serialized()) \(again.serialized())")
+                r = try CLI.run(["record", url, f + "/scripts/02-inspections.ndjson", "--cache", c1])
+                #expect(r.status == 0, "\(r.stderr)")
+                // Another replica (another machine's cache) reads all of it.
+                r = try CLI.run(["verify", url, "--json"])
+                let verified = try JSONParser.parse(Array(r.stdout.utf8))
+                #expect(r.status == 0 && verified["ok"]?.boolValue == true, "\(r.stdout) \(r.stderr)")
+                r = try CLI.run(["log", url, "--cache", c2, "--json"])
+                let lines = r.stdout.split(separator: "\n")
+                #expect(r.status == 0 && Int64(lines.count) == verified["events"]?.intValue, "\(r.stderr) \(lines.count)")
+                r = try CLI.run(["history", url, "{BB88854E-7F96-4D71-8182-70D2C3101E2E}", "--cache", c2, "--json"])
+                #expect(r.status == 0 && r.stdout.contains("maria.lopez"), "\(r.stderr)")
+                r = try CLI.run(["conflicts", "list", url, "--cache", c2, "--json"])
+                #expect(r.status == 0, "\(r.stderr)")
+                r = try CLI.run(["bundle", "export", url, "--cache", c2, "--out", dir.path + "/hub.tar.gz", "--json"])
+                #expect(r.status == 0, "\(r.stderr)")
+                r = try CLI.run(["bundle", "verify", dir.path + "/hub.tar.gz"])
+                #expect(r.status == 0, "\(r.stderr)")
+                // A store that is not there: a clear error, nothing made.
+                r = try CLI.run(["log", String(url[..<url.lastIndex(of: "/")!]) + "/postgres", "--cache", dir.path + "/c3"])
+                #expect(r.status == 68 && r.stderr.contains("hub init"), "\(r.stderr)")
+            }
+        }
+    }
+}
