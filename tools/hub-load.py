@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Load and faults for a hub on PostgreSQL (issue 46): simulated devices against serve nodes on one store.
+
+    python3 tools/hub-load.py --postgres postgres://postgres@127.0.0.1:5432/postgres --short      # CI: 40 devices, 20 s
+    python3 tools/hub-load.py --postgres URL --pg-restart 'CMD'                                   # full: 200 devices, 120 s
+    python3 tools/hub-load.py --engine sqlite                                                     # the same load on one SQLite serve
+
+Python 3.11, standard library only; loopback only; bounded in time. --postgres names a server and a role that may
+create databases: the tool makes a scratch database (dropped at the end with psql when it is installed), runs
+`editlog hub init` on it from the Trees of Portland fixtures, and starts --nodes `editlog serve postgres://… --cache
+DIR` processes on free ports (`--engine sqlite`: one `editlog serve LOG`, the same fixtures).
+
+Devices (asyncio tasks, each one HTTP/1.1 keep-alive connection at a time, a token of its own) loop until the time is
+up, with 0-40 ms between requests:
+  * applyEdits (60 %): an update of PlantedBy to a value unique to the edit ("dN-K"), half on the device's own tree
+    (added at its start) and half on one of 20 baseline trees all devices share;
+  * query (40 %): 50 trees' OBJECTID and PlantedBy;
+  * extractChanges every 3 s from the generation the last one reached.
+A device starts on node (N mod nodes) and moves to the next when a request cannot connect. An edit whose answer
+says success is acknowledged; one whose connection broke is not (it may or may not be in the store).
+Catch-up lag: after one acknowledged edit in ten, the device asks another node for that tree until the value shows
+there (polled every 2 ms); the time from the acknowledgement is the lag (it includes one query).
+
+Faults (PostgreSQL only; their times scale with --seconds): node 1 gets SIGKILL at 35 % of the time and is started
+again 3 s later with the same cache; with --pg-restart the PostgreSQL server is restarted at 65 % (the command is run
+by the shell; .ci/run passes its pg_ctl restart).
+
+Asserted (any failure: exit 1):
+  * every acknowledged edit is in the store exactly once (its unique value in exactly one SessionCommitted);
+  * positions are 1..N with no gap (`editlog log --json`), and `editlog verify` of the store passes;
+  * each node's replica, once the load stops, is at the store's head with its hash, and `editlog verify` of the
+    replica file passes (its chain and its projections equal a rebuild from its events);
+  * no request got a 5xx other than while a node was down or the server restarting, and devices made progress
+    after each fault (acknowledged edits after it).
+Reported: edits/s, p50/p99 of applyEdits and query, catch-up lag p50/p99, errors, and one JSON line (--json FILE).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIX = os.path.join(ROOT, "Fixtures", "trees-of-portland")
+SERVICE = "hubload"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pct(values, p):
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+class HTTP:
+    """One keep-alive HTTP/1.1 connection to a node (reopened after an error)."""
+
+    def __init__(self, port):
+        self.port = port
+        self.reader = self.writer = None
+
+    async def close(self):
+        if self.writer:
+            self.writer.close()
+            try:
+                await self.writer.wait_closed()
+            except Exception:
+                pass
+        self.reader = self.writer = None
+
+    async def request(self, path, form):
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        body = urllib.parse.urlencode(form).encode()
+        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nUser-Agent: hub-load\r\n"
+                f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n")
+        try:
+            self.writer.write(head.encode() + body)
+            await self.writer.drain()
+            status_line = await self.reader.readline()
+            if not status_line:
+                raise ConnectionError("closed")
+            status = int(status_line.split()[1])
+            headers = {}
+            while True:
+                line = await self.reader.readline()
+                if line in (b"\r\n", b""):
+                    break
+                k, _, v = line.decode().partition(":")
+                headers[k.strip().lower()] = v.strip()
+            if "content-length" in headers:
+                data = await self.reader.readexactly(int(headers["content-length"]))
+            elif headers.get("transfer-encoding", "").lower() == "chunked":
+                data = b""
+                while True:
+                    size = int((await self.reader.readline()).strip(), 16)
+                    if size == 0:
+                        await self.reader.readline()
+                        break
+                    data += await self.reader.readexactly(size)
+                    await self.reader.readline()
+            else:
+                data = await self.reader.read()
+                await self.close()
+            return status, data
+        except Exception:
+            await self.close()
+            raise
+
+
+class Run:
+    def __init__(self, a):
+        self.a = a
+        self.tmp = tempfile.mkdtemp(prefix="editlog-hub-load-")
+        self.editlog = os.path.join(self.tmp, "editlog")
+        shutil.copy(a.editlog, self.editlog)
+        self.nodes = []          # [{port, cache, proc}]
+        self.down = set()        # node indexes down now
+        self.fault_windows = []  # (start, end) monotonic: 5xx allowed inside
+        self.acked = []          # (value, gid, t_ack)
+        self.edit_ms, self.query_ms, self.lag_ms = [], [], []
+        self.errors = {}
+        self.unacked = 0
+        self.failures = []
+        self.url = None
+        self.log_path = None
+
+    def fail(self, msg):
+        self.failures.append(msg)
+        print("FAIL:", msg, flush=True)
+
+    def err(self, kind):
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+    def run_cli(self, *args, check=True):
+        r = subprocess.run([self.editlog, *args], capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise SystemExit(f"editlog {' '.join(args[:2])} failed ({r.returncode}): {r.stderr.strip()[:400]}")
+        return r
+
+    # -- setup ----------------------------------------------------------------
+
+    def inputs(self):
+        return (["--service", f"{FIX}/service.json", "--webmap", f"{FIX}/webmap.json", "--rules", f"{FIX}/rules.json", "--data"]
+                + [f"{FIX}/baseline/{n}.json" for n in ("Species", "Neighborhoods", "Trees", "Inspections")])
+
+    def psql(self, sql):
+        admin = self.a.postgres
+        if shutil.which("psql") is None:
+            return False
+        r = subprocess.run(["psql", admin, "-v", "ON_ERROR_STOP=1", "-c", sql], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"psql: {r.stderr.strip()[:300]}")
+        return True
+
+    def setup(self):
+        with open(os.path.join(self.tmp, "tokens"), "w") as f:
+            for d in range(self.a.devices):
+                f.write(f"tok-device-{d:05d} device{d}\n")
+        if self.a.engine == "postgres":
+            self.db = "editlog_load_" + uuid.uuid4().hex[:12]
+            if not self.psql(f"CREATE DATABASE {self.db}"):
+                raise SystemExit("psql is needed to create the scratch database")
+            base = self.a.postgres.rsplit("/", 1)[0]
+            self.url = f"{base}/{self.db}"
+            self.run_cli("hub", "init", self.url, *self.inputs())
+            for i in range(self.a.nodes):
+                self.nodes.append({"port": free_port(), "cache": os.path.join(self.tmp, f"cache{i}"), "proc": None})
+        else:
+            self.log_path = os.path.join(self.tmp, "hub.editlog")
+            self.run_cli("init", self.log_path, *self.inputs())
+            self.nodes.append({"port": free_port(), "cache": None, "proc": None})
+        for i in range(len(self.nodes)):
+            self.start_node(i)
+        with open(f"{FIX}/baseline/Trees.json") as f:
+            self.shared = [ft["attributes"]["GlobalID"] for ft in json.load(f)["features"][:20]]
+
+    def start_node(self, i):
+        n = self.nodes[i]
+        target = self.url if self.a.engine == "postgres" else self.log_path
+        args = [self.editlog, "serve", target, "--port", str(n["port"]), "--name", SERVICE, "--token-file", os.path.join(self.tmp, "tokens")]
+        if n["cache"]:
+            args += ["--cache", n["cache"]]
+        out = open(os.path.join(self.tmp, f"node{i}.log"), "ab")
+        n["proc"] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", n["port"]), timeout=0.5):
+                    self.down.discard(i)
+                    return
+            except OSError:
+                if n["proc"].poll() is not None:
+                    raise SystemExit(f"node {i} exited: see {self.tmp}/node{i}.log")
+                time.sleep(0.05)
+        raise SystemExit(f"node {i} did not listen within 60 s")
+
+    # -- devices ----------------------------------------------------------------
+
+    def path(self, op):
+        return f"/arcgis/rest/services/{SERVICE}/FeatureServer/{op}"
+
+    async def call(self, dev, op, form):
+        """One request through the device's node; on a connection failure, the next node (at most one round)."""
+        for _ in range(len(self.nodes)):
+            try:
+                return await dev["http"].request(self.path(op), form)
+            except (OSError, ConnectionError, asyncio.IncompleteReadError, ValueError, IndexError):
+                self.err("connect")
+                dev["node"] = (dev["node"] + 1) % len(self.nodes)
+                dev["http"] = HTTP(self.nodes[dev["node"]]["port"])
+                await asyncio.sleep(0.05)
+        raise ConnectionError("no node answers")
+
+    def in_fault(self, t):
+        return any(s <= t <= e for s, e in self.fault_windows) or bool(self.down)
+
+    async def edit(self, dev, gid, value):
+        form = {"f": "json", "token": dev["token"], "useGlobalIds": "true", "rollbackOnFailure": "true",
+                "updates": json.dumps([{"attributes": {"GlobalID": gid, "PlantedBy": value}}])}
+        t0 = time.monotonic()
+        try:
+            status, data = await self.call(dev, "0/applyEdits", form)
+        except ConnectionError:
+            self.unacked += 1
+            return False
+        ms = (time.monotonic() - t0) * 1000
+        if status >= 500:
+            self.err("5xx")
+            if not self.in_fault(t0):
+                self.fail(f"applyEdits answered HTTP {status} outside a fault: {data[:200]!r}")
+            self.unacked += 1
+            return False
+        try:
+            answer = json.loads(data)
+            ok = answer["updateResults"][0]["success"] is True
+        except Exception:
+            self.err("applyEdits error")
+            self.unacked += 1
+            if not self.in_fault(t0):
+                self.errors.setdefault("samples", []).append(data[:200].decode(errors="replace"))
+            return False
+        if not ok:
+            self.err("applyEdits refused")
+            self.unacked += 1
+            return False
+        self.edit_ms.append(ms)
+        self.acked.append((value, gid, time.monotonic()))
+        return True
+
+    async def add_own_tree(self, dev):
+        gid = "{" + str(uuid.UUID(int=random.getrandbits(128), version=4)).upper() + "}"
+        value = f"d{dev['id']}-0"
+        form = {"f": "json", "token": dev["token"], "useGlobalIds": "true",
+                "adds": json.dumps([{"geometry": {"x": -122.6 + dev["id"] * 1e-5, "y": 45.52, "spatialReference": {"wkid": 4326}},
+                                     "attributes": {"GlobalID": gid, "PlantedBy": value, "DBH": 3}}])}
+        for _ in range(20):
+            try:
+                status, data = await self.call(dev, "0/applyEdits", form)
+                if status == 200 and json.loads(data)["addResults"][0]["success"]:
+                    return gid
+            except Exception:
+                pass
+            await asyncio.sleep(0.2)
+        raise SystemExit(f"device {dev['id']} could not add its tree")
+
+    async def query(self, dev):
+        form = {"f": "json", "token": dev["token"], "where": "1=1", "outFields": "OBJECTID,PlantedBy", "resultRecordCount": "50"}
+        t0 = time.monotonic()
+        try:
+            status, data = await self.call(dev, "0/query", form)
+        except ConnectionError:
+            return
+        if status >= 500:
+            self.err("5xx")
+            if not self.in_fault(t0):
+                self.fail(f"query answered HTTP {status} outside a fault")
+            return
+        self.query_ms.append((time.monotonic() - t0) * 1000)
+
+    async def extract(self, dev):
+        try:
+            status, data = await self.call(dev, "extractChanges", {
+                "f": "json", "token": dev["token"], "layers": "[0]", "serverGens": f"[{dev['gen']}]", "returnInserts": "true",
+                "returnUpdates": "true", "returnDeletes": "true", "returnIdsOnly": "true", "dataFormat": "json"})
+            if status == 200:
+                gens = json.loads(data).get("layerServerGens") or []
+                if gens:
+                    dev["gen"] = max(g.get("serverGen", 0) for g in gens)
+        except Exception:
+            self.err("extractChanges")
+
+    async def lag_probe(self, dev, gid, value, t_ack, node):
+        other = HTTP(self.nodes[node]["port"])
+        form = {"f": "json", "token": dev["token"], "where": f"GlobalID = '{gid}'", "outFields": "PlantedBy"}
+        try:
+            while time.monotonic() - t_ack < 10:
+                try:
+                    status, data = await other.request(self.path("0/query"), form)
+                    feats = json.loads(data).get("features", []) if status == 200 else []
+                    if feats and feats[0]["attributes"].get("PlantedBy") is not None:
+                        seen = feats[0]["attributes"]["PlantedBy"]
+                        if seen == value or seen.startswith(f"d{dev['id']}-") and int(seen.split("-")[1]) > int(value.split("-")[1]):
+                            self.lag_ms.append((time.monotonic() - t_ack) * 1000)
+                            return
+                except Exception:
+                    return
+                await asyncio.sleep(0.002)
+        finally:
+            await other.close()
+
+    async def device(self, d, end, ready):
+        dev = {"id": d, "token": f"tok-device-{d:05d}", "node": d % len(self.nodes), "gen": 0, "k": 0}
+        dev["http"] = HTTP(self.nodes[dev["node"]]["port"])
+        rnd = random.Random(self.a.seed * 100003 + d)
+        own = await self.add_own_tree(dev)
+        ready.append(d)
+        next_extract = time.monotonic() + rnd.uniform(0, 3)
+        probes = []
+        while time.monotonic() < end:
+            now = time.monotonic()
+            if now >= next_extract:
+                await self.extract(dev)
+                next_extract = now + 3
+            elif rnd.random() < 0.6:
+                dev["k"] += 1
+                gid = own if rnd.random() < 0.5 else rnd.choice(self.shared)
+                value = f"d{d}-{dev['k']}"
+                if await self.edit(dev, gid, value) and len(self.nodes) > 1 and gid == own and dev["k"] % 10 == 0 and not self.down:
+                    other = (dev["node"] + 1) % len(self.nodes)
+                    probes.append(asyncio.create_task(self.lag_probe(dev, gid, value, time.monotonic(), other)))
+            else:
+                await self.query(dev)
+            await asyncio.sleep(rnd.uniform(0, 0.04))
+        for p in probes:
+            await p
+        await dev["http"].close()
+
+    # -- faults ----------------------------------------------------------------
+
+    async def faults(self, start, seconds):
+        if self.a.engine != "postgres" or self.a.no_faults:
+            return
+        await asyncio.sleep(seconds * 0.35)
+        t = time.monotonic()
+        self.down.add(0)
+        self.nodes[0]["proc"].send_signal(signal.SIGKILL)
+        self.nodes[0]["proc"].wait()
+        print(f"fault: node 0 killed (SIGKILL) at {t - start:.1f} s", flush=True)
+        self.acked_at_kill = len(self.acked)
+        await asyncio.sleep(3)
+        await asyncio.get_running_loop().run_in_executor(None, self.start_node, 0)
+        self.fault_windows.append((t, time.monotonic() + 1))
+        print(f"fault: node 0 started again at {time.monotonic() - start:.1f} s", flush=True)
+        if self.a.pg_restart:
+            await asyncio.sleep(max(0, start + seconds * 0.65 - time.monotonic()))
+            t = time.monotonic()
+            # Output to a file, not a pipe: the restarted server inherits it and never closes it.
+            with open(os.path.join(self.tmp, "pg-restart.log"), "w+") as out:
+                r = await asyncio.get_running_loop().run_in_executor(
+                    None, lambda: subprocess.run(self.a.pg_restart, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=out))
+                out.seek(0)
+                r.stderr = out.read()
+            self.fault_windows.append((t, time.monotonic() + 3))
+            self.acked_at_pg = len(self.acked)
+            print(f"fault: PostgreSQL restarted at {t - start:.1f} s ({time.monotonic() - t:.1f} s; exit {r.returncode})", flush=True)
+            if r.returncode != 0:
+                self.fail(f"--pg-restart failed: {r.stderr.strip()[:300]}")
+
+    async def load(self):
+        seconds = self.a.seconds
+        ready = []
+        start = time.monotonic()
+        end = start + seconds
+        tasks = [asyncio.create_task(self.device(d, end, ready)) for d in range(self.a.devices)]
+        fault = asyncio.create_task(self.faults(start, seconds))
+        await asyncio.gather(*tasks)
+        await fault
+        self.elapsed = time.monotonic() - start
+
+    # -- checks ----------------------------------------------------------------
+
+    def check(self):
+        target = self.url if self.a.engine == "postgres" else self.log_path
+        # Stop the nodes first (SIGTERM): the replicas are then quiet files.
+        time.sleep(1.5)
+        for n in self.nodes:
+            n["proc"].send_signal(signal.SIGTERM)
+        for n in self.nodes:
+            try:
+                n["proc"].wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                n["proc"].kill()
+        v = json.loads(self.run_cli("verify", target, "--json", check=False).stdout or "{}")
+        if not v.get("ok"):
+            self.fail(f"verify of the store: {v}")
+        extra = ["--cache", os.path.join(self.tmp, "check-cache")] if self.a.engine == "postgres" else []
+        r = self.run_cli("log", target, "--json", *extra)
+        positions, committed = [], {}
+        for line in r.stdout.splitlines():
+            e = json.loads(line)
+            positions.append(e["position"])
+            if e["type"] == "SessionCommitted":
+                pb = ((e.get("payload") or {}).get("changes") or {}).get("PlantedBy")
+                value = pb.get("new") if isinstance(pb, dict) else None
+                if value is not None:
+                    committed[value] = committed.get(value, 0) + 1
+        if positions != list(range(1, len(positions) + 1)):
+            self.fail("positions are not 1..N without a gap")
+        missing = [v for v, _, _ in self.acked if committed.get(v, 0) != 1]
+        if missing:
+            self.fail(f"{len(missing)} acknowledged edits are not in the store exactly once, e.g. {missing[:5]} "
+                      f"(counts {[committed.get(m, 0) for m in missing[:5]]})")
+        self.events = len(positions)
+        if self.a.engine == "postgres":
+            for i, n in enumerate(self.nodes):
+                files = [f for f in os.listdir(n["cache"]) if f.endswith(".editlog")]
+                if len(files) != 1:
+                    self.fail(f"node {i}: no replica file in {n['cache']}")
+                    continue
+                rv = json.loads(self.run_cli("verify", os.path.join(n["cache"], files[0]), "--json", check=False).stdout or "{}")
+                if not rv.get("ok"):
+                    self.fail(f"node {i}: verify of its replica (chain and projections against a rebuild): {rv}")
+                elif rv.get("headHash") != v.get("headHash") or rv.get("events") != v.get("events"):
+                    self.fail(f"node {i}: replica at {rv.get('events')} events, the store at {v.get('events')}")
+            for name, mark in (("node kill", getattr(self, "acked_at_kill", None)), ("PostgreSQL restart", getattr(self, "acked_at_pg", None))):
+                if mark is not None and len(self.acked) <= mark:
+                    self.fail(f"no edit was acknowledged after the {name}")
+
+    def cleanup(self):
+        for n in self.nodes:
+            if n["proc"] and n["proc"].poll() is None:
+                n["proc"].kill()
+        if self.a.engine == "postgres" and not self.a.keep:
+            try:
+                self.psql(f"DROP DATABASE IF EXISTS {self.db} WITH (FORCE)")
+            except SystemExit as e:
+                print("cleanup:", e)
+        if not self.a.keep:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--engine", choices=["postgres", "sqlite"], default="postgres")
+    p.add_argument("--postgres", default=os.environ.get("EDITLOG_TEST_POSTGRES"), help="server and role that may create databases")
+    p.add_argument("--pg-restart", help="shell command that restarts the PostgreSQL server (a fault at 65 %% of the time)")
+    p.add_argument("--short", action="store_true", help="CI mode: 40 devices, 20 s")
+    p.add_argument("--devices", type=int)
+    p.add_argument("--seconds", type=float)
+    p.add_argument("--nodes", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-faults", action="store_true")
+    p.add_argument("--editlog", default=os.path.join(ROOT, ".build", "debug", "editlog"))
+    p.add_argument("--json", help="append the figures as one JSON line to this file")
+    p.add_argument("--keep", action="store_true", help="keep the scratch database and directory")
+    a = p.parse_args()
+    a.devices = a.devices or (40 if a.short else 200)
+    a.seconds = a.seconds or (20 if a.short else 120)
+    if a.engine == "sqlite":
+        a.nodes = 1
+    elif not a.postgres:
+        raise SystemExit("--postgres URL (or EDITLOG_TEST_POSTGRES) is needed for --engine postgres")
+    if not os.path.exists(a.editlog):
+        raise SystemExit(f"no editlog binary at {a.editlog}: swift build first")
+    random.seed(a.seed)
+    # A SIGTERM (a timeout) still stops the nodes and drops the scratch database.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    run = Run(a)
+    try:
+        run.setup()
+        print(f"{a.engine}: {a.devices} devices, {a.nodes} node(s), {a.seconds:.0f} s", flush=True)
+        asyncio.run(run.load())
+        run.check()
+    finally:
+        run.cleanup()
+    fig = {
+        "engine": a.engine, "nodes": a.nodes, "devices": a.devices, "seconds": round(run.elapsed, 1),
+        "acknowledged": len(run.acked), "editsPerSecond": round(len(run.acked) / run.elapsed, 1), "unacknowledged": run.unacked,
+        "applyEditsP50": pct(run.edit_ms, 50), "applyEditsP99": pct(run.edit_ms, 99),
+        "queryP50": pct(run.query_ms, 50), "queryP99": pct(run.query_ms, 99), "queries": len(run.query_ms),
+        "lagP50": pct(run.lag_ms, 50), "lagP99": pct(run.lag_ms, 99), "lagSamples": len(run.lag_ms),
+        "events": getattr(run, "events", None), "errors": {k: v for k, v in run.errors.items() if k != "samples"},
+        "faults": not a.no_faults and a.engine == "postgres", "pgRestart": bool(a.pg_restart),
+    }
+    for k, v in fig.items():
+        if isinstance(v, float):
+            fig[k] = round(v, 1)
+    print(json.dumps(fig), flush=True)
+    if run.errors.get("samples"):
+        print("error samples:", run.errors["samples"][:3])
+    if a.json:
+        with open(a.json, "a") as f:
+            f.write(json.dumps(fig) + "\n")
+    print(f"{0 if run.failures else 1} passed, {len(run.failures)} failed")
+    sys.exit(1 if run.failures else 0)
+
+
+if __name__ == "__main__":
+    main()
