@@ -16,7 +16,7 @@ up, with 0-40 ms between requests:
     (added at its start) and half on one of 20 baseline trees all devices share;
   * query (40 %): 50 trees' OBJECTID and PlantedBy;
   * extractChanges every 3 s from the generation the last one reached.
-A device starts on node (N mod nodes) and moves to the next when a request cannot connect. An edit whose answer
+A device sends each request to the next node in turn (as a load balancer would) and skips a node it cannot connect to. An edit whose answer
 says success is acknowledged; one whose connection broke is not (it may or may not be in the store).
 Catch-up lag: after one acknowledged edit in ten, the device asks another node for that tree until the value shows
 there (polled every 2 ms); the time from the acknowledgement is the lag (it includes one query).
@@ -53,6 +53,8 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "Fixtures", "trees-of-portland")
 SERVICE = "hubload"
+# A request unanswered this long is a failure (a node that hangs), not a wait.
+REQUEST_TIMEOUT = 30
 
 
 def free_port():
@@ -217,14 +219,19 @@ class Run:
         return f"/arcgis/rest/services/{SERVICE}/FeatureServer/{op}"
 
     async def call(self, dev, op, form):
-        """One request through the device's node; on a connection failure, the next node (at most one round)."""
+        """One request through the device's node (as a load balancer spreads them: the next node each request); on a
+        connection failure, the next node (at most one round)."""
         for _ in range(len(self.nodes)):
+            http = dev["http"][dev["node"]]
             try:
-                return await dev["http"].request(self.path(op), form)
+                return await asyncio.wait_for(http.request(self.path(op), form), REQUEST_TIMEOUT)
+            except asyncio.TimeoutError:
+                await http.close()
+                self.fail(f"{op} got no answer from node {dev['node']} within {REQUEST_TIMEOUT} s")
+                raise ConnectionError("timeout")
             except (OSError, ConnectionError, asyncio.IncompleteReadError, ValueError, IndexError):
                 self.err("connect")
                 dev["node"] = (dev["node"] + 1) % len(self.nodes)
-                dev["http"] = HTTP(self.nodes[dev["node"]]["port"])
                 await asyncio.sleep(0.05)
         raise ConnectionError("no node answers")
 
@@ -312,7 +319,7 @@ class Run:
         try:
             while time.monotonic() - t_ack < 10:
                 try:
-                    status, data = await other.request(self.path("0/query"), form)
+                    status, data = await asyncio.wait_for(other.request(self.path("0/query"), form), REQUEST_TIMEOUT)
                     feats = json.loads(data).get("features", []) if status == 200 else []
                     if feats and feats[0]["attributes"].get("PlantedBy") is not None:
                         seen = feats[0]["attributes"]["PlantedBy"]
@@ -327,7 +334,7 @@ class Run:
 
     async def device(self, d, end, ready):
         dev = {"id": d, "token": f"tok-device-{d:05d}", "node": d % len(self.nodes), "gen": 0, "k": 0}
-        dev["http"] = HTTP(self.nodes[dev["node"]]["port"])
+        dev["http"] = [HTTP(n["port"]) for n in self.nodes]
         rnd = random.Random(self.a.seed * 100003 + d)
         own = await self.add_own_tree(dev)
         ready.append(d)
@@ -347,10 +354,12 @@ class Run:
                     probes.append(asyncio.create_task(self.lag_probe(dev, gid, value, time.monotonic(), other)))
             else:
                 await self.query(dev)
+            dev["node"] = (dev["node"] + 1) % len(self.nodes)
             await asyncio.sleep(rnd.uniform(0, 0.04))
         for p in probes:
             await p
-        await dev["http"].close()
+        for h in dev["http"]:
+            await h.close()
 
     # -- faults ----------------------------------------------------------------
 
@@ -390,8 +399,15 @@ class Run:
         end = start + seconds
         tasks = [asyncio.create_task(self.device(d, end, ready)) for d in range(self.a.devices)]
         fault = asyncio.create_task(self.faults(start, seconds))
-        await asyncio.gather(*tasks)
-        await fault
+        # Bounded: every device stops by the end plus the request timeout (and the lag probes' 10 s).
+        done, pending = await asyncio.wait([*tasks, fault], timeout=seconds + REQUEST_TIMEOUT * 2 + 30)
+        for t in pending:
+            t.cancel()
+        if pending:
+            self.fail(f"{len(pending)} devices or faults did not finish in time")
+        for t in done:
+            if t.exception() is not None:
+                self.fail(f"a device failed: {t.exception()!r}")
         self.elapsed = time.monotonic() - start
 
     # -- checks ----------------------------------------------------------------

@@ -33,6 +33,8 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     private var follower: Thread?
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = LockedFlag()
+    /// Writes committed, and decisions made again because the hub had moved on (since the node opened).
+    public private(set) var stats = (writes: 0, redecided: 0)
     /// Called after each catch-up that brought events (the position reached), for tools that measure the lag.
     public var onCaughtUp: (@Sendable (Int64) -> Void)?
 
@@ -103,9 +105,12 @@ public final class HubNode: LogWriter, @unchecked Sendable {
             try catchUpLocked()
             hubMoved = false
             do {
-                return try body(replica)
+                let result = try body(replica)
+                stats.writes += 1
+                return result
             } catch {
                 guard hubMoved else { throw error }
+                stats.redecided += 1
                 guard attempt < Self.attempts else {
                     throw EditLogError(.conflict, "the hub moved on under this write \(Self.attempts) times (other nodes append fast): try again",
                                        at: store.location.description)
@@ -197,7 +202,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
 
     /// Runs `op` and waits for it: for the synchronous code the replica's gate and catch-up run in (a serve edit's
     /// queue, a command's main thread, the catch-up thread), never a task of the cooperative pool.
-    static func blocking<T: Sendable>(_ op: @escaping @Sendable () async throws -> T) throws(EditLogError) -> T {
+    /// Bounded: a call on a connection the server dropped (a restart) can wait for ever; after `timeout` seconds it is
+    /// an `.io` error and the caller goes on (a write fails, a catch-up is tried again).
+    static func blocking<T: Sendable>(timeout: Double = 10, _ op: @escaping @Sendable () async throws -> T) throws(EditLogError) -> T {
         let box = ResultBox<T>()
         let done = DispatchSemaphore(value: 0)
         Task(executorPreference: HubExecutor.shared) {
@@ -206,7 +213,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
             }
             done.signal()
         }
-        done.wait()
+        guard done.wait(timeout: .now() + timeout) == .success else {
+            throw EditLogError(.io, "PostgreSQL did not answer within \(Int(timeout)) s (is the server restarting?)")
+        }
         return try box.result!.get()
     }
 }

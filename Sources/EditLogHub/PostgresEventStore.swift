@@ -32,6 +32,8 @@ public final class PostgresEventStore: EventStoreEngine {
     public static let appenderRole = "editlog_appender"
     /// The channel a committed append notifies, with the new head position as its payload.
     public static let channel = "editlog_events"
+    /// Rows per INSERT statement of an append (16 binds each, under PostgreSQL's 65,535).
+    static let insertRows = 1000
     /// The size of a stored blob piece.
     static let pieceBytes = Int(BlobStorage.inlineLimit)
 
@@ -161,6 +163,17 @@ public final class PostgresEventStore: EventStoreEngine {
         var encoder = EventHash.Encoder()
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(batch.count)
+        // The batch's rows in one multi-row INSERT (one round trip, whatever its size up to `insertRows`).
+        var rows: [String] = [], binds = PostgresBindings(capacity: batch.count * 16)
+        func flush() async throws {
+            guard !rows.isEmpty else { return }
+            try await conn.query(PostgresQuery(unsafeSQL: """
+                INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause, client_time,
+                                    recorded_time, origin_log, origin_position, origin_hash, hash) VALUES \(rows.joined(separator: ","))
+                """, binds: binds), logger: logger)
+            rows.removeAll(keepingCapacity: true)
+            binds = PostgresBindings(capacity: batch.count * 16)
+        }
         for e in batch {
             if let position = stored[e.id] {
                 outcomes.append(.alreadyStored(position: position))
@@ -173,13 +186,13 @@ public final class PostgresEventStore: EventStoreEngine {
             let recorded = e.recordedTime ?? Timestamp.format(milliseconds: clock.now())
             let values = e.hashValues(position: position, streamVersion: version + 1, payload: payload, recorded: recorded, logId: logId)
             let hash = EventHash.compute(using: &encoder, previous: head.hash, values)
-            try await conn.query("""
-                INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause, client_time,
-                                    recorded_time, origin_log, origin_position, origin_hash, hash)
-                VALUES (\(position), \(e.id), \(e.stream), \(version + 1), \(e.type), \(Data(payload)), \(e.actor), \(e.device), \(e.session),
-                        \(e.cause), \(e.clientTime), \(recorded), \(values.originLog), \(values.originPosition), \(values.originHash.map { Data($0) }),
-                        \(Data(hash)))
-                """, logger: logger)
+            let first = binds.count
+            rows.append("(" + (1...16).map { "$\(first + $0)" }.joined(separator: ",") + ")")
+            try binds.append(position); try binds.append(e.id); try binds.append(e.stream); try binds.append(version + 1); try binds.append(e.type)
+            try binds.append(Data(payload)); try binds.append(e.actor); try binds.append(e.device); try binds.append(e.session); try binds.append(e.cause)
+            try binds.append(e.clientTime); try binds.append(recorded); try binds.append(values.originLog); try binds.append(values.originPosition)
+            try binds.append(values.originHash.map { Data($0) }); try binds.append(Data(hash))
+            if rows.count == insertRows { try await flush() }
             head = StoreHead(position: position, hash: hash)
             versions[e.stream] = version + 1
             stored[e.id] = position
@@ -188,9 +201,12 @@ public final class PostgresEventStore: EventStoreEngine {
                 device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime, recordedTime: recorded,
                 origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: hash) : e.origin!, hash: hash)))
         }
-        try await conn.query("UPDATE editlog_head SET position = \(head.position), hash = \(Data(head.hash))", logger: logger)
-        // Delivered at commit, to every node listening (a catch-up subscription's wake-up).
-        try await conn.query("SELECT pg_notify(\(channel), \(String(head.position)))", logger: logger)
+        try await flush()
+        // The head moved and the nodes notified (delivered at commit) in one statement.
+        try await conn.query("""
+            WITH moved AS (UPDATE editlog_head SET position = \(head.position), hash = \(Data(head.hash)) RETURNING position)
+            SELECT pg_notify(\(channel), position::text) FROM moved
+            """, logger: logger)
         return outcomes
     }
 

@@ -85,6 +85,9 @@ struct Serve: AsyncParsableCommand {
                 out("editlog: serving http://\(shownHost):\(port)/arcgis/rest/services/\(serviceName)/FeatureServer")
             }
             do { try await app.runService() } catch { throw EditLogError(.io, "the server stopped: \(error)") }
+            if let node {
+                out("editlog: node stopped: \(node.stats.writes) writes, \(node.stats.redecided) decided again after another node appended first")
+            }
         }
     }
 }
