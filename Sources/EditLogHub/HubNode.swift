@@ -2,6 +2,7 @@ import EditLog
 import EditLogCore
 import EditLogStore
 import Foundation
+import Synchronization
 
 /// A node of a hub on PostgreSQL: the hub's store of record, and a replica of it in a local SQLite file (the read
 /// models: `EditLog.createReplica`) that a catch-up subscription keeps up with the store's head.
@@ -32,11 +33,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     private var listener: Task<Void, Never>?
     private var follower: Thread?
     private let wake = DispatchSemaphore(value: 0)
-    private let stopped = LockedFlag()
+    private let stopped = Atomic<Bool>(false)
     /// Writes committed, and decisions made again because the hub had moved on (since the node opened).
     public private(set) var stats = (writes: 0, redecided: 0)
-    /// Called after each catch-up that brought events (the position reached), for tools that measure the lag.
-    public var onCaughtUp: (@Sendable (Int64) -> Void)?
 
     private init(store: PostgresEventStore, replica: EditLog, replicaPath: String) {
         self.store = store; self.replica = replica; self.replicaPath = replicaPath
@@ -157,7 +156,6 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     @discardableResult
     private func catchUpLocked() throws(EditLogError) -> Int64 {
         var head = try replica.head().position
-        let start = head
         while true {
             let from = head
             let batch = try Self.blocking { [store] in try await store.events(after: from, limit: Self.catchUpBatch) }
@@ -165,7 +163,6 @@ public final class HubNode: LogWriter, @unchecked Sendable {
             try replica.follow(batch, fetchBlob: { [store] sha in try Self.fetchBlob(store, sha) })
             head = last.position
         }
-        if head > start { onCaughtUp?(head) }
         return head
     }
 
@@ -174,9 +171,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     public func startFollowing(poll: Double = 1) {
         listener = Task { [store, wake] in await store.listen { wake.signal() } }
         let thread = Thread { [self] in
-            while !stopped.value {
+            while !stopped.load(ordering: .acquiring) {
                 _ = wake.wait(timeout: .now() + poll)
-                if stopped.value { break }
+                if stopped.load(ordering: .acquiring) { break }
                 do { try catchUp() } catch {
                     FileHandle.standardError.write(Data("editlog: catch-up failed (retrying): \(error)\n".utf8))
                 }
@@ -189,7 +186,7 @@ public final class HubNode: LogWriter, @unchecked Sendable {
 
     /// Stops the subscription and closes the replica and the store's client.
     public func close() {
-        stopped.value = true
+        stopped.store(true, ordering: .releasing)
         listener?.cancel()
         wake.signal()
         while let t = follower, !t.isFinished { usleep(1000) }
@@ -234,13 +231,4 @@ final class HubExecutor: TaskExecutor {
 
 private final class ResultBox<T>: @unchecked Sendable {
     var result: Result<T, EditLogError>?
-}
-
-final class LockedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var flag = false
-    var value: Bool {
-        get { lock.withLock { flag } }
-        set { lock.withLock { flag = newValue } }
-    }
 }

@@ -45,9 +45,7 @@ public final class PostgresEventStore: EventStoreEngine {
     /// after the pool's retries), then starts the client.
     static func start(_ location: PostgresLocation) async throws(EditLogError) -> (PostgresClient, Task<Void, Never>) {
         try await wrap(location, "connect") {
-            let probe = try await PostgresConnection.connect(configuration: .init(host: location.host, port: location.port, username: location.user,
-                                                                                  password: location.password, database: location.database, tls: .disable),
-                                                             id: 0, logger: logger)
+            let probe = try await PostgresConnection.connect(configuration: location.connectionConfiguration, id: 0, logger: logger)
             try await probe.close()
         }
         let client = PostgresClient(configuration: location.configuration, backgroundLogger: logger)
@@ -112,9 +110,7 @@ public final class PostgresEventStore: EventStoreEngine {
         let location = self.location
         while !Task.isCancelled {
             do {
-                let conn = try await PostgresConnection.connect(
-                    configuration: .init(host: location.host, port: location.port, username: location.user, password: location.password,
-                                         database: location.database, tls: .disable), id: 1, logger: Self.logger)
+                let conn = try await PostgresConnection.connect(configuration: location.connectionConfiguration, id: 1, logger: Self.logger)
                 do {
                     try await withTaskCancellationHandler {
                         try await conn.listen(on: Self.channel) { notifications in

@@ -65,6 +65,11 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         return url.string ?? text
     }
 
+    /// One connection of its own (a probe, a LISTEN session), outside the client's pool.
+    var connectionConfiguration: PostgresConnection.Configuration {
+        .init(host: host, port: port, username: user, password: password, database: database, tls: .disable)
+    }
+
     var configuration: PostgresClient.Configuration {
         var c = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: .disable)
         c.options.minimumConnections = 0

@@ -1,6 +1,7 @@
 import EditLogCore
 import Foundation
 import GRDB
+import Synchronization
 
 /// A write's last step before its commit, on a log that replicates a hub's (`EditLogHub.HubNode`): it gets the events
 /// the transaction appended, in position order, and a reader of the attachment bytes they reference (by SHA-256 hex,
@@ -8,24 +9,14 @@ import GRDB
 /// the replica commits only what the hub holds, at the same positions with the same hashes.
 public typealias CommitGate = @Sendable (_ events: [RecordedEvent], _ blob: (String) throws -> [UInt8]?) throws -> Void
 
-/// The gate a store's writes pass (set once a replica is opened, read by every write).
-final class CommitGateBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var gate: CommitGate?
-    var value: CommitGate? {
-        get { lock.withLock { gate } }
-        set { lock.withLock { gate = newValue } }
-    }
-}
-
 extension EventStore {
     /// Sets the gate every write of this handle passes before it commits (nil: none). Writes that bring events the hub
     /// already holds (a replica catching up) pass `gated: false`.
-    public func setCommitGate(_ gate: CommitGate?) { gateBox.value = gate }
+    public func setCommitGate(_ gate: CommitGate?) { commitGate.withLock { $0 = gate } }
 
     /// Runs the gate, if any, on what the transaction appended after `start`.
     func passGate(_ db: Database, after start: Int64, head: Int64) throws {
-        guard head > start, let gate = gateBox.value else { return }
+        guard head > start, let gate = commitGate.withLock({ $0 }) else { return }
         var events: [RecordedEvent] = []
         try EventReading.forEach(db, after: start) { events.append($0) }
         try gate(events) { sha in

@@ -1,6 +1,7 @@
 import EditLogCore
 import Foundation
 import GRDB
+import Synchronization
 
 /// The append-only event log in one SQLite file (WAL). One facade over the database, as GRDB's
 /// `DatabaseQueue` is: every write goes through `write`, in one IMMEDIATE transaction, so a
@@ -14,7 +15,7 @@ public final class EventStore: Sendable {
     /// Head and stream versions of this process's last write, while no other connection writes.
     let appendCache = AppendCache()
     /// The gate writes pass before they commit (`setCommitGate`).
-    let gateBox = CommitGateBox()
+    let commitGate = Mutex<CommitGate?>(nil)
 
     public static let formatVersion = 1
 

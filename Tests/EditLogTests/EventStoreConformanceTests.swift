@@ -54,6 +54,12 @@ enum PostgresScratch {
         }
     }
 
+    /// The test server's URL (`EDITLOG_TEST_POSTGRES`, credentials included) naming `database` instead.
+    static func url(_ database: String) -> String {
+        let server = EngineUnderTest.postgresURL!
+        return String(server[..<server.lastIndex(of: "/")!]) + "/" + database
+    }
+
     /// One statement on its own connection (`sql` is the test's own text).
     static func run(_ location: PostgresLocation, _ sql: String, asRole role: String? = nil) async throws {
         let client = PostgresClient(configuration: .init(host: location.host, port: location.port, username: location.user, password: location.password,
@@ -327,8 +333,7 @@ struct PostgresStoreTests {
         /// same log id is checked by the conformance suite), a refused second init, and a tampered row named by `verify`.
         @Test func hubInitThenVerifyThenTamper() async throws {
             try await PostgresScratch.withDatabase { location in
-                var url = EngineUnderTest.postgresURL!
-                url = String(url[..<url.lastIndex(of: "/")!]) + "/" + location.database
+                let url = PostgresScratch.url(location.database)
                 let f = Paths.trees
                 let args = ["hub", "init", url, "--service", f + "/service.json", "--webmap", f + "/webmap.json", "--rules", f + "/rules.json",
                             "--data"] + ["Species", "Neighborhoods", "Trees", "Inspections"].map { f + "/baseline/\($0).json" } + ["--json"]
@@ -351,7 +356,7 @@ struct PostgresStoreTests {
                 let broken = try JSONParser.parse(Array(r.stdout.utf8))
                 #expect(r.status == 69 && broken["firstBadPosition"]?.intValue == 7, "\(r.stdout) \(r.stderr)")
                 // A database that holds no store, and a role that does not exist: a clear error at once.
-                r = try CLI.run(["verify", String(url[..<url.lastIndex(of: "/")!]) + "/postgres"])
+                r = try CLI.run(["verify", PostgresScratch.url("postgres")])
                 #expect(r.status == 68 && r.stderr.contains("hub init"))
                 r = try CLI.run(["hub", "init", "postgres://nobody_here@\(location.host):\(location.port)/x", "--service", f + "/service.json"])
                 #expect(r.status == 74 && r.stderr.contains("nobody_here"))

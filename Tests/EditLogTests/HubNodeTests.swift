@@ -13,7 +13,7 @@ import Testing
 @Suite(.serialized, .enabled(if: EngineUnderTest.postgresURL != nil, "EDITLOG_TEST_POSTGRES is not set (.ci/run starts a PostgreSQL 15 server and sets it)"))
 struct HubNodeTests {
     /// A hub store holding the SyncRig hub's log (Trees of Portland), copied as it is.
-    static func withHub<T>(_ body: (PostgresEventStore, EditLog) async throws -> T) async throws -> T {
+    static func withHub<T>(_ body: (PostgresEventStore) async throws -> T) async throws -> T {
         try await PostgresScratch.withDatabase { location in
             let th = TempPath("hub-source")
             let source = try SyncRig.hub(th)
@@ -22,7 +22,7 @@ struct HubNodeTests {
             let blobs = try Set(events.flatMap(\.blobReferences)).sorted().map { try #require(try source.blob(sha256: $0)) }
             let store = try await PostgresEventStore.create(location, logId: source.logId, initial: events.map { EventAppend(recorded: $0) }, initialBlobs: blobs)
             defer { store.close() }
-            return try await body(store, source)
+            return try await body(store)
         }
     }
 
@@ -57,7 +57,7 @@ struct HubNodeTests {
     /// and A again through node 2. Both devices and both replicas end with the same data, each replica's
     /// projections equal a rebuild, and the store holds every edit once.
     @Test func twoNodesOneStoreAndDevicesSyncThroughEither() async throws {
-        try await Self.withHub { store, _ in
+        try await Self.withHub { store in
             let d1 = TempPath("node1"), d2 = TempPath("node2")
             let n1 = Unchecked(try Self.node(store, d1, seed: 71)), n2 = Unchecked(try Self.node(store, d2, seed: 72))
             defer { n1.value.close(); n2.value.close() }
@@ -107,7 +107,7 @@ struct HubNodeTests {
     /// A write decided on a replica the hub moved past (node 2 appended in between) appends nothing, and is decided
     /// again on the caught-up replica: both edits are in the store once, in the order the hub took them.
     @Test func aWriteTheHubMovedPastIsDecidedAgain() async throws {
-        try await Self.withHub { store, _ in
+        try await Self.withHub { store in
             let d1 = TempPath("node1"), d2 = TempPath("node2")
             let n1 = try Self.node(store, d1, seed: 73), n2 = try Self.node(store, d2, seed: 74)
             defer { n1.close(); n2.close() }
@@ -147,7 +147,7 @@ struct HubNodeTests {
     /// A node closed while others append catches up from its last position when it opens again; a deleted cache is
     /// built again from the store; a replica that is not the store's prefix (another hub's, damaged) is replaced.
     @Test func aRestartedNodeCatchesUpAndALostCacheIsRebuilt() async throws {
-        try await Self.withHub { store, _ in
+        try await Self.withHub { store in
             let d1 = TempPath("node1"), d2 = TempPath("node2")
             var n1 = try Self.node(store, d1, seed: 75)
             let n2 = try Self.node(store, d2, seed: 76)
@@ -181,7 +181,7 @@ struct HubNodeTests {
 
     /// The subscription: a node that follows sees another node's append without being asked (NOTIFY, else the poll).
     @Test func aFollowingNodeCatchesUpByItself() async throws {
-        try await Self.withHub { store, _ in
+        try await Self.withHub { store in
             let d1 = TempPath("node1"), d2 = TempPath("node2")
             let n1 = try Self.node(store, d1, seed: 77), n2 = try Self.node(store, d2, seed: 78)
             defer { n1.close(); n2.close() }
@@ -205,8 +205,7 @@ extension HubNodeTests {
     @Suite(.tags(.process)) struct ProcessTests {
         @Test func theCommandsTakeAPostgresStore() async throws {
             try await PostgresScratch.withDatabase { location in
-                var url = EngineUnderTest.postgresURL!
-                url = String(url[..<url.lastIndex(of: "/")!]) + "/" + location.database
+                let url = PostgresScratch.url(location.database)
                 let f = Paths.trees
                 let inputs = ["--service", f + "/service.json", "--webmap", f + "/webmap.json", "--rules", f + "/rules.json", "--data"]
                     + ["Species", "Neighborhoods", "Trees", "Inspections"].map { f + "/baseline/\($0).json" }
@@ -246,7 +245,7 @@ extension HubNodeTests {
                 r = try CLI.run(["bundle", "verify", dir.path + "/hub.tar.gz"])
                 #expect(r.status == 0, "\(r.stderr)")
                 // A store that is not there: a clear error, nothing made.
-                r = try CLI.run(["log", String(url[..<url.lastIndex(of: "/")!]) + "/postgres", "--cache", dir.path + "/c3"])
+                r = try CLI.run(["log", PostgresScratch.url("postgres"), "--cache", dir.path + "/c3"])
                 #expect(r.status == 68 && r.stderr.contains("hub init"), "\(r.stderr)")
             }
         }
