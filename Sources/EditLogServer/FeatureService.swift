@@ -42,6 +42,10 @@ struct ServiceRequest: Sendable {
     var params: Parameters
     var user: String?
     var device: String
+    /// The client's address (a `client=requestip` token is bound to it).
+    var address: String = "unknown"
+    /// `http://host:port[/arcgis]` as the client addressed it.
+    var rootURL: String = ""
     /// `http://host:port/arcgis/rest/services/<name>/FeatureServer` as the client addressed it (links in answers).
     var serviceURL: String = ""
     /// Reports a failure that no response can carry any more (a body that fails while it is sent), to the server's log.
@@ -105,24 +109,39 @@ final class FeatureService: Sendable {
             }
         }
         let pretty = params["f"]?.lowercased() == "pjson"
-        // Authentication: wherever ArcGIS clients send a token (see `RequestToken`).
+        let parts = Self.pathParts(request.uri.path)
+        let referer = request.headers[.referer]
+        // Authentication: wherever ArcGIS clients send a token (see `RequestToken`): one of the token file's, else
+        // one this server signed. A login is not refused for a stale token it carries.
         var user: String?
-        if let token = RequestToken.find(params: params, headers: request.headers) {
-            guard let u = options.tokens[token] else { return ServiceError.invalidToken.response(pretty: pretty) }
-            user = u
+        if !Self.isTokenService(parts), let token = RequestToken.find(params: params, headers: request.headers) {
+            if let u = options.tokens[token] {
+                user = u
+            } else if let u = options.login?.user(forToken: token, address: context.remoteAddress, referer: referer, now: options.clock()) {
+                user = u
+            } else {
+                return ServiceError.invalidToken.response(pretty: pretty)
+            }
         }
         if let limiter, !limiter.allow(user.map { "user:" + $0 } ?? "ip:" + context.remoteAddress) {
             return ArcGISResponse.error(429, "Too many requests.", details: ["at most \(limiter.perSecond) requests per second"], status: .tooManyRequests, pretty: pretty)
         }
         let agent = request.headers[.userAgent].map { String($0.prefix(256)) } ?? "unknown"
-        var req = ServiceRequest(params: params, user: user, device: agent.isEmpty ? "unknown" : agent)
+        var req = ServiceRequest(params: params, user: user, device: agent.isEmpty ? "unknown" : agent, address: context.remoteAddress)
         let logger = context.logger
         req.logError = { message in logger.error("\(message)") }
         let authority = request.head.authority ?? "\(options.host):\(options.port)"
         let prefix = request.uri.path.lowercased().hasPrefix("/arcgis/") ? "/arcgis" : ""
-        req.serviceURL = "http://\(authority)\(prefix)/rest/services/\(options.serviceName.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? options.serviceName)/FeatureServer"
+        req.rootURL = "http://\(authority)\(prefix)"
+        req.serviceURL = "\(req.rootURL)/rest/services/\(options.serviceName.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? options.serviceName)/FeatureServer"
+        let r = req
         do {
-            return try await routeOffThePool(request.uri.path, req, write: request.method == .post && Self.isEdit(request.uri.path))
+            if Self.isTokenService(parts) {
+                // Off the event loop: checking a password is PBKDF2's deliberate work.
+                let method = request.method.rawValue
+                return try await routeOffThePool(write: false) { self.out(try self.generateToken(r, method: method), r) }
+            }
+            return try await routeOffThePool(write: request.method == .post && Self.isEdit(request.uri.path)) { try self.route(parts, r) }
         } catch let e as ServiceError {
             return e.response(pretty: pretty)
         } catch let e as EditLogError {
@@ -138,9 +157,9 @@ final class FeatureService: Sendable {
     static let reads = DispatchQueue(label: "editlog.serve.reads", qos: .userInitiated, attributes: .concurrent)
     static let edits = DispatchQueue(label: "editlog.serve.edits", qos: .userInitiated)
 
-    func routeOffThePool(_ path: String, _ r: ServiceRequest, write: Bool) async throws -> Response {
+    func routeOffThePool(write: Bool, _ body: @escaping @Sendable () throws -> Response) async throws -> Response {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Response, any Error>) in
-            (write ? Self.edits : Self.reads).async { c.resume(with: Result { try self.route(path, r) }) }
+            (write ? Self.edits : Self.reads).async { c.resume(with: Result { try body() }) }
         }
     }
 
@@ -161,13 +180,10 @@ final class FeatureService: Sendable {
         return u
     }
 
-    func route(_ path: String, _ r: ServiceRequest) throws -> Response {
-        var parts = path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) }
-        if parts.first?.lowercased() == "arcgis" { parts.removeFirst() }
+    func route(_ parts: [String], _ r: ServiceRequest) throws -> Response {
+        if parts.map({ $0.lowercased() }) == ["sharing", "rest", "info"] { return out(restInfo(r, tokensAt: "/sharing/rest/generateToken"), r) }
         guard parts.count >= 2, parts[0].lowercased() == "rest" else { throw ServiceError.notFound }
-        if parts.count == 2, parts[1].lowercased() == "info" {
-            return out(["currentVersion": Self.currentVersion, "authInfo": ["isTokenBasedSecurity": .bool(!options.tokens.isEmpty)]], r)
-        }
+        if parts.count == 2, parts[1].lowercased() == "info" { return out(restInfo(r, tokensAt: "/tokens/generateToken"), r) }
         guard parts[1].lowercased() == "services" else { throw ServiceError.notFound }
         try requireRead(r)
         if parts.count == 2 {
@@ -209,6 +225,17 @@ final class FeatureService: Sendable {
             }
         }
         throw ServiceError.notFound
+    }
+
+    /// `/rest/info`: token-based security where there are tokens or users; with users, where to log in.
+    func restInfo(_ r: ServiceRequest, tokensAt path: String) -> JSONValue {
+        var auth: [String: JSONValue] = ["isTokenBasedSecurity": .bool(!options.tokens.isEmpty || options.login != nil)]
+        if let login = options.login {
+            auth["tokenServicesUrl"] = .string(r.rootURL + path)
+            auth["shortLivedTokenValidity"] = .int(Int64(Login.defaultMinutes))
+            auth["maxTokenExpiration"] = .int(Int64(login.maxMinutes))
+        }
+        return ["currentVersion": Self.currentVersion, "authInfo": .object(auth)]
     }
 
     func out(_ v: JSONValue, _ r: ServiceRequest) -> Response {

@@ -24,6 +24,10 @@ public struct ServerOptions: Sendable {
     public var writer: (any LogWriter)?
     /// The `serviceItemId` the service root names (a hub's nodes name the hub's log id: one service, many URLs).
     public var serviceItemId: String?
+    /// Logging in with a name and a password (`generateToken`); nil: only the tokens above.
+    public var login: Login?
+    /// The time tokens are issued and checked at (injected by tests).
+    public var clock: @Sendable () -> Date = { Date() }
 
     public init(serviceName: String) { self.serviceName = serviceName }
 

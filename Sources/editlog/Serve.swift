@@ -14,6 +14,10 @@ struct Serve: AsyncParsableCommand {
             store before it is answered. Run as many nodes as needed on one store; devices sync through any of them.
             Paths as ArcGIS Server: /arcgis/rest/services/NAME/FeatureServer[/ID[/query|/applyEdits|…]].
             The token file holds one `TOKEN USER` pair per line; clients send it as `token=`, `X-Esri-Authorization: Bearer`, `Authorization: Bearer` or the `agstoken` cookie.
+            With --users, clients log in as ArcGIS's do: POST /arcgis/tokens/generateToken (or /arcgis/sharing/rest/generateToken) \
+            with username and password gives a token signed by --token-key, bound to the client's address or referer, good \
+            for `expiration` minutes; /arcgis/rest/info names the token service. After 5 failed logins for a name (20 from an \
+            address) logins are refused for 30 s, doubling up to 15 minutes.
             """)
 
     @OptionGroup var log: LogOptions
@@ -29,6 +33,19 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("token-file"), help: "A file of `TOKEN USER` lines; edits need one of these tokens.")
     var tokenFile: String?
+
+    @Option(name: .customLong("users"), help: ArgumentHelp(
+        "A users file (`editlog users add`): its users log in with a name and a password at /arcgis/tokens/generateToken.",
+        valueName: "file"))
+    var usersFile: String?
+
+    @Option(name: .customLong("token-key"), help: ArgumentHelp(
+        "The key that signs login tokens, created (mode 0600) where there is none. Default: LOG.token-key beside a log file; for a postgres:// store, <logId>.token-key in --cache. Nodes of one hub that share devices share one key file.",
+        valueName: "file"))
+    var tokenKey: String?
+
+    @Option(name: .customLong("token-max-minutes"), help: "The longest lifetime a login token can be asked for.")
+    var tokenMaxMinutes: Int = 1440
 
     @Flag(name: .customLong("anonymous-reads"), help: "Allow definitions and queries without a token.")
     var anonymousReads = false
@@ -46,6 +63,8 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard maxRecordCount >= 1 else { throw ValidationError("--max-record-count must be at least 1") }
         guard maxRequestBytes >= 1024 else { throw ValidationError("--max-request-bytes must be at least 1024") }
+        guard tokenMaxMinutes >= 1 else { throw ValidationError("--token-max-minutes must be at least 1") }
+        if tokenKey != nil && usersFile == nil { throw ValidationError("--token-key goes with --users FILE") }
         if let rateLimit, !(rateLimit > 0) { throw ValidationError("--rate-limit must be positive") }
         if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a non-empty name without \"/\"") }
     }
@@ -78,6 +97,10 @@ struct Serve: AsyncParsableCommand {
                 node = n
             } else {
                 editLog = try EditLog.open(at: log.db)
+            }
+            if let usersFile {
+                let keyPath = tokenKey ?? (node.map { (log.cacheDirectory as NSString).appendingPathComponent("\($0.store.logId).token-key") } ?? log.db + ".token-key")
+                options.login = try Login(usersPath: usersFile, signer: try TokenSigner.loadOrCreate(at: keyPath), maxMinutes: tokenMaxMinutes)
             }
             defer { node?.close() }
             let serviceName = options.serviceName, shownHost = host
