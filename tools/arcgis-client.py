@@ -2,6 +2,7 @@
 """Esri's own Python API (`arcgis`, PyPI, pinned in .ci/run) as a client of `editlog serve`.
 
     python3 tools/arcgis-client.py SERVICE_URL TOKEN WORKDIR
+    EDITLOG_PASSWORD_FILE=F python3 tools/arcgis-client.py SERVICE_URL login:NAME WORKDIR
 
 SERVICE_URL is the FeatureServer (http://127.0.0.1:PORT/arcgis/rest/services/NAME/FeatureServer) of a served
 Trees of Portland log. The script uses only arcgis's public FeatureLayer / FeatureLayerCollection API
@@ -16,6 +17,7 @@ import json
 import os
 import sys
 import types
+import urllib.request
 import warnings
 
 warnings.filterwarnings("ignore")
@@ -25,7 +27,18 @@ from arcgis.gis._impl._con import Connection  # noqa: E402
 
 
 def stand_in_gis(services_url, token):
-    con = Connection(baseurl=services_url, product="SERVER", all_ssl=False, token=token)
+    if token.startswith("login:"):
+        # Logging in with a name and a password: arcgis's EsriGenTokenAuth posts to the token service that
+        # /rest/info names (client=referer, its Referer header on every request after).
+        with open(os.environ["EDITLOG_PASSWORD_FILE"]) as fh:
+            password = fh.read().strip("\n")
+        root = services_url.rsplit("/rest/", 1)[0]
+        with urllib.request.urlopen(root + "/rest/info?f=json") as r:
+            token_url = json.load(r)["authInfo"]["tokenServicesUrl"]
+        con = Connection(baseurl=services_url, username=token.split(":", 1)[1], password=password, product="SERVER",
+                         all_ssl=False, token_url=token_url)
+    else:
+        con = Connection(baseurl=services_url, product="SERVER", all_ssl=False, token=token)
     portal = types.SimpleNamespace(is_arcgisonline=False)
     # `session`: attachments.add posts through gis.session (the Connection's requests session).
     return types.SimpleNamespace(_con=con, version=[11, 1], _is_arcgisonline=False, _portal=portal, session=con._session)
@@ -36,6 +49,8 @@ def main():
     services_url = service_url.rsplit("/", 2)[0]  # …/arcgis/rest/services
     gis = stand_in_gis(services_url, token)
     out = {"arcgis": __import__("arcgis").__version__}
+    if token.startswith("login:"):
+        out["login"] = {"token": gis._con.token, "auth": type(gis._con._session.auth).__name__}
 
     trees = FeatureLayer(service_url + "/0", gis)
     inspections = FeatureLayer(service_url + "/3", gis)

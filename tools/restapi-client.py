@@ -2,6 +2,7 @@
 """bmi-arcgis-restapi (`import restapi`, PyPI, pinned in .ci/run) as a client of `editlog serve`.
 
     python3 tools/restapi-client.py SERVICE_URL TOKEN WORKDIR
+    EDITLOG_PASSWORD_FILE=F python3 tools/restapi-client.py SERVICE_URL login:NAME WORKDIR
 
 SERVICE_URL is the FeatureServer (http://127.0.0.1:PORT/arcgis/rest/services/NAME/FeatureServer) of a served
 Trees of Portland log. `restapi.FeatureLayer(url, token=TOKEN)` sends a token given as a string the way it
@@ -11,6 +12,10 @@ sends one to ArcGIS Server: as the `agstoken` cookie, never as a parameter. The 
 wrong token to see how the refusal reaches restapi. Every request's token transport is recorded (a response
 hook on restapi's session). It prints one JSON object, the `RESTAPI-RESULT` line; ServerRestapiClientTests
 asserts on it and on `editlog history`. Any unexpected exception exits non-zero with the traceback.
+
+With `login:NAME` the script logs in as restapi does, `FeatureLayer(url, NAME, PASSWORD)` (restapi's
+`generate_token`: /rest/info's tokenServicesUrl, `client=requestip`), the password read from the file
+EDITLOG_PASSWORD_FILE names (never from the command line); `login` in the result says what it got.
 """
 import json
 import os
@@ -46,7 +51,14 @@ def main():
 
     rest_utils.get_request_client().session.hooks["response"].append(record)
 
-    trees = restapi.FeatureLayer(service_url + "/0", token=token)
+    if token.startswith("login:"):
+        with open(os.environ["EDITLOG_PASSWORD_FILE"]) as fh:
+            password = fh.read().strip("\n")
+        trees = restapi.FeatureLayer(service_url + "/0", token.split(":", 1)[1], password)
+        out["login"] = {"token": trees.token.token, "expires": trees.token.expires,
+                        "requests": [r["path"] for r in requests_seen if "generateToken" in r["path"] or r["path"].endswith("/rest/info")]}
+    else:
+        trees = restapi.FeatureLayer(service_url + "/0", token=token)
     out["layerName"] = trees.name
     out["maxRecordCount"] = trees.maxRecordCount
 

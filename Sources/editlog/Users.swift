@@ -30,6 +30,7 @@ struct UsersAdd: ParsableCommand {
     func run() throws {
         try handleErrors {
             var users = try UsersFile.load(file, missingIsEmpty: true)
+            try UsersFile.checkName(name, at: "user name")  // before a terminal asks for the password twice
             let password = try PasswordInput.read(prompt: "Password for \(name): ")
             let added = try users.set(name, PasswordHash.make(password: password))
             try users.write(to: file)

@@ -3,6 +3,7 @@ import EditLogHub
 import EditLogServer
 import EditLogStore
 import EditLogSync
+import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -33,8 +34,9 @@ struct HubNodeTests {
     }
 
     /// Serves `node` for the duration of `body`, which gets its FeatureServer URL.
-    static func serve(_ node: HubNode, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
+    static func serve(_ node: HubNode, login: Login? = nil, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
         var options = ServerOptions(serviceName: "Trees")
+        options.login = login
         options.tokens = [SyncRig.token: SyncRig.hubUser]
         options.port = 0
         options.writer = node
@@ -180,6 +182,41 @@ struct HubNodeTests {
     }
 
     /// The subscription: a node that follows sees another node's append without being asked (NOTIFY, else the poll).
+    /// Logging in works on a hub as on a log: nodes given one users file and one key file take each other's tokens,
+    /// so a device that logged in through node 1 edits through node 2, as the user it logged in as.
+    @Test func aTokenOneNodeIssuedIsGoodAtTheOther() async throws {
+        try await Self.withHub { store in
+            let d1 = TempPath("node1"), d2 = TempPath("node2"), keys = TempPath("keys")
+            let n1 = Unchecked(try Self.node(store, d1, seed: 81)), n2 = Unchecked(try Self.node(store, d2, seed: 82))
+            defer { n1.value.close(); n2.value.close(); for s in [".users", ".key"] { try? FileManager.default.removeItem(atPath: keys.path + s) } }
+            var users = UsersFile()
+            try users.set("hub_login", PasswordHash.make(password: "hub-login-pass", rounds: 1000))
+            try users.write(to: keys.path + ".users")
+            let login = try Login(usersPath: keys.path + ".users", signer: try TokenSigner.loadOrCreate(at: keys.path + ".key"))
+            try await Self.serve(n1.value, login: login) { url1 in
+                try await Self.serve(n2.value, login: login) { url2 in
+                    let root1 = url1.components(separatedBy: "/rest/services/")[0]
+                    let t = try await Self.post(root1 + "/tokens/generateToken", [("username", "hub_login"), ("password", "hub-login-pass"), ("f", "json")])
+                    let token = try #require(t["token"]?.stringValue, "\(t.serialized())")
+                    let e = try await Self.post(url2 + "/0/applyEdits", [("updates", #"[{"attributes":{"OBJECTID":1,"DBH":77}}]"#), ("f", "json"), ("token", token)])
+                    #expect(e["updateResults"]?.at(0)?["success"] == true, "\(e.serialized())")
+                }
+            }
+            try n1.value.catchUp()
+            #expect(try n1.value.replica.sessions(actor: "hub_login").count == 1)
+            #expect(try n1.value.replica.head() == (try await store.head()))
+        }
+    }
+
+    static func post(_ url: String, _ form: [(String, String)]) async throws -> JSONValue {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: formEncode(form)))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        return try JSONParser.parse(Array(try await response.body.collect(upTo: 1 << 20).readableBytesView))
+    }
+
     @Test func aFollowingNodeCatchesUpByItself() async throws {
         try await Self.withHub { store in
             let d1 = TempPath("node1"), d2 = TempPath("node2")

@@ -19,7 +19,22 @@ extension ServerArcGISClientTests {
         func esrisPythonAPIQueriesEditsAttachesAndExtractsChanges() throws {
             // maxRecordCount 50 < 240 trees: arcgis must page (ids, then objectIds batches of 200).
             let served = try ServerClientTests.Served(maxRecordCount: 50)
-            let out = try served.runClient("arcgis-client.py", token: "tok-arcgis-0002", marker: "ARCGIS-RESULT")
+            try exercise(served, token: "tok-arcgis-0002", actor: "arcgis_user")
+        }
+
+        /// The same, logged in with a name and a password: arcgis's `Connection(username, password, product SERVER)`
+        /// posts to the token service /rest/info names and sends the token it got (bound to its Referer).
+        @Test(.enabled(if: arcgis, "arcgis (PyPI) is not installed: Esri's Python API is not tried"))
+        func esrisPythonAPILogsInWithANameAndAPasswordThenQueriesAndEdits() throws {
+            let served = try ServerClientTests.Served(maxRecordCount: 50, users: ["esri_login"])
+            let out = try exercise(served, token: "login:esri_login", actor: "esri_login")
+            #expect(out["login"]?["auth"] == "EsriGenTokenAuth", "\(out["login"]?.serialized() ?? "nil")")
+            #expect(out["login"]?["token"]?.stringValue?.hasPrefix("el1.") == true)
+        }
+
+        @discardableResult
+        func exercise(_ served: ServerClientTests.Served, token: String, actor: String) throws -> JSONValue {
+            let out = try served.runClient("arcgis-client.py", token: token, marker: "ARCGIS-RESULT")
             #expect(out["arcgis"] == "2.4.4")
 
             // Queries: every tree by where (paged by arcgis), by objectIds, a count by where.
@@ -79,20 +94,21 @@ extension ServerArcGISClientTests {
                 let entries = try served.history(gid)
                 let sessions = entries.filter { $0["cause"] == "session" || $0["cause"] == "delete" }
                 #expect(!sessions.isEmpty, "\(gid): \(entries)")
-                #expect(sessions.allSatisfy { $0["actor"] == "arcgis_user" }, "\(gid): \(entries)")
+                #expect(sessions.allSatisfy { $0["actor"]?.stringValue == actor }, "\(gid): \(entries)")
                 #expect(sessions.allSatisfy { $0["device"]?.stringValue?.hasPrefix("Geosaurus/") == true }, "\(gid): \(entries)")
             }
-            #expect(try served.history(updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "arcgis_user" })
-            #expect(try served.history(treeGid).contains { $0["field"] == "DBH" && $0["new"] == 2.5 && $0["actor"] == "arcgis_user" })
+            #expect(try served.history(updatedGid).contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"]?.stringValue == actor })
+            #expect(try served.history(treeGid).contains { $0["field"] == "DBH" && $0["new"] == 2.5 && $0["actor"]?.stringValue == actor })
             let attachmentEntries = try served.history(addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
             #expect(attachmentEntries.count == 2, "\(attachmentEntries)")
-            #expect(attachmentEntries.allSatisfy { $0["actor"] == "arcgis_user" })
+            #expect(attachmentEntries.allSatisfy { $0["actor"]?.stringValue == actor })
             // Nobody else edited: every session in the log since the baseline is the token's user's.
             let sessions = try CLI.run("sessions", served.temp.path, "--json")
             let all = try JSONParser.parse(sessions.stdout).arrayValue ?? []
-            #expect(!all.isEmpty && all.allSatisfy { $0["actor"] == "arcgis_user" }, "\(sessions.stdout.prefix(2000))")
+            #expect(!all.isEmpty && all.allSatisfy { $0["actor"]?.stringValue == actor }, "\(sessions.stdout.prefix(2000))")
             let verify = try CLI.run("verify", served.temp.path)
             #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+            return out
         }
     }
 }

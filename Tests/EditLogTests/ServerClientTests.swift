@@ -26,14 +26,25 @@ struct ServerClientTests {
         let process: Process
         let base: String
 
-        init(maxRecordCount: Int) throws {
+        /// `users`: names `editlog users add` gives a users file that `serve --users` reads (passwords: `password(for:)`).
+        init(maxRecordCount: Int, users: [String] = []) throws {
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-serve-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let log = try Fixture.treesLog(at: temp.path)
             log.close()
             try "tok-client-0001 gdal_user\ntok-arcgis-0002 arcgis_user\n".write(toFile: dir + "/tokens", atomically: true, encoding: .utf8)
+            var login: [String] = []
+            if !users.isEmpty {
+                // `editlog users add` reads each password from stdin (here a file: never a command line).
+                for name in users {
+                    try Self.password(for: name).write(toFile: dir + "/password-\(name)", atomically: true, encoding: .utf8)
+                    let r = try CLI.sh("'\(CLI.binary)' users add '\(dir)/users' \(name) < '\(dir)/password-\(name)'")
+                    guard r.status == 0 else { throw EditLogError(.io, "users add failed: \(r.stderr)") }
+                }
+                login = ["--users", dir + "/users"]
+            }
             let (p, out, _) = try CLI.start(["serve", temp.path, "--port", "0", "--name", "Trees", "--anonymous-reads",
-                                             "--token-file", dir + "/tokens", "--max-record-count", String(maxRecordCount)])
+                                             "--token-file", dir + "/tokens", "--max-record-count", String(maxRecordCount)] + login)
             process = p
             // The first line names the URL with the port the server bound.
             let found = Unchecked(Box())
@@ -68,8 +79,13 @@ struct ServerClientTests {
 
         /// Runs a Python client script from `tools/` against this server with `token`, and returns the JSON it printed
         /// on its last line that starts with `marker` (its result).
+        static func password(for name: String) -> String { "pw-\(name)-2026\n" }
+
+        /// `token` is a token of the token file, or `login:NAME` for a client that logs in as NAME (its password in
+        /// the file EDITLOG_PASSWORD_FILE names).
         func runClient(_ script: String, token: String, marker: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONValue {
-            let r = try CLI.sh("python3 '\(Paths.root)/tools/\(script)' '\(base)' \(token) '\(dir)' 2>&1")
+            let env = token.hasPrefix("login:") ? "EDITLOG_PASSWORD_FILE='\(dir)/password-\(token.dropFirst(6))' " : ""
+            let r = try CLI.sh("\(env)python3 '\(Paths.root)/tools/\(script)' '\(base)' \(token) '\(dir)' 2>&1")
             #expect(r.status == 0, "\(r.stdout)\(r.stderr)", sourceLocation: sourceLocation)
             let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix(marker + " ") }, "\(r.stdout)", sourceLocation: sourceLocation)
             return try JSONParser.parse(String(line.dropFirst(marker.count + 1)))

@@ -31,7 +31,7 @@ public struct UsersFile: Sendable, Equatable {
     }
 
     /// A name is 1 to 256 characters, none of them white space or a control character (the file splits on spaces).
-    static func checkName(_ name: String, at place: String) throws(EditLogError) {
+    public static func checkName(_ name: String, at place: String) throws(EditLogError) {
         guard !name.isEmpty, name.count <= 256 else { throw EditLogError(.invalidInput, "a user name must be 1 to 256 characters", at: place) }
         guard !name.unicodeScalars.contains(where: { CharacterSet.whitespacesAndNewlines.contains($0) || CharacterSet.controlCharacters.contains($0) }) else {
             throw EditLogError(.invalidInput, "a user name must not contain white space or control characters", at: place)
