@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", .product(name: "GRDB", package: "GRDB.swift")]),
         // An audited ArcGIS FeatureServer over a log (editlog serve): reads from the projection, edits as sessions; log in
         // (generateToken) against a users file of PBKDF2 hashes, with tokens the server signs (HMAC-SHA256).
-        .target(name: "EditLogServer", dependencies: ["EditLog", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+        .target(name: "EditLogServer", dependencies: ["EditLog", "EditLogMerge", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                                                       .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
         // editlog sync: a log against a FeatureServer (pull extractChanges, merge, push applyEdits), state as events.
         .target(name: "EditLogSync", dependencies: ["EditLog", "EditLogMerge", .product(name: "AsyncHTTPClient", package: "async-http-client")]),

@@ -14,8 +14,11 @@ public struct RecordResult: Sendable {
 
 extension EditLog {
     /// Applies a whole script atomically: the first rejected line stops it, and nothing of it is written.
-    /// A script whose SHA-256 was recorded before is a no-op unless `allowRepeat`.
-    public func record(_ commands: [ScriptCommand], name: String, sha256: String, allowRepeat: Bool = false) throws(EditLogError) -> RecordResult {
+    /// A script whose SHA-256 was recorded before is a no-op unless `allowRepeat`. `then` gives system events, from
+    /// the script's events, written after them in the same transaction (a replica's record of its upload and the
+    /// conflicts its upload won): all or nothing with it.
+    public func record(_ commands: [ScriptCommand], name: String, sha256: String, allowRepeat: Bool = false,
+                       then system: ([RecordedEvent]) -> [SystemEvent] = { _ in [] }) throws(EditLogError) -> RecordResult {
         guard sha256.utf8.count == 64, Hex.decode(sha256) != nil else {
             throw EditLogError(.invalidInput, "a script's sha256 must be 64 hex digits, got \"\(sha256.prefix(70))\"")
         }
@@ -31,6 +34,7 @@ extension EditLog {
             try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.scripts, type: .scriptRecorded,
                                    payload: ["sha256": .string(sha256), "name": .string(name), "lines": .int(Int64(commands.count))],
                                    context: ctx, session: nil, cause: Cause.system))
+            for e in system(unit.appended) { try unit.emit(e.newEvent(id: unit.ids.next(), context: ctx)) }
             return RecordResult(events: unit.appended, alreadyRecordedAt: nil)
         }
     }
@@ -51,7 +55,14 @@ extension EditLog {
         let world = unit.world
         let decider = EditDecider(world: world)
         let ctx = EventContext(actor: c.actor, device: c.device, clientTime: c.at)
-        func emit(_ pending: [PendingEvent]) throws { try unit.emit(pending, context: ctx) }
+        func emit(_ pending: [PendingEvent]) throws {
+            guard let cause = c.cause else { return try unit.emit(pending, context: ctx) }
+            try unit.emit(pending.map { p in
+                var p = p
+                if p.type == .sessionStarted || p.type == .sessionCommitted || (p.type == .featureDeleted && p.cause == Cause.delete) { p.cause = cause }
+                return p
+            }, context: ctx)
+        }
         switch c.op {
         case .create(let layer, let gid, let geometry, let attributes, let parent):
             let sid = c.session ?? unit.ids.next().lowercasedString

@@ -109,7 +109,7 @@ public final class Projector {
             if let effect = step.effect { try write(effect, e, db) }
         case .featureBaselined, .featureDeleted, .featureDerived, .conflictResolved, .mergeDecided:
             if let effect = step.effect { try write(effect, e, db) }
-        case .syncPulled, .syncPushed:
+        case .syncPulled, .syncPushed, .replica:
             return  // sync state: read from the events by `editlog sync`; no projection
         case .scriptRecorded(let s):
             // The same script recorded by two logs (both imported here) is one row: the first.

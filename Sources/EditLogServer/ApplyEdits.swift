@@ -80,7 +80,7 @@ extension FeatureService {
         }
         let deletesByGlobalId = useGlobalIds || (mode == .delete && p["globalIds"] != nil && p["objectIds"] == nil && p["where"] == nil)
         let plan = try handles.read { log in try self.plan([edits], useGlobalIds: useGlobalIds, deletesByGlobalId: deletesByGlobalId, log: log) }
-        let (failures, moment) = commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(layer.name) by \(user)")
+        let (failures, moment, _) = commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(layer.name) by \(user)")
         var response = try results(plan, failures: failures, layer: layer, attachments: edits.attachments != nil)
         switch mode {
         case .applyEdits: break
@@ -117,30 +117,49 @@ extension FeatureService {
     /// one failure, planned or met while recording, records nothing and every other edit answers
     /// `1003 Operation rolled back.`; without, each edit is its own transaction. Returns the failures by plan
     /// index and the edit moment (the sessions' time, epoch milliseconds).
-    func commit(_ plan: [PlannedEdit], rollback: Bool, user: String, device: String, name: String) -> (failures: [Int: EditFailure], moment: Int64) {
+    ///
+    /// `cause` marks the sessions (a replica's upload: `replica:<id>`). `then` gives system events to write in the
+    /// same transaction as the last edits recorded, from the sessions and events recorded so far (a replica's record
+    /// of its upload); with nothing to record they are written alone.
+    func commit(_ plan: [PlannedEdit], rollback: Bool, user: String, device: String, name: String, cause: String? = nil,
+                then: (_ sessions: [String], _ events: [RecordedEvent]) -> [SystemEvent] = { _, _ in [] }) -> (failures: [Int: EditFailure], moment: Int64, error: EditLogError?) {
         let now = handles.clock.now()
         let at = Timestamp.format(milliseconds: now)
-        func script(_ edits: [Int]) -> (commands: [ScriptCommand], owner: [Int: Int]) {
+        var sessions: [String] = []
+        var recorded: [RecordedEvent] = []
+        func script(_ edits: [Int]) -> (commands: [ScriptCommand], owner: [Int: Int], sessions: [String]) {
             var commands: [ScriptCommand] = []
             var owner: [Int: Int] = [:]
+            var made: [String] = []
             for i in edits {
                 let session = plan[i].kind == .delete ? nil : handles.ids.next().lowercasedString
+                if let session { made.append(session) }
                 for op in plan[i].commands {
-                    commands.append(ScriptCommand(line: commands.count + 1, op: op, actor: user, device: device, at: at, session: session))
+                    var c = ScriptCommand(line: commands.count + 1, op: op, actor: user, device: device, at: at, session: session)
+                    c.cause = cause
+                    commands.append(c)
                     owner[commands.count] = i
                 }
             }
-            return (commands, owner)
+            return (commands, owner, made)
         }
-        func record(_ edits: [Int]) -> (failed: Int?, error: EditLogError?) {
-            let (commands, owner) = script(edits)
-            if commands.isEmpty { return (nil, nil) }
+        func record(_ edits: [Int], last: Bool) -> (failed: Int?, error: EditLogError?) {
+            let (commands, owner, made) = script(edits)
+            if commands.isEmpty {
+                let system = last ? then(sessions, recorded) : []
+                if system.isEmpty { return (nil, nil) }
+            }
             var bytes = Array("\(name) \(device) \(at) \(handles.ids.next().uuidString)\n".utf8)
             for c in commands { bytes += Array("\(c.op)\n".utf8) }
             do {
-                _ = try handles.write { log in
-                    try log.record(commands, name: name, sha256: InputFiles.sha256(bytes), allowRepeat: true)
+                let events = try handles.write { log in
+                    if commands.isEmpty { return try log.appendSystemEvents(then(sessions, recorded), actor: user, device: device) }
+                    let before = recorded
+                    return try log.record(commands, name: name, sha256: InputFiles.sha256(bytes), allowRepeat: true,
+                                          then: { last ? then(sessions + made, before + $0) : [] }).events
                 }
+                sessions += made
+                recorded += events
                 return (nil, nil)
             } catch let e as EditLogError {
                 return (e.scriptLine.flatMap { owner[$0] } ?? edits.first, e)
@@ -149,21 +168,26 @@ extension FeatureService {
             }
         }
         var failures: [Int: EditFailure] = [:]
+        var firstError: EditLogError?
         for (i, e) in plan.enumerated() { if let err = e.error { failures[i] = (1000, err) } }
         let valid = plan.indices.filter { failures[$0] == nil }
         if rollback {
             if failures.isEmpty {
-                let (failed, error) = record(valid)
+                let (failed, error) = record(valid, last: true)
+                if let error { firstError = error }
                 if let failed, let error { failures[failed] = (Self.code(error), Self.message(error)) }
             }
             if !failures.isEmpty { for i in plan.indices where failures[i] == nil { failures[i] = Self.rolledBack } }
         } else {
             for i in valid {
-                let (failed, error) = record([i])
+                let (failed, error) = record([i], last: false)
+                if firstError == nil { firstError = error }
                 if failed != nil, let error { failures[i] = (Self.code(error), Self.message(error)) }
             }
+            let (_, error) = record([], last: true)
+            if firstError == nil { firstError = error }
         }
-        return (failures, now)
+        return (failures, now, firstError)
     }
 
     /// One layer's results in ArcGIS's shape: `addResults`, `updateResults`, `deleteResults` (each

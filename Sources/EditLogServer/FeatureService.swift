@@ -78,6 +78,8 @@ final class FeatureService: Sendable {
     let handles: LogHandles
     let options: ServerOptions
     let limiter: RateLimiter?
+    /// Replica answers fetched later (`responseUrl`, `resultUrl`).
+    let replicaResults = ReplicaResults()
     static let currentVersion: JSONValue = .double(11.1)
 
     init(handles: LogHandles, options: ServerOptions) {
@@ -166,7 +168,8 @@ final class FeatureService: Sendable {
     /// The operations that record (a POST of one of them goes to the edit queue; a POSTed query is a read).
     static func isEdit(_ path: String) -> Bool {
         guard let last = path.split(separator: "/").last?.lowercased() else { return false }
-        return ["applyedits", "addfeatures", "updatefeatures", "deletefeatures", "addattachment", "deleteattachments", "updateattachment"].contains(last)
+        return ["applyedits", "addfeatures", "updatefeatures", "deletefeatures", "addattachment", "deleteattachments", "updateattachment",
+                "createreplica", "synchronizereplica", "unregisterreplica"].contains(last)
     }
 
     func requireRead(_ r: ServiceRequest) throws(ServiceError) {
@@ -197,6 +200,18 @@ final class FeatureService: Sendable {
         if rest.count == 1, rest[0].lowercased() == "layers" { return out(try allLayers(), r) }
         if rest.count == 1, rest[0].lowercased() == "extractchanges" { return try extractChanges(r) }
         if rest.count == 1, rest[0].lowercased() == "applyedits" { return out(try serviceApplyEdits(r), r) }
+        switch (rest.count, rest[0].lowercased()) {
+        case (1, "createreplica"): return try createReplica(r)
+        case (1, "synchronizereplica"): return try synchronizeReplica(r)
+        case (1, "unregisterreplica"): return out(try unRegisterReplica(r), r)
+        case (1, "replicas"): return out(try replicaList(r), r)
+        case (2, "replicas"): return out(try replicaInfo(rest[1], r), r)
+        case (2, "replicaresults"), (3, "replicaresults"):
+            let key = rest.dropFirst().joined(separator: "/").lowercased()
+            guard let v = replicaResults.get(key, user: r.user) else { throw ServiceError.notFound }
+            return out(v, r)
+        default: break
+        }
         guard let id = Int(rest[0]), let layer = schema.layer(id: id) else { throw ServiceError.notFound }
         if rest.count == 1 { return out(try layerDefinition(layer), r) }
         let op = rest[1].lowercased()

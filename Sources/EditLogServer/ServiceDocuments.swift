@@ -112,16 +112,18 @@ extension FeatureService {
             }
         }
         if !capabilities.contains("ChangeTracking") { capabilities.append("ChangeTracking") }
+        if !capabilities.contains("Sync") { capabilities.append("Sync") }
         var root: [String: JSONValue] = [
             "currentVersion": Self.currentVersion,
             "serviceDescription": .string("EditLog: an audited, hash-chained edit log served as a feature service"),
             "hasVersionedData": false,
-            "supportsDisconnectedEditing": false,
+            "supportsDisconnectedEditing": true,
             "hasStaticData": false,
             "maxRecordCount": .int(Int64(options.maxRecordCount)),
             "supportedQueryFormats": "JSON, geoJSON",
             "capabilities": .string(capabilities.joined(separator: ",")),
-            "syncEnabled": false,
+            "syncEnabled": true,
+            "syncCapabilities": Self.syncCapabilities,
             "supportsApplyEditsWithGlobalIds": true,
             "supportsRollbackOnFailureParameter": true,
             "allowGeometryUpdates": false,

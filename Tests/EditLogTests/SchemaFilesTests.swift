@@ -230,6 +230,9 @@ import Testing
         .conflictResolved: "only `conflicts resolve` records it; the Merge*Tests validate the merged logs' events",
         .syncPulled: "only `editlog sync` records it; SyncTests validates the synced logs' events",
         .syncPushed: "only `editlog sync` records it; SyncTests validates the synced logs' events",
+        .replicaCreated: "only serve's createReplica records it; ServerReplicaTests validates the served log's events",
+        .replicaSynchronized: "only serve's synchronizeReplica records it; ServerReplicaTests validates the served log's events",
+        .replicaUnregistered: "only serve's unRegisterReplica records it; ServerReplicaTests validates the served log's events",
     ]
 
     @Test func everyRecordedEventValidates() throws {

@@ -22,7 +22,7 @@ struct ServerTests {
             let root = r.json
             #expect(root["layers"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["Trees", "Neighborhoods"])
             #expect(root["tables"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["Species", "Inspections"])
-            #expect(root["syncEnabled"] == false)
+            #expect(root["syncEnabled"] == true)
             #expect(root["supportsApplyEditsWithGlobalIds"] == true)
             #expect(root["maxRecordCount"] == 1000)
             #expect(root["capabilities"]?.stringValue?.contains("Query") == true)

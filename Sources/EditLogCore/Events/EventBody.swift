@@ -17,6 +17,8 @@ public enum EventBody: Sendable {
     case scriptRecorded(ScriptRecorded)
     case syncPulled(SyncRecorded)
     case syncPushed(SyncRecorded)
+    /// A replica operation of `serve` (`ReplicaLog` in EditLogServer reads it); no feature changes.
+    case replica(EventType, JSONValue)
     case unknown(String)
 
     /// The body of `e`; `.corrupt` at its position when the payload is not what its type says.
@@ -38,6 +40,9 @@ public enum EventBody: Sendable {
         case .scriptRecorded: self = .scriptRecorded(try ScriptRecorded(p))
         case .syncPulled: self = .syncPulled(try SyncRecorded(p))
         case .syncPushed: self = .syncPushed(try SyncRecorded(p))
+        case .replicaCreated, .replicaSynchronized, .replicaUnregistered:
+            _ = try p.string("replicaId")
+            self = .replica(type, e.payload)
         }
     }
 

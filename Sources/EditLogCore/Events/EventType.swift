@@ -23,6 +23,13 @@ public enum EventType: String, Sendable, CaseIterable, Hashable {
     case syncPulled = "SyncPulled"
     /// `editlog sync` pushed this log's changes to a service: what was sent and the service's answer.
     case syncPushed = "SyncPushed"
+    /// `serve`'s createReplica: a client took layers offline (who, which layers, queries and area, the generation).
+    case replicaCreated = "ReplicaCreated"
+    /// `serve`'s synchronizeReplica: what a replica uploaded (as sessions of cause `replica:<id>`), what it was
+    /// sent, the generations, and what its upload overwrote.
+    case replicaSynchronized = "ReplicaSynchronized"
+    /// `serve`'s unRegisterReplica, or a synchronize that closed the replica.
+    case replicaUnregistered = "ReplicaUnregistered"
 
     /// The type of this name. Written out: the synthesized one looked each name up in a table it hashed per call,
     /// and an import or a replay parses every event's type more than once. The names are compared in the order of
@@ -40,6 +47,7 @@ public enum EventType: String, Sendable, CaseIterable, Hashable {
         .attributeStaged, .sessionStarted, .sessionCommitted, .featureDerived, .featureBaselined, .relationStaged, .attachmentStaged,
         .sessionCanceled, .sessionResumed, .sessionAbandoned, .featureDeleted, .attachmentRenameStaged, .attachmentDetachStaged,
         .mergeDecided, .conflictResolved, .scriptRecorded, .schemaDefined, .syncPulled, .syncPushed,
+        .replicaCreated, .replicaSynchronized, .replicaUnregistered,
     ]
 }
 
@@ -49,6 +57,8 @@ public enum StreamName {
     public static let scripts = "$scripts"
     /// Sync state: what each run pulled from and pushed to a service.
     public static let sync = "$sync"
+    /// The replicas `serve` handed out: created, synchronized, unregistered.
+    public static let replicas = "$replicas"
     public static func feature(layer: Int, globalId: String) -> String { "\(layer):\(globalId)" }
 
     public static func parseFeature(_ stream: String) -> (layer: Int, globalId: String)? {
@@ -75,4 +85,8 @@ public enum Cause {
     public static let syncPull = "sync-pull"
     /// `editlog sync`'s own record of a run.
     public static let sync = "sync"
+    /// An edit a replica uploaded (`synchronizeReplica`): its sessions' start and commit, its deletes.
+    public static func replica(_ id: String) -> String { "replica:\(id)" }
+    /// `serve`'s record of a replica operation.
+    public static let replicaOperation = "replica"
 }

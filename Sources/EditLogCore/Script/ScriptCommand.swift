@@ -9,6 +9,9 @@ public struct ScriptCommand: Sendable, Hashable {
     public var at: String?
     /// The session named on the line, if any.
     public var session: String?
+    /// Why, where it is not the pop-up's own `session` (or `delete`): a replica's upload is `replica:<id>`. It
+    /// marks the session's start and commit and the delete, as `sync-pull` does; staged steps stay `session`.
+    public var cause: String?
 
     public enum Operation: Sendable, Hashable {
         case create(layer: String, globalId: String, geometry: JSONValue?, attributes: [String: JSONValue], parent: ParentRef?)
