@@ -208,6 +208,37 @@ struct HubNodeTests {
         }
     }
 
+    /// Replicas on a hub: created through node 1, synchronized through node 2 (the upload appended to the store as
+    /// the replica's sessions), listed by either; the store holds every event once and both replicas equal it.
+    @Test func aReplicaCreatedAtOneNodeSynchronizesAtTheOther() async throws {
+        try await Self.withHub { store in
+            let d1 = TempPath("node1"), d2 = TempPath("node2")
+            let n1 = Unchecked(try Self.node(store, d1, seed: 83)), n2 = Unchecked(try Self.node(store, d2, seed: 84))
+            defer { n1.value.close(); n2.value.close() }
+            try await Self.serve(n1.value) { url1 in
+                try await Self.serve(n2.value) { url2 in
+                    let auth = [("f", "json"), ("token", SyncRig.token)]
+                    let created = try await Self.post(url1 + "/createReplica", [("layers", "[0]"), ("syncModel", "perReplica"), ("replicaName", "hub")] + auth)
+                    let id = try #require(created["replicaID"]?.stringValue, "\(created.serialized().prefix(300))")
+                    let gen = try #require(created["replicaServerGen"]?.intValue)
+                    let edits = #"[{"id":0,"features":{"updates":[{"attributes":{"GlobalID":"\#(SyncRig.tree1)","SiteWidth":9.5}}]}}]"#
+                    let synced = try await Self.post(url2 + "/synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(gen)), ("edits", edits),
+                                                                                  ("syncDirection", "bidirectional")] + auth)
+                    #expect(synced["replicaServerGen"]?.intValue ?? 0 > gen, "\(synced.serialized().prefix(300))")
+                    let list = try await Self.post(url1 + "/replicas", auth)
+                    #expect(list.arrayValue?.map { $0["replicaID"]?.stringValue } == [id], "\(list.serialized())")
+                }
+            }
+            let all = try await Self.expectWholeStore(store)
+            #expect(all.contains { $0.cause.hasPrefix("replica:") && $0.type == EventType.sessionCommitted.rawValue })
+            for n in [n1.value, n2.value] {
+                try n.catchUp()
+                #expect(try n.replica.events() == all)
+                #expect(try n.replica.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 9.5)
+            }
+        }
+    }
+
     static func post(_ url: String, _ form: [(String, String)]) async throws -> JSONValue {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
