@@ -140,16 +140,22 @@ extension FeatureService {
         }
         // The record comes after the upload's events in the same transaction: its position is the client's next
         // generation, past its own upload (which it is never sent back).
+        var firstWritten: Int64?
         let (failures, _, error) = commit(plan, rollback: rollback, user: user, device: r.device, name: "synchronizeReplica \(rep.id) by \(user)",
                                           cause: Cause.replica(rep.id)) { sessions, events in
-            self.overwriteDecisions(overwrote, upload: events, logId: logId, replicaId: rep.id) + [recordOf(sessions)] + (close ? [closeEvent] : [])
+            firstWritten = events.first?.position
+            return self.overwriteDecisions(overwrote, upload: events, logId: logId, replicaId: rep.id) + [recordOf(sessions)] + (close ? [closeEvent] : [])
         }
         if rollback, let error {
             throw ServiceError(code: 400, message: "Unable to synchronize replica.", details: ["\(error.description) (rollbackOnFailure: nothing was applied)"])
         }
-        guard let after = try handles.read({ try ReplicaRecord.all($0.streamEvents(StreamName.replicas)) }).first(where: { $0.id == rep.id })?.syncs.last?.position else {
+        guard var after = try handles.read({ try ReplicaRecord.all($0.streamEvents(StreamName.replicas)) }).first(where: { $0.id == rep.id })?.syncs.last?.position else {
             throw ServiceError(code: 500, message: "Unable to synchronize replica.", details: ["the synchronize was not recorded"])
         }
+        // Another writer (a hub's other node) appended between the download's end and this synchronize's first
+        // event: the client continues from the download's end, so those edits reach it next time (with its own
+        // upload again, which changes nothing there) rather than never.
+        if (firstWritten ?? after) > head + 1 { after = head }
         let edits = try downloadEdits(rep, selection)
         var result: [String: JSONValue] = [
             "replicaName": .string(rep.name), "replicaID": .string(rep.id), "replicaServerGen": .int(after),
