@@ -128,6 +128,26 @@ extension FeatureService {
     /// The most attachment bytes one `extractChanges` response embeds (`returnAttachmentsDataByUrl=false`): 32 MiB.
     static let maxEmbeddedAttachmentBytes: Int64 = 32 << 20
 
+    /// One attachment as a change or a replica sends it: its info with its bytes' URL on this service, or the bytes
+    /// in base64. Embedded bytes are held whole in the response: bounded (`embedded` counts them across the
+    /// response), so that a few requests cannot take the server's memory; larger answers ask for URLs, which stream.
+    static func attachmentEntry(_ a: AttachmentInfo, parentObjectId: Int64, layer: LayerSchema, byURL: Bool, embedded: inout Int64, log: EditLog,
+                                _ r: ServiceRequest, failure: String) throws -> JSONValue? {
+        guard case .object(var o) = attachmentJSON(a, parentObjectId: parentObjectId) else { return nil }
+        if byURL {
+            o["url"] = .string("\(r.serviceURL)/\(layer.id)/\(parentObjectId)/attachments/\(a.id)")
+        } else {
+            embedded += a.size
+            guard embedded <= maxEmbeddedAttachmentBytes else {
+                throw ServiceError(code: 400, message: failure,
+                                   details: ["the attachments hold more than \(maxEmbeddedAttachmentBytes) bytes: ask for them by URL (returnAttachmentsDataByUrl=true)"])
+            }
+            guard let bytes = try log.blob(sha256: a.sha256) else { return nil }
+            o["data"] = .string(Data(bytes).base64EncodedString())
+        }
+        return .object(o)
+    }
+
     /// `{"adds", "updates", "deleteIds"}` for `AttachmentChanges`: each live attachment with its URL on this
     /// service or its bytes in base64. One that is gone by now (removed after the window) is left out.
     func attachmentEdits(_ changes: AttachmentChanges, layer: LayerSchema, byURL: Bool, _ r: ServiceRequest) throws -> JSONValue {
@@ -139,22 +159,8 @@ extension FeatureService {
                 for id in ids.sorted() {
                     guard let a = try log.attachmentInfo(globalId: id),
                           let parent = try log.objectId(layer: ref, globalId: a.parentGlobalId), !parent.deleted else { continue }
-                    guard case .object(var o) = Self.attachmentJSON(a, parentObjectId: parent.objectId) else { continue }
-                    if byURL {
-                        o["url"] = .string("\(r.serviceURL)/\(layer.id)/\(parent.objectId)/attachments/\(a.id)")
-                    } else {
-                        // Embedded bytes are held whole, in base64, in the response: bounded, so that a few requests
-                        // cannot take the server's memory. Larger windows ask for URLs, which stream.
-                        embedded += a.size
-                        guard embedded <= Self.maxEmbeddedAttachmentBytes else {
-                            throw ServiceError(code: 400, message: "Unable to extract changes.",
-                                               details: ["the attachments of this window hold more than \(Self.maxEmbeddedAttachmentBytes) bytes: "
-                                                         + "ask for them by URL (returnAttachmentsDataByUrl=true)"])
-                        }
-                        guard let bytes = try log.blob(sha256: a.sha256) else { continue }
-                        o["data"] = .string(Data(bytes).base64EncodedString())
-                    }
-                    out.append(.object(o))
+                    if let o = try Self.attachmentEntry(a, parentObjectId: parent.objectId, layer: layer, byURL: byURL, embedded: &embedded,
+                                                        log: log, r, failure: "Unable to extract changes.") { out.append(o) }
                 }
                 return out
             }

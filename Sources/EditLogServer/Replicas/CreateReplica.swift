@@ -176,19 +176,8 @@ extension FeatureService {
         let infos = try log.attachmentInfos(parents: Array(oidOf.keys))
         for g in oidOf.keys.sorted() {
             for a in infos[g] ?? [] {
-                guard case .object(var o) = Self.attachmentJSON(a, parentObjectId: oidOf[g]) else { continue }
-                if byURL {
-                    o["url"] = .string("\(r.serviceURL)/\(layer.id)/\(oidOf[g]!)/attachments/\(a.id)")
-                } else {
-                    embedded += a.size
-                    guard embedded <= Self.maxEmbeddedAttachmentBytes else {
-                        throw ServiceError(code: 400, message: "Unable to create replica.",
-                                           details: ["the attachments hold more than \(Self.maxEmbeddedAttachmentBytes) bytes: ask for them by URL (returnAttachmentsDataByUrl=true)"])
-                    }
-                    guard let bytes = try log.blob(sha256: a.sha256) else { continue }
-                    o["data"] = .string(Data(bytes).base64EncodedString())
-                }
-                out.append(.object(o))
+                if let o = try Self.attachmentEntry(a, parentObjectId: oidOf[g]!, layer: layer, byURL: byURL, embedded: &embedded, log: log, r,
+                                                    failure: "Unable to create replica.") { out.append(o) }
             }
         }
         return .array(out)

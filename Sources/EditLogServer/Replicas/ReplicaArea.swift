@@ -7,8 +7,14 @@ import Foundation
 /// bounding box (a line or polygon that crosses the area with no vertex inside it).
 struct ReplicaArea: Sendable {
     /// Rings of (x, y) in WGS 84; an envelope is one ring of four corners.
-    var rings: [[(Double, Double)]]
-    var json: JSONValue { ["rings": .array(rings.map { .array($0.map { [.double($0.0), .double($0.1)] }) }), "spatialReference": ["wkid": 4326]] }
+    let rings: [[(Double, Double)]]
+    /// The same as an Esri JSON polygon (what `ReplicaCreated` records and `Geometry` reads).
+    let json: JSONValue
+
+    init(rings: [[(Double, Double)]]) {
+        self.rings = rings
+        json = ["rings": .array(rings.map { .array($0.map { [.double($0.0), .double($0.1)] }) }), "spatialReference": ["wkid": 4326]]
+    }
 
     static let mercatorWkids: Set<Int64> = [3857, 102100, 102113, 900913]
 
@@ -69,34 +75,20 @@ struct ReplicaArea: Sendable {
         return (p.0 / r * 180 / .pi, (2 * atan(exp(p.1 / r)) - .pi / 2) * 180 / .pi)
     }
 
-    /// Even-odd rule over every ring (holes are rings inside rings).
-    func contains(_ x: Double, _ y: Double) -> Bool {
-        var inside = false
-        for ring in rings {
-            var j = ring.count - 1
-            for i in 0..<ring.count {
-                let (xi, yi) = ring[i], (xj, yj) = ring[j]
-                if (yi > y) != (yj > y), x < (xj - xi) * (y - yi) / (yj - yi) + xi { inside.toggle() }
-                j = i
-            }
-        }
-        return inside
-    }
+    /// Even-odd rule over every ring (Core's `Geometry.polygon(_:contains:)`).
+    func contains(_ x: Double, _ y: Double) -> Bool { Geometry.polygon(json, contains: x, y) }
 
     /// Whether a feature's Esri JSON geometry is in the area (see the type). A feature without geometry is not.
     func contains(geometry g: JSONValue?) -> Bool {
         guard let g, !g.isNull else { return false }
-        if let x = g["x"]?.doubleValue, let y = g["y"]?.doubleValue { return contains(x, y) }
-        let parts = g["rings"]?.arrayValue ?? g["paths"]?.arrayValue ?? g["points"].map { [$0] } ?? []
-        var xmin = Double.infinity, ymin = Double.infinity, xmax = -Double.infinity, ymax = -Double.infinity
+        if let p = Geometry.point(g) { return contains(p.x, p.y) }
+        let parts = (g["rings"]?.arrayValue ?? []) + (g["paths"]?.arrayValue ?? []) + (g["points"].map { [$0] } ?? [])
         for part in parts {
             for p in part.arrayValue ?? [] {
-                guard let a = p.arrayValue, a.count >= 2, let x = a[0].doubleValue, let y = a[1].doubleValue else { continue }
-                if contains(x, y) { return true }
-                xmin = min(xmin, x); ymin = min(ymin, y); xmax = max(xmax, x); ymax = max(ymax, y)
+                if let a = p.arrayValue, a.count >= 2, let x = a[0].doubleValue, let y = a[1].doubleValue, contains(x, y) { return true }
             }
         }
-        guard let corner = rings.first?.first else { return false }
-        return corner.0 >= xmin && corner.0 <= xmax && corner.1 >= ymin && corner.1 <= ymax
+        guard let b = Geometry.bounds(g), let corner = rings.first?.first else { return false }
+        return corner.0 >= b.minX && corner.0 <= b.maxX && corner.1 >= b.minY && corner.1 <= b.maxY
     }
 }
