@@ -198,7 +198,10 @@ final class FeatureService: Sendable {
         let rest = Array(parts.dropFirst(4))
         if rest.isEmpty { return out(try serviceRoot(), r) }
         if rest.count == 1, rest[0].lowercased() == "layers" { return out(try allLayers(), r) }
-        if rest.count == 1, rest[0].lowercased() == "extractchanges" { return try extractChanges(r) }
+        if rest.count == 1, rest[0].lowercased() == "extractchanges" {
+            guard options.changeTracking else { throw ServiceError(code: 400, message: "Requested operation is not supported by this service.", details: ["extractChanges: this service has no change tracking; use a replica"]) }
+            return try extractChanges(r)
+        }
         if rest.count == 1, rest[0].lowercased() == "applyedits" { return out(try serviceApplyEdits(r), r) }
         switch (rest.count, rest[0].lowercased()) {
         case (1, "createreplica"): return try createReplica(r)

@@ -24,6 +24,9 @@ public struct ServerOptions: Sendable {
     public var writer: (any LogWriter)?
     /// The `serviceItemId` the service root names (a hub's nodes name the hub's log id: one service, many URLs).
     public var serviceItemId: String?
+    /// Change tracking (`extractChanges`, `changeTrackingInfo`). false: served as an ArcGIS Server service published
+    /// with Sync but without change tracking, whose clients take changes through replicas (`serve --no-change-tracking`).
+    public var changeTracking: Bool = true
     /// Logging in with a name and a password (`generateToken`); nil: only the tokens above.
     public var login: Login?
     /// The time tokens are issued and checked at (injected by tests).

@@ -111,7 +111,8 @@ extension FeatureService {
                 if extent == nil { extent = storedDefinition(l, documents: documents)?["extent"] }
             }
         }
-        if !capabilities.contains("ChangeTracking") { capabilities.append("ChangeTracking") }
+        if options.changeTracking, !capabilities.contains("ChangeTracking") { capabilities.append("ChangeTracking") }
+        if !options.changeTracking { capabilities.removeAll { $0 == "ChangeTracking" } }
         if !capabilities.contains("Sync") { capabilities.append("Sync") }
         var root: [String: JSONValue] = [
             "currentVersion": Self.currentVersion,
@@ -139,6 +140,10 @@ extension FeatureService {
             ],
             "units": "esriDecimalDegrees",
         ]
+        if !options.changeTracking {
+            root["changeTrackingInfo"] = nil
+            root["extractChangesCapabilities"] = nil
+        }
         // The nodes of one hub are one service to a device, whichever URL it reached (`FeatureServiceClient.serviceKey`).
         if let item = options.serviceItemId { root["serviceItemId"] = .string(item) }
         if let extent {

@@ -13,6 +13,8 @@ struct PulledChanges: Sendable {
     /// Deletes by GlobalID: features a snapshot did not find on the service that it held at the common base.
     var gone: [(layer: Int, globalId: String)] = []
     var lastEditDate: Int64?
+    /// The replica the changes came through (recorded, so the next run synchronizes it).
+    var replicaId: String?
 }
 
 /// A pulled change ready to import: its events (a sync-pull session or a delete) and the bytes of its new attachments.
@@ -243,6 +245,65 @@ extension SyncEngine {
         _ = try importPulled(pending, pull: pull, state: state, partial: false)
     }
 
+    /// A pull through a replica (a service with Sync but no change tracking, which `query` cannot show deletes
+    /// of): the first run registers a replica of every layer (`queryOption` all) and takes its data as a snapshot
+    /// at its generation; each later run synchronizes it (`download`): adds and
+    /// updates as the service holds them, deletes by GlobalID, up to the generation it answers. A replica the
+    /// service no longer knows is registered again. The replica id is recorded in `SyncPulled`.
+    func pullByReplica(state: SyncState) async throws(EditLogError) {
+        if let id = state.replicaId, let gen = state.serverGen {
+            do throws(EditLogError) {
+                let answer = try await client.json("synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(gen)), ("syncDirection", "download"),
+                                                                           ("transportType", "esriTransportTypeEmbedded"), ("dataFormat", "json")], post: true)
+                var pull = PulledChanges(mode: "replica", fromGen: gen, toGen: answer["replicaServerGen"]?.intValue)
+                pull.replicaId = id
+                for edits in answer["edits"]?.arrayValue ?? [] {
+                    guard let lid = edits["id"]?.intValue, let layer = log.schema.layer(id: Int(lid)) else { continue }
+                    for item in (edits["features"]?["adds"]?.arrayValue ?? []) + (edits["features"]?["updates"]?.arrayValue ?? []) {
+                        guard let rf = RemoteValues.feature(item, layer: layer) else {
+                            throw EditLogError(.invalidInput, "a changed \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/synchronizeReplica")
+                        }
+                        pull.features.append(rf)
+                    }
+                    for g in edits["features"]?["deleteIds"]?.arrayValue ?? [] {
+                        if let gid = g.stringValue.flatMap(GlobalID.normalize) { pull.gone.append((layer.id, gid)) }
+                    }
+                }
+                if report.repulls == 0 { report.fromServerGen = gen }
+                let pending = try await pendingEvents(pull, state: state, openConflicts: try openConflictFields())
+                _ = try importPulled(pending, pull: pull, state: state, partial: false, always: true)
+                return
+            } catch {
+                // Unregistered on the service: registered again below, from a snapshot.
+                guard error.description.contains("Replica does not exist") else { throw error }
+            }
+        }
+        let layers = log.schema.layers.map(\.id)
+        let all = JSONValue.object(Dictionary(uniqueKeysWithValues: layers.map { (String($0), JSONValue.object(["queryOption": "all"])) }))
+        let created = try await client.json("createReplica", [("replicaName", "editlog \(log.logId)"), ("layers", layers.map(String.init).joined(separator: ",")),
+                                                              ("layerQueries", all.serialized()), ("syncModel", "perReplica"), ("dataFormat", "json"),
+                                                              ("transportType", "esriTransportTypeEmbedded"), ("returnAttachments", "false")], post: true)
+        guard let id = created["replicaID"]?.stringValue, let gen = created["replicaServerGen"]?.intValue else {
+            throw EditLogError(.invalidInput, "the createReplica answer names no replicaID and replicaServerGen: \(created.serialized().prefix(160))", at: client.baseURL + "/createReplica")
+        }
+        try await pullSnapshot(state: state, gen: gen, replica: (id, created))
+    }
+
+    /// Every feature a replica's data holds, as a snapshot pull.
+    func replicaFeatures(_ data: JSONValue) throws(EditLogError) -> PulledChanges {
+        var pull = PulledChanges(mode: "snapshot")
+        for l in data["layers"]?.arrayValue ?? [] {
+            guard let lid = l["id"]?.intValue, let layer = log.schema.layer(id: Int(lid)) else { continue }
+            for item in l["features"]?.arrayValue ?? [] {
+                guard let rf = RemoteValues.feature(item, layer: layer) else {
+                    throw EditLogError(.invalidInput, "a \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/createReplica")
+                }
+                pull.features.append(rf)
+            }
+        }
+        return pull
+    }
+
     /// Feature streams (`layer:GlobalID` keys of `pendingEvents`) with an event after `position`.
     func changedStreams(after position: Int64) throws(EditLogError) -> Set<String> {
         Set(try log.changedFeatures(after: position, excludingCauses: [], excludingTypes: []).map { StreamName.feature(layer: $0.layer, globalId: $0.globalId) })
@@ -288,10 +349,13 @@ extension SyncEngine {
     /// base (the log's baseline on a first sync) and that the snapshot lacks was deleted there: it is pulled as
     /// a delete (merged like any other: a change here since is an update/delete conflict). One made here since
     /// the base is this log's, pushed as an add.
-    func pullSnapshot(state: SyncState, gen: Int64?) async throws(EditLogError) {
-        var pull = try await queryChanges(since: nil, mode: "snapshot")
+    /// `replica`: the features come from a replica just created (its data, read at `gen`), not from queries.
+    func pullSnapshot(state: SyncState, gen: Int64?, replica: (id: String, data: JSONValue)? = nil) async throws(EditLogError) {
+        var pull: PulledChanges
+        if let replica { pull = try replicaFeatures(replica.data) } else { pull = try await queryChanges(since: nil, mode: "snapshot") }
         pull.fromGen = state.serverGen
         pull.toGen = gen
+        pull.replicaId = replica?.id
         pull.lastEditDate = nil
         let present = Set(pull.features.map(\.globalId))
         let basePosition = try commonBase(state)
@@ -535,6 +599,7 @@ extension SyncEngine {
             if let g = pull.toGen { payload["windowServerGen"] = .int(g) }
         }
         if let d = pull.lastEditDate { payload["lastEditDate"] = .int(d) }
+        if let id = pull.replicaId { payload["replicaId"] = .string(id) }
         payload["objectIds"] = Self.objectIdsJSON(newMappings)
         let source = "sync:" + client.serviceKey
         // ArcGIS's "last in wins": this log's upload is the last in (`LastInRule.upload`).

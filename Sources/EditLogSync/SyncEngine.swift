@@ -3,8 +3,8 @@ import Foundation
 
 /// `editlog sync`: a log against an ArcGIS FeatureServer. One run:
 /// 1. checks the service (a FeatureServer whose layers hold every layer and field of this log, the token);
-/// 2. pulls the changes since the last recorded server generation (`extractChanges`; `query` by the edit
-///    date field when the service has no change tracking), attachments included, turns each changed
+/// 2. pulls the changes since the last recorded server generation (`extractChanges`; a replica when the service
+///    has Sync but no change tracking; `query` by the edit date field when it has neither), attachments included, turns each changed
 ///    feature into a `sync-pull` session (actor: the service's editor field) and imports them through the
 ///    merge engine with this log's changes since the last sync as the other side: one transaction per window
 ///    of server generations, each closed by a `SyncPulled` event, the last (with every window's deletes)
@@ -48,6 +48,9 @@ public final class SyncEngine {
                 let st = from == (state.serverGen ?? 0) ? state : try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey)
                 pulledGen = try await pullInWindows(from: from, root: root, state: st)
                 report.mode = "extractChanges"
+            } else if root["syncEnabled"]?.boolValue == true {
+                try await pullByReplica(state: state)
+                report.mode = "replica"
             } else {
                 try await pullByQuery(state: state)
             }

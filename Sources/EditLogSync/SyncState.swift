@@ -10,6 +10,8 @@ struct SyncState {
     var lastEditDate: Int64?
     /// The local position at which the last push left the service equal to this log (0: never).
     var agreedPosition: Int64 = 0
+    /// The replica this log synchronizes through (a service with Sync but no change tracking).
+    var replicaId: String?
     /// Per layer, the service's ObjectID to GlobalID.
     var objectIds: [Int: [Int64: String]] = [:]
     var runs = 0
@@ -24,6 +26,7 @@ struct SyncState {
             guard r.service == service else { continue }
             runs += 1
             if let g = r.serverGen { serverGen = g }
+            if let id = r.payload["replicaId"]?.stringValue { replicaId = id }
             if let d = r.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
             if e.type == EventType.syncPushed.rawValue, let p = r.agreedPosition { agreedPosition = p }
             for (l, pairs) in r.objectIds { for (oid, g) in pairs { objectIds[l, default: [:]][oid] = g } }

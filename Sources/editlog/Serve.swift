@@ -47,6 +47,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("token-max-minutes"), help: "The longest lifetime a login token can be asked for.")
     var tokenMaxMinutes: Int = 1440
 
+    @Flag(name: .customLong("no-change-tracking"), help: "Serve without change tracking (no extractChanges), as an ArcGIS Server service published with Sync only: clients take changes through replicas.")
+    var noChangeTracking = false
+
     @Flag(name: .customLong("anonymous-reads"), help: "Allow definitions and queries without a token.")
     var anonymousReads = false
 
@@ -75,6 +78,7 @@ struct Serve: AsyncParsableCommand {
             options.host = host
             options.port = port
             options.anonymousReads = anonymousReads
+            options.changeTracking = !noChangeTracking
             options.maxRecordCount = maxRecordCount
             options.maxRequestBytes = maxRequestBytes
             options.rateLimit = rateLimit

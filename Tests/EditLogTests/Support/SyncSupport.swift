@@ -22,8 +22,9 @@ enum SyncRig {
     }
 
     /// Serves `hub` for the duration of `body`, which gets the FeatureServer URL.
-    static func serve(_ hub: EditLog, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
+    static func serve(_ hub: EditLog, changeTracking: Bool = true, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
         var options = ServerOptions(serviceName: "Trees")
+        options.changeTracking = changeTracking
         options.tokens = [token: hubUser]
         options.host = "127.0.0.1"
         options.port = 0
