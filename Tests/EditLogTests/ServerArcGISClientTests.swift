@@ -32,6 +32,16 @@ extension ServerArcGISClientTests {
             #expect(out["login"]?["token"]?.stringValue?.hasPrefix("el1.") == true)
         }
 
+        /// The same login and workflow against a node of a hub on PostgreSQL (`serve postgres://… --cache`).
+        @Test(.enabled(if: arcgis && EngineUnderTest.postgresURL != nil, "arcgis (PyPI) or the PostgreSQL test server (EDITLOG_TEST_POSTGRES) is missing"))
+        func esrisPythonAPILogsInAndEditsOnAHubNode() async throws {
+            try await PostgresScratch.withDatabase { location in
+                let served = try ServerClientTests.Served(maxRecordCount: 50, users: ["esri_hub"], hub: PostgresScratch.url(location.database))
+                let out = try exercise(served, token: "login:esri_hub", actor: "esri_hub")
+                #expect(out["login"]?["token"]?.stringValue?.hasPrefix("el1.") == true)
+            }
+        }
+
         @discardableResult
         func exercise(_ served: ServerClientTests.Served, token: String, actor: String) throws -> JSONValue {
             let out = try served.runClient("arcgis-client.py", token: token, marker: "ARCGIS-RESULT")
@@ -103,10 +113,10 @@ extension ServerArcGISClientTests {
             #expect(attachmentEntries.count == 2, "\(attachmentEntries)")
             #expect(attachmentEntries.allSatisfy { $0["actor"]?.stringValue == actor })
             // Nobody else edited: every session in the log since the baseline is the token's user's.
-            let sessions = try CLI.run("sessions", served.temp.path, "--json")
+            let sessions = try served.cli(["sessions", served.db, "--json"])
             let all = try JSONParser.parse(sessions.stdout).arrayValue ?? []
             #expect(!all.isEmpty && all.allSatisfy { $0["actor"]?.stringValue == actor }, "\(sessions.stdout.prefix(2000))")
-            let verify = try CLI.run("verify", served.temp.path)
+            let verify = try served.cli(["verify", served.db])
             #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
             return out
         }

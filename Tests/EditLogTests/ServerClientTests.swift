@@ -26,12 +26,34 @@ struct ServerClientTests {
         let process: Process
         let base: String
 
+        /// The log the commands read: the file, or the hub's `postgres://` URL.
+        let db: String
+        /// For a hub: the replica the commands read through (not the node's own).
+        let cacheArgs: [String]
+
         /// `users`: names `editlog users add` gives a users file that `serve --users` reads (passwords: `password(for:)`).
-        init(maxRecordCount: Int, users: [String] = []) throws {
+        /// `hub`: a `postgres://` URL of an empty database: `hub init` makes the Trees of Portland hub there, and the
+        /// server is a node of it (its replica in a cache of its own).
+        init(maxRecordCount: Int, users: [String] = [], hub: String? = nil) throws {
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-serve-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            let log = try Fixture.treesLog(at: temp.path)
-            log.close()
+            var store: [String]
+            if let hub {
+                let f = Paths.trees
+                let inputs = ["--service", f + "/service.json", "--webmap", f + "/webmap.json", "--rules", f + "/rules.json", "--data"]
+                    + ["Species", "Neighborhoods", "Trees", "Inspections"].map { f + "/baseline/\($0).json" }
+                let r = try CLI.run(["hub", "init", hub] + inputs)
+                guard r.status == 0 else { throw EditLogError(.io, "hub init failed: \(r.stderr)") }
+                db = hub
+                cacheArgs = ["--cache", dir + "/cli-cache"]
+                store = [hub, "--cache", dir + "/node-cache"]
+            } else {
+                let log = try Fixture.treesLog(at: temp.path)
+                log.close()
+                db = temp.path
+                cacheArgs = []
+                store = [temp.path]
+            }
             try "tok-client-0001 gdal_user\ntok-arcgis-0002 arcgis_user\n".write(toFile: dir + "/tokens", atomically: true, encoding: .utf8)
             var login: [String] = []
             if !users.isEmpty {
@@ -43,7 +65,7 @@ struct ServerClientTests {
                 }
                 login = ["--users", dir + "/users"]
             }
-            let (p, out, _) = try CLI.start(["serve", temp.path, "--port", "0", "--name", "Trees", "--anonymous-reads",
+            let (p, out, _) = try CLI.start(["serve"] + store + ["--port", "0", "--name", "Trees", "--anonymous-reads",
                                              "--token-file", dir + "/tokens", "--max-record-count", String(maxRecordCount)] + login)
             process = p
             // The first line names the URL with the port the server bound.
@@ -72,13 +94,16 @@ struct ServerClientTests {
 
         /// The `--no-baseline` history entries of a feature of the served log.
         func history(_ gid: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [JSONValue] {
-            let h = try CLI.run("history", temp.path, gid, "--json", "--no-baseline")
+            let h = try cli(["history", db, gid, "--json", "--no-baseline"])
             #expect(h.status == 0, "\(h.stderr)", sourceLocation: sourceLocation)
             return try JSONParser.parse(h.stdout)["entries"]?.arrayValue ?? []
         }
 
         /// Runs a Python client script from `tools/` against this server with `token`, and returns the JSON it printed
         /// on its last line that starts with `marker` (its result).
+        /// A command on the served log (`args` name it as `db`), through its own replica for a hub.
+        func cli(_ args: [String]) throws -> CLI.Result { try CLI.run(args + cacheArgs) }
+
         static func password(for name: String) -> String { "pw-\(name)-2026\n" }
 
         /// `token` is a token of the token file, or `login:NAME` for a client that logs in as NAME (its password in
@@ -171,7 +196,7 @@ extension ServerClientTests {
             let r = try JSONParser.parse(Array(data))
             #expect(r["updateResults"]?.arrayValue?.first?["success"] == true, "\(r.serialized())")
             let gid = try #require(try Fixture.features("Trees").first?["GlobalID"]?.stringValue)
-            let history = try CLI.run("history", served.temp.path, gid, "--json", "--no-baseline")
+            let history = try served.cli(["history", served.db, gid, "--json", "--no-baseline"])
             #expect(history.status == 0, "\(history.stderr)")
             let entries = try JSONParser.parse(history.stdout)["entries"]?.arrayValue ?? []
             #expect(entries.contains { $0["field"] == "Condition" && $0["new"] == "Poor" && $0["actor"] == "gdal_user" && $0["device"] == "FieldApp/2.0" }, "\(history.stdout)")

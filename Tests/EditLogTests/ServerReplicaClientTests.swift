@@ -14,7 +14,19 @@ extension ServerReplicaClientTests {
     @Suite(.tags(.process)) struct ProcessTests {
         @Test(.enabled(if: ServerArcGISClientTests.arcgis, "arcgis (PyPI) is not installed: Esri's Python API is not tried"))
         func esrisPythonAPITakesLayersOfflineSynchronizesAndUnregisters() throws {
-            let served = try ServerClientTests.Served(maxRecordCount: 1000)
+            try exercise(try ServerClientTests.Served(maxRecordCount: 1000))
+        }
+
+        /// The same workflow against a node of a hub on PostgreSQL (`serve postgres://… --cache`).
+        @Test(.enabled(if: ServerArcGISClientTests.arcgis && EngineUnderTest.postgresURL != nil,
+                       "arcgis (PyPI) or the PostgreSQL test server (EDITLOG_TEST_POSTGRES) is missing"))
+        func esrisPythonAPIReplicaWorkflowOnAHubNode() async throws {
+            try await PostgresScratch.withDatabase { location in
+                try exercise(try ServerClientTests.Served(maxRecordCount: 1000, hub: PostgresScratch.url(location.database)))
+            }
+        }
+
+        func exercise(_ served: ServerClientTests.Served) throws {
             // The replica is arcgis_user's; gdal_user edits the service meanwhile.
             let out = try served.runClient("arcgis-replica-client.py", token: "tok-arcgis-0002 tok-client-0001", marker: "REPLICA-RESULT")
             #expect(out["arcgis"] == "2.4.4")
@@ -45,7 +57,7 @@ extension ServerReplicaClientTests {
             #expect(try served.history(contested).contains { $0["field"] == "Condition" && $0["new"] == "Fair" && $0["cause"]?.stringValue == "replica:\(id)" })
 
             // Conflicts: what the replica overwrote, who wrote each side, the upload the winner.
-            let conflicts = try CLI.run("conflicts", served.temp.path, "list", "--json")
+            let conflicts = try served.cli(["conflicts", served.db, "list", "--json"])
             #expect(conflicts.status == 0, "\(conflicts.stderr)")
             let rows = conflicts.stdout.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
             let row = rows.first { $0["globalId"]?.stringValue == contested || $0["conflict"]?["globalId"]?.stringValue == contested }
@@ -64,7 +76,7 @@ extension ServerReplicaClientTests {
             #expect(out["listAfter"] == [])
 
             // editlog replicas: the auditor's view.
-            let list = try CLI.run("replicas", served.temp.path, "list", "--json")
+            let list = try served.cli(["replicas", served.db, "list", "--json"])
             let replicas = try JSONParser.parse(list.stdout).arrayValue ?? []
             #expect(replicas.count == 1)
             #expect(replicas.first?["user"] == "arcgis_user" && replicas.first?["closed"] == true && replicas.first?["closedBy"] == "unRegisterReplica")
@@ -72,9 +84,9 @@ extension ServerReplicaClientTests {
             #expect(syncs.count == 2)
             #expect(syncs.first?["overwrote"]?.at(0)?["field"] == "Condition" && syncs.first?["overwrote"]?.at(0)?["serviceActor"] == "gdal_user")
             #expect(syncs.first?["uploaded"]?["adds"]?.arrayValue?.count == 2 && syncs.first?["uploaded"]?["deletes"]?.arrayValue?.count == 1)
-            let show = try CLI.run("replicas", served.temp.path, "show", id)
+            let show = try served.cli(["replicas", served.db, "show", id])
             #expect(show.status == 0 && show.stdout.contains("overwrote \(contested) Condition"), "\(show.stdout)\(show.stderr)")
-            let verify = try CLI.run("verify", served.temp.path)
+            let verify = try served.cli(["verify", served.db])
             #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
         }
     }

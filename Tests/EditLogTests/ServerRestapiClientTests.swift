@@ -32,6 +32,16 @@ extension ServerRestapiClientTests {
             #expect(login["requests"]?.arrayValue?.contains { $0.stringValue?.hasSuffix("/arcgis/tokens/generateToken") == true } == true, "\(login.serialized())")
         }
 
+        /// The same login and workflow against a node of a hub on PostgreSQL (`serve postgres://… --cache`).
+        @Test(.enabled(if: restapi && EngineUnderTest.postgresURL != nil, "bmi-arcgis-restapi (PyPI) or the PostgreSQL test server (EDITLOG_TEST_POSTGRES) is missing"))
+        func restapiLogsInAndEditsOnAHubNode() async throws {
+            try await PostgresScratch.withDatabase { location in
+                let served = try ServerClientTests.Served(maxRecordCount: 50, users: ["restapi_hub"], hub: PostgresScratch.url(location.database))
+                let out = try exercise(served, token: "login:restapi_hub", actor: "restapi_hub")
+                #expect(out["login"]?["token"]?.stringValue?.hasPrefix("el1.") == true)
+            }
+        }
+
         @discardableResult
         func exercise(_ served: ServerClientTests.Served, token: String, actor: String) throws -> JSONValue {
             let out = try served.runClient("restapi-client.py", token: token, marker: "RESTAPI-RESULT")
@@ -82,10 +92,10 @@ extension ServerRestapiClientTests {
             let attachment = try served.history(addedGid).filter { $0["field"]?.stringValue?.hasPrefix("@attachment") == true }
             #expect(attachment.count == 1 && attachment.allSatisfy { $0["actor"]?.stringValue == actor }, "\(attachment)")
             // Nobody else edited: the add, the update and the attachment are the log's sessions (a delete is not one).
-            let sessions = try CLI.run("sessions", served.temp.path, "--json")
+            let sessions = try served.cli(["sessions", served.db, "--json"])
             let all = try JSONParser.parse(sessions.stdout).arrayValue ?? []
             #expect(all.count == 3 && all.allSatisfy { $0["actor"]?.stringValue == actor }, "\(sessions.stdout.prefix(2000))")
-            let verify = try CLI.run("verify", served.temp.path)
+            let verify = try served.cli(["verify", served.db])
             #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
             return out
         }
