@@ -53,10 +53,12 @@ let package = Package(
         // export, bundles, imports and conflicts.
         .target(name: "EditLog", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogAudit", "EditLogExport", "EditLogMerge", "EditLogImport", "EditLogBundle", .product(name: "GRDB", package: "GRDB.swift")]),
         // An audited ArcGIS FeatureServer over a log (editlog serve): reads from the projection, edits as sessions; log in
-        // (generateToken) against a users file of PBKDF2 hashes, with tokens the server signs (HMAC-SHA256).
+        // (generateToken) against a users file of PBKDF2 hashes, with tokens the server signs (HMAC-SHA256); replicas
+        // (createReplica, synchronizeReplica, unRegisterReplica) as events, a replica's overwrites as conflicts.
         .target(name: "EditLogServer", dependencies: ["EditLog", "EditLogMerge", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                                                       .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
-        // editlog sync: a log against a FeatureServer (pull extractChanges, merge, push applyEdits), state as events.
+        // editlog sync: a log against a FeatureServer (pull extractChanges, else a replica, else query; merge; push
+        // applyEdits), state as events.
         .target(name: "EditLogSync", dependencies: ["EditLog", "EditLogMerge", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
         // The hub's event store on PostgreSQL (postgres-nio): the store contract (`EventStoreEngine`) kept by a second engine,
         // with positions made gap-free by a locked one-row head, append-only triggers and role, the same chain; its URL and

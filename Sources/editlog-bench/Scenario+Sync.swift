@@ -27,6 +27,28 @@ enum SyncScenario: Scenario {
         return try box.result!.get()
     }
 
+    /// Every layer's query pages (`maxRecordCount` a page) downloaded and parsed over the loopback: the floor of
+    /// reading a service's features. Returns the bytes read.
+    static func queryPages(_ url: String, layers: [LayerSchema]) throws -> Int {
+        try blocking {
+            var total = 0
+            for layer in layers {
+                var offset = 0
+                while true {
+                    let r = try await HTTPTransport().postForm(url + "/\(layer.id)/query", form: [
+                        ("where", "1=1"), ("outFields", "*"), ("returnGeometry", "true"), ("orderByFields", layer.objectIdField ?? "OBJECTID"),
+                        ("resultOffset", String(offset)), ("resultRecordCount", String(SyncHub.maxRecordCount)), ("f", "json"), ("token", SyncHub.token),
+                    ])
+                    total += r.body.count
+                    guard let page = try? JSONParser.parse(r.body), let features = page["features"]?.arrayValue, !features.isEmpty else { break }
+                    offset += features.count
+                    if page["exceededTransferLimit"]?.boolValue != true { break }
+                }
+            }
+            return total
+        }
+    }
+
     static func run(_ ctx: BenchContext) throws -> [Measurement] {
         let n = ctx.sizes.syncChanges
         let base = try ctx.baseLog(trees: n)
@@ -51,25 +73,7 @@ enum SyncScenario: Scenario {
         if !ctx.prepareOnly {
             // Floor: the same pages of every layer downloaded over the same loopback (what the snapshot cannot avoid).
             var download = Stopwatch()
-            let bytes = try download.time {
-                try blocking {
-                    var total = 0
-                    for layer in layers {
-                        var offset = 0
-                        while true {
-                            let r = try await HTTPTransport().postForm(firstURL + "/\(layer.id)/query", form: [
-                                ("where", "1=1"), ("outFields", "*"), ("returnGeometry", "true"), ("orderByFields", layer.objectIdField ?? "OBJECTID"),
-                                ("resultOffset", String(offset)), ("resultRecordCount", String(SyncHub.maxRecordCount)), ("f", "json"), ("token", SyncHub.token),
-                            ])
-                            total += r.body.count
-                            guard let page = try? JSONParser.parse(r.body), let features = page["features"]?.arrayValue, !features.isEmpty else { break }
-                            offset += features.count
-                            if page["exceededTransferLimit"]?.boolValue != true { break }
-                        }
-                    }
-                    return total
-                }
-            }
+            let bytes = try download.time { try queryPages(firstURL, layers: layers) }
             s.floorSeconds = download.seconds
             s.floorCpuSeconds = download.cpuSeconds
             s.floorDescription = "every layer's query pages (\(SyncHub.maxRecordCount) a page) downloaded and parsed over the same loopback (\(Fmt.mb(Int64(bytes))))"

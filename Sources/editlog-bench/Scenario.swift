@@ -35,6 +35,7 @@ enum Scenarios {
         BundleBigAttachment.self,
         ServeLoad.self,
         SyncScenario.self,
+        ReplicaScenario.self,
     ]
 
     static func named(_ n: String) -> (any Scenario.Type)? {
