@@ -119,14 +119,16 @@ extension FeatureService {
     /// index and the edit moment (the sessions' time, epoch milliseconds).
     ///
     /// `cause` marks the sessions (a replica's upload: `replica:<id>`). `then` gives system events to write in the
-    /// same transaction as the last edits recorded, from the sessions and events recorded so far (a replica's record
-    /// of its upload); with nothing to record they are written alone.
+    /// same transaction as the last edits recorded, from what was recorded so far: the sessions, the events and the
+    /// plan's indices (a replica's record of its upload); with nothing to record they are written alone.
     func commit(_ plan: [PlannedEdit], rollback: Bool, user: String, device: String, name: String, cause: String? = nil,
-                then: (_ sessions: [String], _ events: [RecordedEvent]) -> [SystemEvent] = { _, _ in [] }) -> (failures: [Int: EditFailure], moment: Int64, error: EditLogError?) {
+                then: (_ sessions: [String], _ events: [RecordedEvent], _ recorded: Set<Int>) -> [SystemEvent] = { _, _, _ in [] })
+        -> (failures: [Int: EditFailure], moment: Int64, error: EditLogError?) {
         let now = handles.clock.now()
         let at = Timestamp.format(milliseconds: now)
         var sessions: [String] = []
         var recorded: [RecordedEvent] = []
+        var done = Set<Int>()
         func script(_ edits: [Int]) -> (commands: [ScriptCommand], owner: [Int: Int], sessions: [String]) {
             var commands: [ScriptCommand] = []
             var owner: [Int: Int] = [:]
@@ -146,20 +148,21 @@ extension FeatureService {
         func record(_ edits: [Int], last: Bool) -> (failed: Int?, error: EditLogError?) {
             let (commands, owner, made) = script(edits)
             if commands.isEmpty {
-                let system = last ? then(sessions, recorded) : []
+                let system = last ? then(sessions, recorded, done) : []
                 if system.isEmpty { return (nil, nil) }
             }
             var bytes = Array("\(name) \(device) \(at) \(handles.ids.next().uuidString)\n".utf8)
             for c in commands { bytes += Array("\(c.op)\n".utf8) }
             do {
                 let events = try handles.write { log in
-                    if commands.isEmpty { return try log.appendSystemEvents(then(sessions, recorded), actor: user, device: device) }
+                    if commands.isEmpty { return try log.appendSystemEvents(then(sessions, recorded, done), actor: user, device: device) }
                     let before = recorded
                     return try log.record(commands, name: name, sha256: InputFiles.sha256(bytes), allowRepeat: true,
-                                          then: { last ? then(sessions + made, before + $0) : [] }).events
+                                          then: { last ? then(sessions + made, before + $0, done.union(edits)) : [] }).events
                 }
                 sessions += made
                 recorded += events
+                done.formUnion(edits)
                 return (nil, nil)
             } catch let e as EditLogError {
                 return (e.scriptLine.flatMap { owner[$0] } ?? edits.first, e)

@@ -160,6 +160,26 @@ struct ServerReplicaTests {
         }
     }
 
+    /// Without rollbackOnFailure each edit stands alone: the one that fails is answered as failed and is not in the
+    /// record of what the replica uploaded.
+    @Test func withoutRollbackTheRecordListsOnlyWhatWasRecorded() async throws {
+        try await ServedLog.run { client, log in
+            let created = try await Self.create(client, log.value)
+            let id = try #require(created["replicaID"]?.stringValue)
+            let gen = try #require(created["replicaServerGen"]?.intValue)
+            let picked = try Self.expectedTrees(log.value, try Self.envelope(log.value)).sorted()
+            let good = picked[0], bad = picked[1]
+            let edits = #"[{"id":0,"features":{"updates":[{"attributes":{"GlobalID":"\#(good)","DBH":7}},{"attributes":{"GlobalID":"\#(bad)","Condition":"Splendid"}}]}}]"#
+            let s = try await Self.post(client, "synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(gen)), ("rollbackOnFailure", "false"), ("edits", edits)])
+            let results = s.json["editResults"]?.at(0)?["updateResults"]?.arrayValue ?? []
+            #expect(results.map { $0["success"] } == [true, false], "\(s.text.prefix(600))")
+            let record = try #require(try ReplicaRecord.all(log.value.streamEvents(StreamName.replicas)).first?.syncs.first?.payload)
+            #expect(record["uploaded"]?["updates"]?.arrayValue?.compactMap { $0["globalId"]?.stringValue } == [good], "\(record.serialized())")
+            #expect(try log.value.attributes(good)["DBH"]?.doubleValue == 7)
+            #expect(try log.value.attributes(bad)["Condition"]?.stringValue != "Splendid")
+        }
+    }
+
     @Test func answersByURLAndAsJobsAreTheCallersOnlyAndCloseReplicaEndsIt() async throws {
         try await ServedLog.run { client, log in
             let byURL = try await Self.create(client, log.value, extra: [("transportType", "esriTransportTypeUrl")])

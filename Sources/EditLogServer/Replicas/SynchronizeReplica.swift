@@ -126,25 +126,28 @@ extension FeatureService {
         ]
         if direction == "snapshot" { downloaded["snapshot"] = downloaded["adds"] }
         let fromGen = from.values.min()
-        func recordOf(_ sessions: [String]) -> SystemEvent {
+        // Built from what was recorded (with rollbackOnFailure=false an edit can fail while it is recorded).
+        func recordOf(_ sessions: [String], _ recorded: Set<Int>) -> SystemEvent {
             func refs(_ kind: EditKind) -> JSONValue {
-                .array(plan.filter { $0.kind == kind && $0.error == nil && $0.globalId != nil }.map { ["layer": .int(Int64($0.layer.id)), "globalId": .string($0.globalId!)] })
+                .array(plan.indices.filter { recorded.contains($0) && plan[$0].kind == kind && plan[$0].globalId != nil }
+                    .map { ["layer": .int(Int64(plan[$0].layer.id)), "globalId": .string(plan[$0].globalId!)] })
             }
             return SystemEvent(stream: StreamName.replicas, type: .replicaSynchronized, payload: [
                 "replicaId": .string(rep.id), "user": .string(user), "device": .string(r.device), "syncDirection": .string(direction),
                 "fromServerGen": fromGen.map { .int($0) } ?? .null,
                 "uploaded": ["sessions": .array(sessions.map { .string($0) }), "adds": refs(.add), "updates": refs(.update), "deletes": refs(.delete),
                              "attachments": .int(Int64(uploadedAttachments))],
-                "downloaded": .object(downloaded), "overwrote": .array(overwrote.map(\.json)), "closed": .bool(close),
+                "downloaded": .object(downloaded), "overwrote": .array(overwrote.filter { recorded.contains($0.planIndex) }.map(\.json)), "closed": .bool(close),
             ], cause: Cause.replicaOperation)
         }
         // The record comes after the upload's events in the same transaction: its position is the client's next
         // generation, past its own upload (which it is never sent back).
         var firstWritten: Int64?
         let (failures, _, error) = commit(plan, rollback: rollback, user: user, device: r.device, name: "synchronizeReplica \(rep.id) by \(user)",
-                                          cause: Cause.replica(rep.id)) { sessions, events in
+                                          cause: Cause.replica(rep.id)) { sessions, events, recorded in
             firstWritten = events.first?.position
-            return self.overwriteDecisions(overwrote, upload: events, logId: logId, replicaId: rep.id) + [recordOf(sessions)] + (close ? [closeEvent] : [])
+            let won = overwrote.filter { recorded.contains($0.planIndex) }
+            return self.overwriteDecisions(won, upload: events, logId: logId, replicaId: rep.id) + [recordOf(sessions, recorded)] + (close ? [closeEvent] : [])
         }
         if rollback, let error {
             throw ServiceError(code: 400, message: "Unable to synchronize replica.", details: ["\(error.description) (rollbackOnFailure: nothing was applied)"])
@@ -194,6 +197,8 @@ extension FeatureService {
 
     /// A field an uploaded update set to another value than the one the service wrote after the client's generation.
     struct Overwrite {
+        /// The uploaded update's index in the plan.
+        var planIndex: Int
         var layer: Int
         var globalId: String
         var field: String
@@ -213,7 +218,7 @@ extension FeatureService {
     /// generation: the upload wins (last-in wins for replicas), and the synchronize records what it overwrote.
     func overwrites(_ plan: [PlannedEdit], changes: [Int: [FeatureChange]]) throws -> [Overwrite] {
         var out: [Overwrite] = []
-        for e in plan where e.kind == .update && e.error == nil {
+        for (i, e) in plan.enumerated() where e.kind == .update && e.error == nil {
             guard let g = e.globalId, let change = changes[e.layer.id]?.first(where: { $0.globalId == g }) else { continue }
             var sets: [String: JSONValue] = [:]
             for c in e.commands { if case .set(let field, let value) = c { sets[field.lowercased()] = value } }
@@ -224,7 +229,7 @@ extension FeatureService {
                 if stream == nil { stream = try handles.read { try $0.streamEvents(StreamName.feature(layer: e.layer.id, globalId: g)) } }
                 // The service's writer: the latest event of the feature that changed the field.
                 let writer = stream?.last { $0.payload["changes"]?[f.field] != nil }.map(Author.init)
-                out.append(Overwrite(layer: e.layer.id, globalId: g, field: f.field, base: f.old, service: f.new, upload: up, serviceWriter: writer))
+                out.append(Overwrite(planIndex: i, layer: e.layer.id, globalId: g, field: f.field, base: f.old, service: f.new, upload: up, serviceWriter: writer))
             }
         }
         return out
