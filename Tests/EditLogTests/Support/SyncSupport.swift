@@ -142,7 +142,7 @@ final class FlakyTransport: ServiceTransport, @unchecked Sendable {
 }
 
 /// A transport that answers the service root without change tracking (no `extractChangesCapabilities`,
-/// `changeTrackingInfo` or ChangeTracking capability), as many FeatureServers do.
+/// `changeTrackingInfo` or ChangeTracking capability) and without Sync, as many FeatureServers do.
 struct NoChangeTrackingTransport: ServiceTransport {
     let inner = HTTPTransport()
 
@@ -150,8 +150,11 @@ struct NoChangeTrackingTransport: ServiceTransport {
         guard url.hasSuffix("/FeatureServer"), case .object(var o)? = try? JSONParser.parse(r.body) else { return r }
         o["extractChangesCapabilities"] = nil
         o["changeTrackingInfo"] = nil
+        // Nor Sync: with it, `sync` would take changes through a replica (`SyncReplicaTests`).
+        o["syncEnabled"] = false
+        o["syncCapabilities"] = nil
         if let c = o["capabilities"]?.stringValue {
-            o["capabilities"] = .string(c.split(separator: ",").filter { !$0.lowercased().contains("changetracking") }.joined(separator: ","))
+            o["capabilities"] = .string(c.split(separator: ",").filter { !$0.lowercased().contains("changetracking") && $0.lowercased() != "sync" }.joined(separator: ","))
         }
         var out = r
         out.body = JSONValue.object(o).serializedBytes()
