@@ -259,12 +259,8 @@ extension SyncEngine {
                 pull.replicaId = id
                 for edits in answer["edits"]?.arrayValue ?? [] {
                     guard let lid = edits["id"]?.intValue, let layer = log.schema.layer(id: Int(lid)) else { continue }
-                    for item in (edits["features"]?["adds"]?.arrayValue ?? []) + (edits["features"]?["updates"]?.arrayValue ?? []) {
-                        guard let rf = RemoteValues.feature(item, layer: layer) else {
-                            throw EditLogError(.invalidInput, "a changed \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/synchronizeReplica")
-                        }
-                        pull.features.append(rf)
-                    }
+                    pull.features += try remoteFeatures((edits["features"]?["adds"]?.arrayValue ?? []) + (edits["features"]?["updates"]?.arrayValue ?? []),
+                                                        layer: layer, at: "/synchronizeReplica")
                     for g in edits["features"]?["deleteIds"]?.arrayValue ?? [] {
                         if let gid = g.stringValue.flatMap(GlobalID.normalize) { pull.gone.append((layer.id, gid)) }
                     }
@@ -294,14 +290,19 @@ extension SyncEngine {
         var pull = PulledChanges(mode: "snapshot")
         for l in data["layers"]?.arrayValue ?? [] {
             guard let lid = l["id"]?.intValue, let layer = log.schema.layer(id: Int(lid)) else { continue }
-            for item in l["features"]?.arrayValue ?? [] {
-                guard let rf = RemoteValues.feature(item, layer: layer) else {
-                    throw EditLogError(.invalidInput, "a \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/createReplica")
-                }
-                pull.features.append(rf)
-            }
+            pull.features += try remoteFeatures(l["features"]?.arrayValue ?? [], layer: layer, at: "/createReplica")
         }
         return pull
+    }
+
+    /// A replica answer's features of `layer`; one without a GlobalID is refused, naming the operation.
+    func remoteFeatures(_ items: [JSONValue], layer: LayerSchema, at operation: String) throws(EditLogError) -> [RemoteFeature] {
+        try items.map { item throws(EditLogError) in
+            guard let rf = RemoteValues.feature(item, layer: layer) else {
+                throw EditLogError(.invalidInput, "a \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + operation)
+            }
+            return rf
+        }
     }
 
     /// Feature streams (`layer:GlobalID` keys of `pendingEvents`) with an event after `position`.

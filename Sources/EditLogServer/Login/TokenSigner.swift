@@ -38,7 +38,7 @@ public struct TokenSigner: Sendable {
         let fm = FileManager.default
         if !fm.fileExists(atPath: path) {
             let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max) }
-            let hex = bytes.map { String(format: "%02x", $0) }.joined() + "\n"
+            let hex = Hex.encode(bytes) + "\n"
             // O_EXCL: two nodes starting at once do not overwrite each other's key.
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
             if fd >= 0 {
@@ -58,18 +58,8 @@ public struct TokenSigner: Sendable {
         }
         guard let data = fm.contents(atPath: path) else { throw EditLogError(.io, "cannot read the token key", at: path) }
         let hex = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard hex.count == 64, let bytes = Self.hexBytes(hex) else { throw EditLogError(.corrupt, "the token key is not 64 hex digits", at: path) }
+        guard hex.count == 64, let bytes = Hex.decode(hex) else { throw EditLogError(.corrupt, "the token key is not 64 hex digits", at: path) }
         return TokenSigner(key: bytes)
-    }
-
-    static func hexBytes(_ hex: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var it = hex.makeIterator()
-        while let a = it.next(), let b = it.next() {
-            guard let v = UInt8(String([a, b]), radix: 16) else { return nil }
-            out.append(v)
-        }
-        return out.count * 2 == hex.count ? out : nil
     }
 
     public func sign(_ token: IssuedToken) -> String {

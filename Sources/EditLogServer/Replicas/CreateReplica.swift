@@ -115,7 +115,13 @@ extension FeatureService {
     /// `layerQueries`: `{"<id>": {"where": …, "useGeometry": bool, "queryOption": "all"|"useFilter"|"none"}}`.
     static func layerQueries(_ text: String?, layers: [LayerSchema]) throws(ServiceError) -> [Int: ReplicaLayerQuery] {
         guard let text, !text.isEmpty else { return [:] }
-        guard let v = try? JSONParser.parse(Array(text.utf8)), let o = v.objectValue else { throw .invalid("layerQueries must be a JSON object by layer id") }
+        guard let v = try? JSONParser.parse(Array(text.utf8)) else { throw .invalid("layerQueries must be a JSON object by layer id") }
+        return try layerQueries(v, layers: layers)
+    }
+
+    /// The same, parsed (a replica's, as its `ReplicaCreated` recorded them).
+    static func layerQueries(_ v: JSONValue, layers: [LayerSchema]) throws(ServiceError) -> [Int: ReplicaLayerQuery] {
+        guard let o = v.objectValue else { throw .invalid("layerQueries must be a JSON object by layer id") }
         var out: [Int: ReplicaLayerQuery] = [:]
         for (key, q) in o {
             guard let id = Int(key), let layer = layers.first(where: { $0.id == id }) else { throw .invalid("layerQueries: layer \(key) is not one of the replica's layers") }

@@ -222,13 +222,16 @@ extension FeatureService {
             guard let g = e.globalId, let change = changes[e.layer.id]?.first(where: { $0.globalId == g }) else { continue }
             var sets: [String: JSONValue] = [:]
             for c in e.commands { if case .set(let field, let value) = c { sets[field.lowercased()] = value } }
-            var stream: [RecordedEvent]?
+            var writers: (blame: Blame, stream: [RecordedEvent])?
             for f in change.fields where !f.field.hasPrefix("@") && !e.layer.isEditorTrackingField(f.field) {
                 guard let up = sets[f.field.lowercased()] else { continue }
                 if (up.doubleValue != nil && up.doubleValue == f.new.doubleValue) || up == f.new { continue }
-                if stream == nil { stream = try handles.read { try $0.streamEvents(StreamName.feature(layer: e.layer.id, globalId: g)) } }
-                // The service's writer: the latest event of the feature that changed the field.
-                let writer = stream?.last { $0.payload["changes"]?[f.field] != nil }.map(Author.init)
+                if writers == nil {
+                    writers = try handles.read { log in (try log.blame(globalId: g), try log.streamEvents(StreamName.feature(layer: e.layer.id, globalId: g))) }
+                }
+                // The service's writer: the event `blame` names for the field's value (this log's decisions applied).
+                let position = writers?.blame.fields.first { $0.field == f.field }?.position
+                let writer = writers?.stream.first { $0.position == position }.map(Author.init)
                 out.append(Overwrite(planIndex: i, layer: e.layer.id, globalId: g, field: f.field, base: f.old, service: f.new, upload: up, serviceWriter: writer))
             }
         }
@@ -276,7 +279,7 @@ extension FeatureService {
     /// since the client's generation, adds and updates of features its queries and area select, every delete.
     func selectDownload(_ rep: ReplicaRecord, direction: String, changes: [Int: [FeatureChange]]) throws -> [Int: DownloadSelection] {
         let area = area(of: rep)
-        let queries = (try? Self.layerQueries(JSONValue.object(rep.layerQueries).serialized(), layers: rep.layers.compactMap { schema.layer(id: $0) })) ?? [:]
+        let queries = (try? Self.layerQueries(.object(rep.layerQueries), layers: rep.layers.compactMap { schema.layer(id: $0) })) ?? [:]
         var out: [Int: DownloadSelection] = [:]
         try handles.read { log in
             for id in rep.layers {
