@@ -13,11 +13,14 @@ final class AppendCache: @unchecked Sendable {
         var dataVersion: Int64
         var headPosition: Int64
         var headHash: [UInt8]
-        var versions: [String: Int64]
+        var versions: StreamVersions
     }
 
     private let lock = NSLock()
     private var snapshot: Snapshot?
+    /// Stream-version entries copied on write by this store's transactions (`StreamVersions`): 0 while every
+    /// transaction holds the only reference to the versions it adds to.
+    let copiedVersions = CopyCount()
     /// Streams remembered at most (memory stays bounded on logs with many features).
     static let maxStreams = 250_000
 
@@ -26,15 +29,14 @@ final class AppendCache: @unchecked Sendable {
     /// versions and adds to them in place (sharing them made every transaction copy the whole dictionary).
     func take(at dataVersion: Int64) -> Snapshot? {
         lock.lock(); defer { lock.unlock() }
-        defer { snapshot = nil }
-        guard let s = snapshot, s.dataVersion == dataVersion else { return nil }
+        guard let s = snapshot.take(), s.dataVersion == dataVersion else { return nil }
         return s
     }
 
     /// After a commit: what the transaction appended becomes the cached state.
     func store(_ s: Snapshot) {
         lock.lock(); defer { lock.unlock() }
-        snapshot = s.versions.count > Self.maxStreams ? Snapshot(dataVersion: s.dataVersion, headPosition: s.headPosition, headHash: s.headHash, versions: [:]) : s
+        snapshot = s.versions.count > Self.maxStreams ? Snapshot(dataVersion: s.dataVersion, headPosition: s.headPosition, headHash: s.headHash, versions: s.versions.emptied()) : s
     }
 
     func drop() {

@@ -19,7 +19,7 @@ public struct Appender {
     public let ids: any IDGenerator
     public private(set) var headPosition: Int64
     public private(set) var headHash: [UInt8]
-    var versions: [String: Int64] = [:]
+    var versions: StreamVersions
     /// `PRAGMA data_version` when the transaction began (the cache is valid for this value only).
     let dataVersion: Int64
     var encoder = EventHash.Encoder()
@@ -53,7 +53,10 @@ public struct Appender {
             headPosition = cached.headPosition
             headHash = cached.headHash
             versions = cached.versions
-        } else if let row = try Row.fetchOne(db, sql: "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1") {
+            return
+        }
+        versions = StreamVersions(copies: store.appendCache.copiedVersions)
+        if let row = try Row.fetchOne(db, sql: "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1") {
             headPosition = row[0]
             headHash = [UInt8](row[1] as Data)
         } else {
@@ -76,7 +79,7 @@ public struct Appender {
         RawBindings(stmt).bind(1, stream)
         guard sqlite3_step(stmt) == SQLITE_ROW else { throw RawBindings.lastError(on: db.sqliteConnection, sql: statement.sql) }
         let v = sqlite3_column_type(stmt, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(stmt, 0)
-        if let limit = versionLimit, versions.count >= limit { versions.removeAll(keepingCapacity: true) }
+        if let limit = versionLimit, versions.count >= limit { versions.removeAll() }
         versions[stream] = v
         return v
     }
@@ -90,7 +93,7 @@ public struct Appender {
             throw EditLogError(.corrupt, "stream \(stream) is at version \(stored), not new as the caller said")
         }
         #endif
-        if let limit = versionLimit, versions.count >= limit { versions.removeAll(keepingCapacity: true) }
+        if let limit = versionLimit, versions.count >= limit { versions.removeAll() }
         versions[stream] = 0
     }
 

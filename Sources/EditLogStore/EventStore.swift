@@ -14,6 +14,9 @@ public final class EventStore: Sendable {
     public let ids: any IDGenerator
     /// Head and stream versions of this process's last write, while no other connection writes.
     let appendCache = AppendCache()
+    /// Stream-version entries this store's write transactions copied since it was opened: 0 when a transaction's
+    /// cost does not grow with the log's streams (`StreamVersions`).
+    public var streamVersionsCopied: Int { appendCache.copiedVersions.value }
     /// The gate writes pass before they commit (`setCommitGate`).
     let commitGate = Mutex<CommitGate?>(nil)
 
@@ -210,7 +213,9 @@ public final class EventStore: Sendable {
                     try db.inTransaction(.immediate) {
                         let start = try Appender(db: db, store: self)
                         let startHead = start.headPosition
-                        let (r, appender) = try body(db, start)
+                        // Moved, not copied: a copy alive at the body's first append would share the cached stream
+                        // versions, and copy-on-write would then copy every stream's entry in every transaction.
+                        let (r, appender) = try body(db, consume start)
                         if gated { try passGate(db, after: startHead, head: appender.headPosition) }
                         result = r
                         snapshot = appender.snapshot
