@@ -130,4 +130,10 @@ public final class EditLog {
     func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
         try store.read(body)
     }
+
+    /// A read transaction of the projections as the log's schema reads them (`ProjectedState`, where their SQL lives).
+    func projected<T>(_ body: (ProjectedState) throws -> T) throws(EditLogError) -> T {
+        let schema = self.schema
+        return try store.read { db in try body(ProjectedState(db: db, schema: schema)) }
+    }
 }
