@@ -73,10 +73,7 @@ extension EditLog {
 
     /// The recorded exports to a peer, newest last: (from, to, bundle SHA-256, created at).
     public func bundleExports(peer: String) throws(EditLogError) -> [(from: Int64, to: Int64, sha256: String, createdAt: String)] {
-        try store.read { db in
-            try Row.fetchAll(db, sql: "SELECT from_position, to_position, bundle_sha256, created_at FROM bundle_exports WHERE peer = ? ORDER BY id",
-                             arguments: [peer]).map { ($0[0], $0[1], $0[2], $0[3]) }
-        }
+        try store.read { db in try BundleExport.recorded(db, peer: peer) }
     }
 }
 
@@ -87,14 +84,7 @@ extension EditLog {
 
     /// Guesses where an import appends events, from this log's end; nil when it holds more than `guessedStreamLimit` streams.
     func chainGuesser() throws(EditLogError) -> ChainGuesser? {
-        try read { db -> ChainGuesser? in
-            guard let head = try Row.fetchOne(db, sql: "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1") else { return nil }
-            var versions: [String: Int64] = [:]
-            let rows = try Row.fetchCursor(db, sql: "SELECT stream, MAX(stream_version) FROM events GROUP BY stream LIMIT ?", arguments: [Self.guessedStreamLimit + 1])
-            while let row = try rows.next() { versions[row[0]] = row[1] }
-            guard versions.count <= Self.guessedStreamLimit else { return nil }
-            return ChainGuesser(position: head[0], hash: [UInt8](head[1] as Data), streamVersions: versions)
-        }
+        try read { db in try EventReading.chainGuesser(db, streamLimit: Self.guessedStreamLimit) }
     }
 
     /// Imports a bundle in one transaction, all or nothing: every check of `verifyBundle` (a failed one rolls the

@@ -169,19 +169,18 @@ extension EditLog {
 
     /// Aggregate figures for summaries.
     public func stats() throws(EditLogError) -> JSONValue {
-        try read { db in
+        try projected { state in
+            let db = state.db
             var o: [String: JSONValue] = ["events": .int(try EventReading.count(db))]
             var byStatus: [String: JSONValue] = [:]
-            for r in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM p_sessions GROUP BY status ORDER BY status") {
-                byStatus[r[0]] = .int(r[1])
-            }
+            for (status, n) in try state.sessionCountsByStatus() { byStatus[status] = .int(n) }
             o["sessions"] = .object(byStatus)
             var byType: [String: JSONValue] = [:]
-            for r in try Row.fetchAll(db, sql: "SELECT type, COUNT(*) FROM events GROUP BY type") { byType[r[0]] = .int(r[1]) }
+            for (type, n) in try EventReading.countsByType(db) { byType[type] = .int(n) }
             o["eventTypes"] = .object(byType)
-            o["actors"] = .array(try String.fetchAll(db, sql: "SELECT DISTINCT actor FROM p_sessions ORDER BY actor").map { .string($0) })
-            o["attachments"] = .int(try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM p_attachments WHERE deleted = 0") ?? 0)
-            o["blobBytes"] = .int(try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM blobs") ?? 0)
+            o["actors"] = .array(try state.sessionActors().map { .string($0) })
+            o["attachments"] = .int(try state.liveAttachmentCount())
+            o["blobBytes"] = .int(try BlobReading.totalBytes(db))
             return .object(o)
         }
     }

@@ -23,7 +23,7 @@ extension EditLog {
             throw EditLogError(.invalidInput, "a script's sha256 must be 64 hex digits, got \"\(sha256.prefix(70))\"")
         }
         return try write { unit in
-            if !allowRepeat, let pos = try Int64.fetchOne(unit.db, sql: "SELECT position FROM p_scripts WHERE sha256 = ?", arguments: [sha256]) {
+            if !allowRepeat, let pos = try unit.world.scriptPosition(sha256: sha256) {
                 return RecordResult(events: [], alreadyRecordedAt: pos)
             }
             for c in commands {

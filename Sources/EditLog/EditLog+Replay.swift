@@ -127,11 +127,9 @@ extension EditLog {
         let schema = try Projector.decodeSchema(schemaEvent.payload)
         let layers = try Exporter.layers(refs, schema: schema, schemaPayload: schemaEvent.payload)
         let keep = Set(layers.map(\.table))
-        for t in try ProjectionTables.all(state) where t.hasPrefix("p_layer_") && !keep.contains(t) { try state.execute(sql: "DROP TABLE \(t)") }
+        try ProjectionTables.dropLayerTables(state, keeping: keep)
         var summary = ExportSummary(format: .sqlite)
-        for l in layers {
-            summary.features.append((l.schema.name, try Int.fetchOne(state, sql: "SELECT COUNT(*) FROM \(l.table) WHERE _deleted = 0") ?? 0))
-        }
+        for l in layers { summary.features.append((l.schema.name, try ProjectionTables.liveFeatureCount(state, table: l.table))) }
         return summary
     }
 
@@ -142,7 +140,7 @@ extension EditLog {
         }
         let schema = try Projector.decodeSchema(schemaEvent.payload)
         let layers = try Exporter.layers(refs, schema: schema, schemaPayload: schemaEvent.payload)
-        let lastChange = try String.fetchOne(log, sql: "SELECT recorded_time FROM events WHERE position = ?", arguments: [position]) ?? schemaEvent.recordedTime
+        let lastChange = try EventReading.recordedTime(log, position: position) ?? schemaEvent.recordedTime
         return try Exporter.write(state, layers: layers, to: out, format: format, lastChange: lastChange, overwrite: overwrite, progress: progress)
     }
 }

@@ -33,17 +33,14 @@ extension EditLog {
 
     /// The position of the last event of the data the log was made from (its schema and baseline).
     public func baselineEnd() throws(EditLogError) -> Int64 {
-        try read { db in
-            try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events WHERE type IN (?, ?)",
-                               arguments: [EventType.schemaDefined.rawValue, EventType.featureBaselined.rawValue]) ?? 0
-        }
+        try read { db in try EventReading.baselineEnd(db) }
     }
 
     /// Every event of one stream, in position order.
     public func streamEvents(_ stream: String) throws(EditLogError) -> [RecordedEvent] {
         try read { db in
             var out: [RecordedEvent] = []
-            try EventReading.forEach(db, where: "stream = ?", arguments: [stream]) { out.append($0) }
+            try EventReading.forEach(db, stream: stream) { out.append($0) }
             return out
         }
     }
@@ -78,28 +75,12 @@ extension EditLog {
 
     /// Every feature of a layer (deleted ones too), in ObjectID order.
     public func allFeatures(layer: Int) throws(EditLogError) -> [FeatureSnapshot] {
-        let schema = self.schema
-        return try read { db in
-            let state = ProjectedState(db: db, schema: schema)
-            let gids = try String.fetchAll(db, sql: "SELECT _globalid FROM \(ProjectionTables.featureTable(layer)) ORDER BY _oid")
-            return try gids.compactMap { try state.feature(layer: layer, globalId: $0) }
-        }
+        try projected { state in try state.globalIds(layer: layer).compactMap { try state.feature(layer: layer, globalId: $0) } }
     }
 
     /// The features with an event after `position` other than those of the given causes and types, in stream order.
     public func changedFeatures(after position: Int64, excludingCauses causes: Set<String>, excludingTypes types: Set<EventType>) throws(EditLogError) -> [(layer: Int, globalId: String)] {
-        try read { db in
-            var seen = Set<String>()
-            let rows = try Row.fetchAll(db, sql: "SELECT stream, cause, type FROM events WHERE position > ? AND stream NOT LIKE '$%' ORDER BY position", arguments: [position])
-            var out: [(Int, String)] = []
-            for r in rows {
-                let stream: String = r[0], cause: String = r[1], type: String = r[2]
-                if causes.contains(cause) || EventType(rawValue: type).map(types.contains) == true { continue }
-                guard let f = StreamName.parseFeature(stream), seen.insert(stream).inserted else { continue }
-                out.append(f)
-            }
-            return out
-        }
+        try read { db in try EventReading.changedFeatures(db, after: position, excludingCauses: causes, excludingTypes: types) }
     }
 
     /// Appends this log's own system events in one transaction.

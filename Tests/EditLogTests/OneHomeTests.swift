@@ -44,4 +44,48 @@ import Testing
         }
         #expect(found.isEmpty, "an Appender outside the store and the write unit:\n\(found.joined(separator: "\n"))")
     }
+
+    /// SQL a file's code holds: a string literal that opens with a statement's keyword, a line of a multi-line literal
+    /// that starts with one, or a GRDB call given `sql:`. Comment lines do not count.
+    static func sqlLines(_ lines: [Substring]) throws -> [(line: Int, text: String)] {
+        let keywords = "(SELECT|INSERT|UPDATE|DELETE|REPLACE|PRAGMA|CREATE|DROP|ALTER|WITH)\\b"
+        let quoted = try Regex("\"\\s*" + keywords)
+        let opening = try Regex("^\\s*" + keywords)
+        let label = try Regex("\\bsql:")
+        var found: [(line: Int, text: String)] = []
+        var inLiteral = false
+        for (i, line) in lines.enumerated() {
+            let code = line.trimmingCharacters(in: .whitespaces)
+            let fences = line.components(separatedBy: "\"\"\"").count - 1
+            if inLiteral {
+                if line.contains(opening) { found.append((i + 1, code)) }
+            } else if !code.hasPrefix("//"), line.contains(quoted) || line.contains(label) {
+                found.append((i + 1, code))
+            }
+            if fences % 2 == 1 { inLiteral.toggle() }
+        }
+        return found
+    }
+
+    /// The facade holds no SQL: every query lives in the module of its tables (the store's events and blobs, the
+    /// projections, bundle exports) behind a method named for what it reads, which the facade calls.
+    @Test func theFacadeHoldsNoSQL() throws {
+        var found: [String] = []
+        for (path, lines) in try Self.sources() where path.hasPrefix("Sources/EditLog/") {
+            for hit in try Self.sqlLines(lines) { found.append("\(path):\(hit.line): \(hit.text)") }
+        }
+        #expect(found.isEmpty, "SQL in the facade (move it beside its tables):\n\(found.joined(separator: "\n"))")
+        // The check itself finds what it is for, and leaves plain text alone.
+        let sample: [Substring] = [
+            "let n = try Int.fetchOne(db, sql: query)",
+            "let q = \"SELECT COUNT(*) FROM events\"",
+            "try db.execute(sql: \"\"\"",
+            "    CREATE TABLE t (x)",
+            "    \"\"\")",
+            "let s = \"  delete the DELETED rows\"",
+            "// \"SELECT\" in a comment",
+            "let m = \"Selected \\(n) features\"",
+        ]
+        #expect(try Self.sqlLines(sample).map(\.line) == [1, 2, 3, 4])
+    }
 }
