@@ -40,8 +40,9 @@ let package = Package(
         // an event's effect on its feature with this log's decisions applied (`FeatureEffect`), which every reader uses. Pure.
         .target(name: "EditLogMerge", dependencies: ["EditLogCore"]),
         // Importing another log's events (bundles and sync pulls): events already here skipped, merge decisions and conflicts
-        // recorded as events, no orphan left, rules derived again.
-        .target(name: "EditLogImport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", .product(name: "GRDB", package: "GRDB.swift")]),
+        // recorded as events, no orphan left, rules derived again; a bundle's import (read ahead as it merges); a script's
+        // step (`WriteUnit.execute`: decide, emit, derive, release).
+        .target(name: "EditLogImport", dependencies: ["EditLogCore", "EditLogStore", "EditLogProjections", "EditLogMerge", "EditLogBundle", .product(name: "GRDB", package: "GRDB.swift")]),
         // The system SQLite's process-wide threading mode (sqlite3_config is variadic: a C wrapper).
         .systemLibrary(name: "CSQLiteConfig", path: "Sources/CSQLiteConfig", providers: [.apt(["libsqlite3-dev"])]),
         // The system zlib (gzip members for change bundles).

@@ -1,9 +1,8 @@
 import EditLogBundle
 import EditLogCore
+import EditLogImport
 import EditLogMerge
-import EditLogProjections
 import EditLogStore
-import GRDB
 import Foundation
 
 @_exported import struct EditLogBundle.BundleLimits
@@ -78,70 +77,13 @@ extension EditLog {
 }
 
 extension EditLog {
-    /// Streams this log may hold for an import's reading thread to guess where the import appends (`ChainGuesser`):
-    /// their versions are held in memory for the whole import.
-    static let guessedStreamLimit = 10_000
-
-    /// Guesses where an import appends events, from this log's end; nil when it holds more than `guessedStreamLimit` streams.
-    func chainGuesser() throws(EditLogError) -> ChainGuesser? {
-        try read { db in try EventReading.chainGuesser(db, streamLimit: Self.guessedStreamLimit) }
-    }
-
     /// Imports a bundle in one transaction, all or nothing: every check of `verifyBundle` (a failed one rolls the
     /// import back), then the events merged under `policy` and the blobs stored. A bundle of another schema is
     /// refused unless this log's schema has every layer and field it has (this one may have added some). Events
     /// already here (a second import, an overlapping bundle, this log's own events) are skipped.
     public func importBundle(at path: String, policy: MergePolicy = .lastInWins, trust: [[UInt8]] = [], actor: String, device: String,
                              limits: BundleLimits = .default, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> (report: ImportReport, contents: BundleContents) {
-        let reader = try BundleReader(path: path, limits: limits)
-        let ours = try read { db -> String in
-            guard let e = try EventReading.ownSchemaEvent(db) else {
-                throw EditLogError(.corrupt, "the log has no SchemaDefined event", at: path)
-            }
-            return SchemaFingerprint.of(schemaPayload: e.payload)
-        }
-        if reader.manifest.schemaFingerprint != ours {
-            let theirs: ServiceSchema
-            do { theirs = try Projector.decodeSchema(reader.schema) } catch { throw EditLogError(.invalidInput, "the bundle's schema.json cannot be read: \(error.message)", at: path) }
-            if let problem = schema.incompatibility(importing: theirs) {
-                throw EditLogError(.invalidInput, "the bundle was exported from a log of another schema, which this log's cannot hold: \(problem)", at: path)
-            }
-        }
-        let total = reader.manifest.eventCount
-        var done: Int64 = 0
-        let source = "bundle:" + URL(fileURLWithPath: path).lastPathComponent
-        // The bundle is read and checked on a second thread while this one merges and writes; a failed check there
-        // reaches this thread after the events before it, and rolls the whole import back.
-        // The reading thread also computes each event's hash in this log ahead, on the guess that the events are
-        // appended in turn after this log's last one (`ChainGuesser`; a guess that does not hold is not taken).
-        let readAhead = BundleReadAhead(reader, trust: trust, guesser: try chainGuesser())
-        let report: ImportReport
-        do {
-            report = try importEvents(policy: policy, actor: actor, device: device, source: source, withPayloads: { event, blob in
-                while let item = try readAhead.items.take() {
-                    // The item is taken apart (moved, not copied) and put together again to be given back: freed by the
-                    // reading thread, which allocated it.
-                    switch consume item {
-                    case .event(var e, let payload, let location, let guess):
-                        let held: Bool
-                        // Imported in place: `e` comes back as this log recorded it, and is given back as such.
-                        do { held = try event(&e, payload, guess) } catch { throw EditLogError.wrapping(error, at: "\(path): \(location)") }
-                        if !held { readAhead.stopGuessing() }
-                        done += 1
-                        if done % 1024 == 0 { progress?(done, total) }
-                        readAhead.items.giveBack(.event(e, canonicalPayload: payload, at: location, guess: guess))
-                    case .blob(let piece):
-                        do { try blob(piece) } catch { throw EditLogError.wrapping(error, at: "\(path): \(BundleLayout.blobsPrefix)\(piece.shaText)") }
-                        readAhead.items.giveBack(.blob(piece))
-                    }
-                }
-            }, closing: { _ in [] }, expectedEvents: Int(clamping: total),
-               // This log's own events are all here already: importing them writes nothing, the indexes included.
-               indexDeferral: reader.manifest.originLogId == logId ? .never : nil)
-        } catch {
-            readAhead.cancel()
-            throw error
-        }
-        return (report, readAhead.contents)
+        try Importer.importBundle(at: path, into: store, schema: schema, geocoder: geocoder, policy: policy, trust: trust, actor: actor, device: device,
+                                  limits: limits, indexDeferral: indexDeferral, progress: progress)
     }
 }
