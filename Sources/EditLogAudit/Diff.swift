@@ -489,6 +489,6 @@ struct DecisionLookup {
                   (row[0] as String) == EventType.mergeDecided.rawValue else { return nil }
             payload = try JSONParser.parse(row[1] as String)
         }
-        return EffectFold.decision(about: e, before: payload, ownLog: ownLog)
+        return try EffectFold.decision(about: e, before: payload, ownLog: ownLog)
     }
 }

@@ -56,7 +56,7 @@ public enum Replay {
                              progress: ((Int64, Int64) -> Void)? = nil) throws {
         let projector = Projector(schema: after > 0 ? try schema(source, atOrBefore: after) : nil, logId: try EventStore.logId(in: source))
         // A merge decision is recorded just before its imported event: one at `after` still applies to the next.
-        if after > 0, let last = try EventReading.first(source, where: "position = ?", arguments: [after]) { projector.resume(after: last) }
+        if after > 0, let last = try EventReading.first(source, where: "position = ?", arguments: [after]) { try projector.resume(after: last) }
         let total = through - after
         try projector.writingAside(to: target, readingFrom: source) {
             try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through], forProjection: true) { e in

@@ -200,8 +200,7 @@ public struct EffectFold: Sendable, Hashable {
     public mutating func next(_ e: RecordedEvent) throws(EditLogError) -> Step {
         let body = try EventBody(e)
         if case .mergeDecided(let payload) = body {
-            let d: MergeDecision
-            do { d = try MergeDecision(json: payload) } catch { throw e.fields.corrupt(error.message) }
+            let d = try Self.readDecision(payload, at: e.position)
             guard let ownLog, d.log == ownLog else { return Step(body: body, decision: d, effect: nil) }
             if let target = d.event {
                 pending[target] = d
@@ -214,17 +213,28 @@ public struct EffectFold: Sendable, Hashable {
     }
 
     /// Starting after `last` (a replay from a checkpoint): a decision of this log recorded there still applies to
-    /// the next event.
-    public mutating func resume(after last: RecordedEvent) {
-        guard last.eventType == .mergeDecided, let d = try? MergeDecision(json: last.payload), d.log == ownLog, let target = d.event else { return }
+    /// the next event. `.corrupt` at its position when it is a decision that cannot be read.
+    public mutating func resume(after last: RecordedEvent) throws(EditLogError) {
+        guard last.eventType == .mergeDecided else { return }
+        let d = try Self.readDecision(last.payload, at: last.position)
+        guard d.log == ownLog, let target = d.event else { return }
         pending[target] = d
     }
 
     /// This log's decision about `e`, given the event just before it (where the importer records it): for readers
-    /// that do not read every event in order (`diff` by type, from a window's start).
-    public static func decision(about e: RecordedEvent, before payload: JSONValue, ownLog: String) -> MergeDecision? {
-        guard let d = try? MergeDecision(json: payload), d.log == ownLog, d.event == e.id.lowercasedString else { return nil }
+    /// that do not read every event in order (`diff` by type, from a window's start). `.corrupt` at the position
+    /// before `e` when that decision cannot be read.
+    public static func decision(about e: RecordedEvent, before payload: JSONValue, ownLog: String) throws(EditLogError) -> MergeDecision? {
+        let d = try readDecision(payload, at: e.position - 1)
+        guard d.log == ownLog, d.event == e.id.lowercasedString else { return nil }
         return d
+    }
+
+    /// A stored `MergeDecided` payload; `.corrupt` at `position` when it is not one.
+    static func readDecision(_ payload: JSONValue, at position: Int64) throws(EditLogError) -> MergeDecision {
+        do { return try MergeDecision(json: payload) } catch {
+            throw PayloadReader(payload, type: EventType.mergeDecided.rawValue, position: position).corrupt(error.message)
+        }
     }
 }
 

@@ -278,8 +278,8 @@ public final class Projector {
     }
 
     /// Starting after `last` (a replay from a checkpoint): a decision of this log recorded there still applies
-    /// to the next event.
-    public func resume(after last: RecordedEvent) { effects.resume(after: last) }
+    /// to the next event; `.corrupt` at its position when that decision cannot be read.
+    public func resume(after last: RecordedEvent) throws(EditLogError) { try effects.resume(after: last) }
 
     /// Sets the deleted flag of the effect's feature (when given) and of the listed attachments, at the event.
     func setDeleted(_ deleted: Bool, feature f: FeatureEffect?, attachments: [String], _ e: RecordedEvent, _ db: Database) throws {

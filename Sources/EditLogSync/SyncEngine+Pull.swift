@@ -558,10 +558,16 @@ extension SyncEngine {
         return try log.baselineEnd()
     }
 
-    /// The feature's attributes at the common base (nil: it did not exist then).
+    /// The feature's attributes at the common base (nil: it did not exist then). Any other failure to read it (an
+    /// event of its stream that cannot be read) is an error, naming the feature and the event's position.
     func baseAttributes(_ layer: LayerSchema, _ g: String, basePosition: Int64, _ changedSince: Bool, current: FeatureSnapshot, _ log: EditLog) throws(EditLogError) -> [String: JSONValue]? {
         if !changedSince { return current.attributes }
-        guard let b = try? log.blame(globalId: g, asOf: .position(basePosition)), b.exists else { return nil }
+        let b: Blame
+        do { b = try log.blame(globalId: g, asOf: .position(basePosition)) } catch {
+            if error.kind == .notFound { return nil }
+            throw EditLogError(error.kind, "feature \(g) at the sync's base (position \(basePosition)): \(error.message)", at: error.location)
+        }
+        guard b.exists else { return nil }
         var out: [String: JSONValue] = [:]
         for e in b.fields where !e.field.hasPrefix("@") { out[e.field] = e.value }
         return out
