@@ -60,7 +60,8 @@ public struct DiffResult: Sendable, Hashable {
         ["from": from.json, "to": to.json, "clock": .string(clock.rawValue), "events": .int(Int64(events)), "changes": .array(changes.map(\.json))]
     }
 
-    /// A GeoJSON FeatureCollection of the changed features (tables without geometry have `"geometry": null`).
+    /// A GeoJSON FeatureCollection of the changed features, geometry as `export` writes it (`Geometry.geoJSON`;
+    /// tables without geometry have `"geometry": null`).
     public var geoJSON: JSONValue {
         .object([
             "type": "FeatureCollection",
@@ -68,27 +69,13 @@ public struct DiffResult: Sendable, Hashable {
                 var f: [String: JSONValue] = [:]
                 for fc in c.fields { f[fc.field] = ["old": fc.old, "new": fc.new] }
                 return .object([
-                    "type": "Feature", "id": .string(c.globalId), "geometry": GeoJSON.geometry(c.geometry),
+                    "type": "Feature", "id": .string(c.globalId), "geometry": Geometry.geoJSON(c.geometry) ?? .null,
                     "properties": ["change": .string(c.kind.rawValue), "layer": .string(c.layerName), "globalId": .string(c.globalId),
                                    "fields": .object(f), "actors": .array(c.actors.map { .string($0) }), "sessions": .array(c.sessions.map { .string($0) }),
                                    "trackingOnly": .bool(c.trackingOnly)],
                 ])
             }),
         ])
-    }
-}
-
-/// Esri JSON geometry to GeoJSON (rings kept as they are).
-public enum GeoJSON {
-    public static func geometry(_ g: JSONValue?) -> JSONValue {
-        guard let g, !g.isNull else { return .null }
-        if let x = g["x"], let y = g["y"], !x.isNull, !y.isNull { return ["type": "Point", "coordinates": [x, y]] }
-        if let pts = g["points"]?.arrayValue { return ["type": "MultiPoint", "coordinates": .array(pts)] }
-        if let paths = g["paths"]?.arrayValue {
-            return paths.count == 1 ? ["type": "LineString", "coordinates": paths[0]] : ["type": "MultiLineString", "coordinates": .array(paths)]
-        }
-        if let rings = g["rings"]?.arrayValue { return ["type": "Polygon", "coordinates": .array(rings)] }
-        return .null
     }
 }
 

@@ -23,7 +23,7 @@ public enum CSVWriter {
 
     /// WKT of an Esri JSON geometry (the shapes the WKB has); empty when there is none.
     public static func wkt(_ g: JSONValue?) -> String {
-        guard let gj = GeoJSONWriter.geometry(g), let type = gj["type"]?.stringValue, let c = gj["coordinates"] else { return "" }
+        guard let gj = Geometry.geoJSON(g), let type = gj["type"]?.stringValue, let c = gj["coordinates"] else { return "" }
         func pos(_ p: JSONValue) -> String { (p.arrayValue ?? []).compactMap(\.doubleValue).map(number).joined(separator: " ") }
         func list(_ v: JSONValue) -> String { "(" + (v.arrayValue ?? []).map(pos).joined(separator: ", ") + ")" }
         func lists(_ v: JSONValue) -> String { "(" + (v.arrayValue ?? []).map(list).joined(separator: ", ") + ")" }

@@ -5,29 +5,8 @@ import GRDB
 /// reprojection); when the layer's spatial reference is not WGS 84 (4326) a `crs` member names it
 /// (`urn:ogc:def:crs:EPSG::<code>`, the 2008 GeoJSON form), since RFC 7946 readers assume WGS 84.
 /// Properties are the ObjectID, the GlobalID and the attribute fields, valued as `query` gives them
-/// (dates as epoch milliseconds); tables have `"geometry": null`.
+/// (dates as epoch milliseconds); tables have `"geometry": null`. Geometry as `Geometry.geoJSON` converts it.
 public enum GeoJSONWriter {
-    /// Esri JSON geometry as GeoJSON: point, multipoint, polyline (MultiLineString) and polygon (one Polygon
-    /// with all rings, as the WKB is); nil for anything else.
-    public static func geometry(_ g: JSONValue?) -> JSONValue? {
-        guard let g else { return nil }
-        func position(_ p: JSONValue) -> JSONValue? {
-            guard let a = p.arrayValue, a.count >= 2, let x = a[0].doubleValue, let y = a[1].doubleValue else { return nil }
-            return .array([.double(x), .double(y)])
-        }
-        func positions(_ v: JSONValue?) -> JSONValue { .array((v?.arrayValue ?? []).compactMap(position)) }
-        if let p = Geometry.point(g) {
-            return .object(["type": .string("Point"), "coordinates": .array([.double(p.x), .double(p.y)])])
-        } else if let rings = g["rings"]?.arrayValue {
-            return .object(["type": .string("Polygon"), "coordinates": .array(rings.map { positions($0) })])
-        } else if let paths = g["paths"]?.arrayValue {
-            return .object(["type": .string("MultiLineString"), "coordinates": .array(paths.map { positions($0) })])
-        } else if let points = g["points"] {
-            return .object(["type": .string("MultiPoint"), "coordinates": positions(points)])
-        }
-        return nil
-    }
-
     public static func collection(_ state: Database, layer l: ExportLayer, tick: (() -> Void)? = nil) throws -> JSONValue {
         var features: [JSONValue] = []
         let rows = try l.liveRows(state)
@@ -37,7 +16,7 @@ public enum GeoJSONWriter {
             for f in l.schema.attributeFields { props[f.name] = l.value(row, f) }
             features.append(.object([
                 "type": .string("Feature"), "id": .int(oid), "properties": .object(props),
-                "geometry": (l.hasGeometry ? geometry(try l.esriGeometry(row)) : nil) ?? .null,
+                "geometry": (l.hasGeometry ? Geometry.geoJSON(try l.esriGeometry(row)) : nil) ?? .null,
             ]))
             tick?()
         }

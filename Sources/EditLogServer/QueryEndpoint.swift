@@ -182,7 +182,7 @@ extension FeatureService {
             attrs = attrs.filter { keep.contains($0.key) }
             if format == "geojson" {
                 var g: [String: JSONValue] = ["type": "Feature", "properties": .object(attrs),
-                                              "geometry": returnGeometry ? (EditLog.geoJSONGeometry(f["geometry"]) ?? .null) : .null]
+                                              "geometry": returnGeometry ? (Geometry.geoJSON(f["geometry"]) ?? .null) : .null]
                 if let oid = layer.objectIdField, let v = f["attributes"]?[oid] { g["id"] = v }
                 features.append(.object(g))
             } else {
