@@ -57,7 +57,8 @@ struct DemoStory {
         for c in d.changes { kinds["\(c.layerName) \(c.kind.rawValue)", default: 0] += 1 }
         say("  \(d.events) events between them: " + kinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))
         for c in d.changes.prefix(4) {
-            let fields = c.fields.prefix(3).map { "\($0.field) \(short($0.old, 14)) → \(short($0.new, 14))" }.joined(separator: "; ")
+            let layer = try log.layer(c.layerName)
+            let fields = c.fields.prefix(3).map { "\($0.field) \(Diff.text($0, layer: layer, log: log, width: 14))" }.joined(separator: "; ")
             say("  \(c.kind.rawValue) \(c.layerName) \(c.globalId)  \(fields)")
         }
         if d.changes.count > 4 { say("  … \(d.changes.count - 4) more (--json or --format geojson for all)") }

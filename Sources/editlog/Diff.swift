@@ -56,12 +56,18 @@ struct Diff: ParsableCommand {
                     let mark = switch c.kind { case .added: "+"; case .deleted: "-"; case .updated: "~" }
                     out("  \(mark) \(c.globalId)  by \(c.actors.joined(separator: ", ")); sessions \(c.sessions.isEmpty ? "-" : c.sessions.joined(separator: ", "))\(c.trackingOnly ? "  (editor tracking only)" : "")")
                     for f in c.fields {
-                        out("      \(f.field): \(displayValue(f.field, f.old, layer: l, log: editLog, width: 40)) → \(displayValue(f.field, f.new, layer: l, log: editLog, width: 40))  (\(f.actors.joined(separator: ", ")); \(f.causes.joined(separator: ", ")))")
+                        out("      \(f.field): \(Self.text(f, layer: l, log: editLog, width: 40))  (\(f.actors.joined(separator: ", ")); \(f.causes.joined(separator: ", ")))")
                     }
                 }
             }
             out("\(d.changes.count) features changed")
         }
+    }
+
+    /// A changed field's `old → new` in a text output (this command's and the demo's diff step), each value as
+    /// people read it (`displayValue`: a date field, editor tracking's included, in `Timestamp.human`'s form).
+    static func text(_ f: FieldChange, layer: LayerSchema, log: EditLog, width: Int) -> String {
+        "\(displayValue(f.field, f.old, layer: layer, log: log, width: width)) → \(displayValue(f.field, f.new, layer: layer, log: log, width: width))"
     }
 
     func orderedGroups(_ changes: [FeatureChange]) -> [(String, [FeatureChange])] {

@@ -34,6 +34,9 @@ extension CLITests {
             }
             #expect(r.stdout.contains("the later commit by client time wins"), "the bundle conflict names its rule")
             #expect(!r.stdout.contains("{\""), "raw JSON in the demo's text")
+            // The diff step prints dates (editor tracking's too) in the one human form, not as epoch milliseconds.
+            let diffStep = try #require(r.stdout.components(separatedBy: "── What changed between two moments").dropFirst().first?.components(separatedBy: "── ").first)
+            #expect(diffStep.contains(" → ") && diffStep.range(of: #"\d{13}"#, options: .regularExpression) == nil, "\(diffStep)")
             let json = try JSONParser.parse(try CLI.run("demo", "--db", TempPath().path, "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines))
             let story = try #require(json["story"])
             #expect(FileManager.default.fileExists(atPath: story["replay"]?["out"]?.stringValue ?? "-"))
