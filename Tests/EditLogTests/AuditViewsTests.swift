@@ -365,6 +365,9 @@ extension AuditViewsTests {
             let text = try CLI.run("blame", tmp.path, AuditViewsTests.tree96, "--by", "recorded").stdout
             #expect(text.contains("time (recorded)") && text.contains("rule:tree-latest-inspection"))
             #expect(try CLI.run("blame", tmp.path, AuditViewsTests.tree96, "--by", "server").status == 64)
+            // --by takes the clock's cases, and the help lists them.
+            let help = try CLI.run("blame", "--help").stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(help.contains("--by <clock>") && help.contains("(values: client, recorded; default: client)"), "\(help)")
             #expect(try CLI.run("blame", tmp.path, AuditViewsTests.tree96, "--as-of", "soon").status == 64)
             #expect(try CLI.run("blame", tmp.path, newGID(999_999)).status == 68)
             let h = try CLI.run("history", tmp.path, AuditViewsTests.tree96, "--as-of", "2026-06-01T17:00:00Z")
