@@ -290,10 +290,12 @@ public struct Importer {
                 throw EditLogError(.invalidInput, "event \(e.id.lowercasedString) is about layer \(feature.layer), which this log's schema does not have", at: "stream \(e.stream)")
             }
             let writer = Author.Order(e)
-            if let t = touched[key], t.origin >= 0, isBefore(t.latest, writer), Self.plainUnread(e, type) {
+            if let t = touched[key], t.origin >= 0, isBefore(t.latest, writer), MergeEngine.isPlainShape(e, type) {
                 // A feature the import created, every event of its stream from the event's own log and applied as it
                 // came: this log holds it as the event's log did when it wrote the event, so the event's old values are
-                // this log's and the decision is plain. Neither the feature nor its history is read.
+                // this log's and the decision is plain. Neither the feature nor its history is read. A commit that
+                // changes a key to a parent is one: the key's earlier value, which `note` keeps, is the event's old
+                // value (`Touched.noteKeys(of:changedBy:)`).
                 #if DEBUG
                 // Debug builds (the tests) check it against the whole merge, feature and history read.
                 guard let before = try world.feature(layer: layer.id, globalId: feature.globalId), engine.decidesPlainly(e, snapshot: before),
@@ -472,23 +474,6 @@ public struct Importer {
             return true
         case .sessionCommitted:
             return e.payload["kind"]?.stringValue != "create"
-        default:
-            return false
-        }
-    }
-
-    /// Whether `e`, about a feature that kept its origin (`Touched.origin`) and is of that log, can be merged without
-    /// reading the feature: a rule's derived values, or a commit that neither creates nor renames or removes
-    /// attachments (decided against this log's attachments). A commit that changes a key to a parent is one: the key's
-    /// earlier value, which `note` keeps, is the event's old value (`Touched.noteKeys(of:changedBy:)`).
-    static func plainUnread(_ e: RecordedEvent, _ type: EventType) -> Bool {
-        switch type {
-        case .featureDerived:
-            return true
-        case .sessionCommitted:
-            if e.payload["kind"]?.stringValue == "create" { return false }
-            if let atts = e.payload["attachments"], atts["renamed"]?.arrayValue?.isEmpty == false || atts["removed"]?.arrayValue?.isEmpty == false { return false }
-            return e.payload["changes"]?.objectValue != nil
         default:
             return false
         }

@@ -11,15 +11,14 @@ extension MergeEngine {
     /// renamed or removed (compared with this log's): those answer false, and the caller takes `decide`.
     /// Creates answer false too (a create of a feature this log holds is merged as an update).
     public func decidesPlainly(_ remote: RecordedEvent, snapshot: FeatureSnapshot) -> Bool {
+        guard !snapshot.deleted, let type = remote.eventType, type == .conflictResolved || Self.isPlainShape(remote, type) else { return false }
         // A payload its type cannot read is not plain: `decide` reports it.
-        guard !snapshot.deleted, remote.eventType != nil, let body = try? EventBody(remote) else { return false }
+        guard let body = try? EventBody(remote) else { return false }
         let changes: FieldChanges
         switch body {
         case .featureDerived:
-            // Never a conflict; under last-in-wins a field is kept only against a later local writer: none here.
             return true
         case .sessionCommitted(let c):
-            if c.isCreate || !c.attachments.renamed.isEmpty || !c.attachments.removed.isEmpty { return false }
             changes = c.changes
         case .conflictResolved(let r):
             changes = r.changes
@@ -33,5 +32,25 @@ extension MergeEngine {
             return false
         }
         return true
+    }
+
+    /// Whether `e` (of type `type`) is of a kind that applies as it came to a feature every writer of which comes
+    /// before `e`'s, whatever the feature's history: a rule's derived values (never a conflict; under last-in-wins a
+    /// field is kept only against a later local writer), or a commit that neither creates (a create of a feature
+    /// this log holds is merged as an update) nor renames or removes attachments (decided against this log's). Such
+    /// a commit is still decided field by field against what the feature holds (`decidesPlainly`), unless the caller
+    /// knows the feature holds the commit's old values (the importer, for a feature it created). Reads the payload's
+    /// members only: a commit without `changes` is not plain.
+    public static func isPlainShape(_ e: RecordedEvent, _ type: EventType) -> Bool {
+        switch type {
+        case .featureDerived:
+            return true
+        case .sessionCommitted:
+            if e.payload["kind"]?.stringValue == "create" { return false }
+            if let atts = e.payload["attachments"], atts["renamed"]?.arrayValue?.isEmpty == false || atts["removed"]?.arrayValue?.isEmpty == false { return false }
+            return e.payload["changes"]?.objectValue != nil
+        default:
+            return false
+        }
     }
 }
