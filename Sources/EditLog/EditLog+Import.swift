@@ -36,17 +36,14 @@ extension EditLog {
                          }, closing: closing)
     }
 
-    /// `importEvents`, fed each event with its payload's canonical bytes when the source has them (a bundle's
-    /// reader serialized the payload to check the event's hash): the import then does not serialize it again; and with
-    /// its hash in this log computed ahead (`ChainGuess`), when the source guessed it. `event` returns whether the
-    /// guess held (true without one).
+    /// `importEvents` through the importer's feed (`Importer.run`: an event with its payload's canonical bytes and its
+    /// hash here computed ahead when the source has them; a bundle's import, `Importer.importBundle`, feeds both).
     func importEvents(policy: MergePolicy, rule: LastInRule = .clientTime, actor: String, device: String, source: String,
                       withPayloads feed: (_ event: (inout RecordedEvent, [UInt8]?, ChainGuess?) throws -> Bool, _ blob: (BlobPiece) throws -> Void) throws -> Void,
-                      closing: (ImportReport) throws -> [SystemEvent], expectedEvents: Int = 0,
-                      indexDeferral: IndexDeferral? = nil) throws(EditLogError) -> ImportReport {
+                      closing: (ImportReport) throws -> [SystemEvent]) throws(EditLogError) -> ImportReport {
         let context = EventContext(actor: actor, device: device, clientTime: nowString())
         return try Importer.run(into: store, schema: schema, geocoder: geocoder, policy: policy, rule: rule, context: context, source: source,
-                                expectedEvents: expectedEvents, indexDeferral: indexDeferral ?? self.indexDeferral, feed) { unit, report in
+                                expectedEvents: 0, indexDeferral: indexDeferral, feed) { unit, report in
             for s in try closing(report) { try unit.emit(s.newEvent(id: unit.ids.next(), context: context)) }
         }
     }
