@@ -1,3 +1,4 @@
+import EditLogAudit
 import EditLogCore
 import EditLogImport
 import EditLogMerge
@@ -6,48 +7,8 @@ import EditLogStore
 import Foundation
 import GRDB
 
-/// A conflict as this log knows it: the decision that met it (this log's or, imported, another's) and every
-/// later resolution by hand.
-public struct ConflictRecord: Sendable, Hashable {
-    public var conflict: Conflict
-    /// The log that decided it, and where the decision sits in this log.
-    public var decidedIn: String
-    public var position: Int64
-    public var decidedBy: String
-    public var decidedAt: String
-    public var resolutions: [ConflictResolution]
-
-    /// open (manual, not resolved yet), decided (by the policy) or resolved (by hand, latest resolution).
-    public var status: String { !resolutions.isEmpty ? "resolved" : conflict.winner == .open ? "open" : "decided" }
-
-    public var json: JSONValue {
-        var o = conflict.json.objectValue ?? [:]
-        o["key"] = .string(conflict.key)
-        o["status"] = .string(status)
-        o["decidedIn"] = .string(decidedIn)
-        o["position"] = .int(position)
-        o["decidedBy"] = .string(decidedBy)
-        o["decidedAt"] = .string(decidedAt)
-        o["resolutions"] = .array(resolutions.map(\.json))
-        return .object(o)
-    }
-}
-
-/// A conflict re-resolved by hand: a `ConflictResolved` event.
-public struct ConflictResolution: Sendable, Hashable {
-    public var position: Int64
-    public var take: String
-    public var value: JSONValue
-    public var actor: String
-    public var device: String
-    public var time: String
-    public var log: String
-
-    public var json: JSONValue {
-        .object(["position": .int(position), "take": .string(take), "value": value, "actor": .string(actor), "device": .string(device),
-                 "time": .string(time), "log": .string(log)])
-    }
-}
+@_exported import struct EditLogAudit.ConflictRecord
+@_exported import struct EditLogAudit.ConflictResolution
 
 extension EditLog {
     /// Every conflict this log holds (its own decisions and those of the logs it imported), in log order.
@@ -55,28 +16,9 @@ extension EditLog {
         try read { db in try Self.conflicts(db, stream: nil) }
     }
 
-    /// The conflicts of one feature's stream (through the stream index), or of the whole log.
+    /// The conflicts of one feature's stream, or of the whole log: the read model's one home (`Audit.conflicts`).
     static func conflicts(_ db: Database, stream: String?) throws -> [ConflictRecord] {
-            var records: [ConflictRecord] = []
-            var index: [String: Int] = [:]
-            let types: StatementArguments = [EventType.mergeDecided.rawValue, EventType.conflictResolved.rawValue]
-            try EventReading.forEach(db, where: stream == nil ? "type IN (?, ?)" : "stream = ? AND type IN (?, ?)",
-                                     arguments: stream.map { [$0] + types } ?? types) { e in
-                if e.eventType == .mergeDecided {
-                    let d: MergeDecision
-                    do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw error.at("position \(e.position)") }
-                    for c in d.conflicts {
-                        index[c.id] = records.count
-                        records.append(ConflictRecord(conflict: c, decidedIn: d.log, position: e.position, decidedBy: e.actor,
-                                                      decidedAt: e.clientTime ?? e.recordedTime, resolutions: []))
-                    }
-                } else if let id = e.payload["conflictId"]?.stringValue, let i = index[id] {
-                    records[i].resolutions.append(ConflictResolution(
-                        position: e.position, take: e.payload["take"]?.stringValue ?? "value", value: e.payload["value"] ?? .null,
-                        actor: e.actor, device: e.device, time: e.clientTime ?? e.recordedTime, log: e.origin.logId))
-                }
-            }
-            return records
+        try Audit.conflicts(db, stream: stream)
     }
 
     /// One conflict by id (a prefix of at least 8 characters is enough when it is unique).
