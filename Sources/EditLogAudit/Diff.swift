@@ -79,6 +79,19 @@ public struct DiffResult: Sendable, Hashable {
     }
 }
 
+/// What a window's events did, each feature counted once per kind of change: `created` (a create), `updated` (a change
+/// to a feature that existed at the window's start), `deleted` (a delete). A feature created and deleted in the window
+/// counts in `created` and in `deleted`; one created and then changed (a rule filling its address) in `created` only.
+public struct EditCounts: Sendable, Hashable {
+    public var created = 0
+    public var updated = 0
+    public var deleted = 0
+
+    public init(created: Int = 0, updated: Int = 0, deleted: Int = 0) { (self.created, self.updated, self.deleted) = (created, updated, deleted) }
+
+    public var json: JSONValue { ["created": .int(Int64(created)), "updated": .int(Int64(updated)), "deleted": .int(Int64(deleted))] }
+}
+
 /// The pure fold behind `diff`: feed the feature-changing events between two moments in position order.
 public struct DiffFold: Sendable {
     struct Field {
@@ -98,9 +111,33 @@ public struct DiffFold: Sendable {
         var actors: [String] = []
         var sessions: [String] = []
         var geometry: JSONValue?
+        /// The kinds of change the window's events made (`EditCounts`), a bit each.
+        var did: UInt8 = 0
+
+        /// Counts a row change the first time this feature makes that kind of change.
+        mutating func count(_ row: FeatureEffect.Row, in counts: inout EditCounts) {
+            let bit: UInt8
+            switch row {
+            case .create: bit = 1
+            case .update: if did & 1 != 0 { return } else { bit = 2 }
+            case .delete, .deleteAgain: bit = 4
+            case .none: return
+            }
+            guard did & bit == 0 else { return }
+            did |= bit
+            switch bit {
+            case 1: counts.created += 1
+            case 2: counts.updated += 1
+            default: counts.deleted += 1
+            }
+        }
     }
     var features: [String: Feature] = [:]
     public private(set) var events = 0
+    /// What the events folded so far did (`EditCounts`).
+    public private(set) var edited = EditCounts()
+    /// `FeatureDerived` events folded so far (the report makes its list of derived edits at this size).
+    public private(set) var derivedEvents = 0
     /// Features touched so far (an upper bound of the changes).
     public var featureCount: Int { features.count }
     let schema: ServiceSchema
@@ -117,9 +154,8 @@ public struct DiffFold: Sendable {
         self.ownLog = ownLog
     }
 
-    /// The event types the fold reads (the SQL of `Audit.diff` and the report selects them).
+    /// The event types the fold reads (`LogWindow.fold` selects them).
     public static let foldedTypes: [EventType] = [.featureBaselined, .sessionCommitted, .featureDerived, .conflictResolved, .featureDeleted, .mergeDecided]
-    static let foldedTypesSQL = "type IN (" + foldedTypes.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
 
     static func note(_ list: inout [String], _ s: String?) { if let s, !list.contains(s) { list.append(s) } }
 
@@ -133,13 +169,14 @@ public struct DiffFold: Sendable {
     /// only when it is this log's and standalone (a decision about an event comes with that event).
     public mutating func apply(_ e: RecordedEvent, decision: MergeDecision? = nil) throws {
         guard let type = e.eventType, Self.foldedTypes.contains(type), let (layerId, globalId) = StreamName.parseFeature(e.stream) else { return }
+        if type == .featureDerived { derivedEvents += 1 }
         let body = try EventBody(e)
         if case .mergeDecided(let payload) = body {
             let d: MergeDecision
             do { d = try MergeDecision(json: payload) } catch { throw e.fields.corrupt(error.message) }
             guard let ownLog, d.log == ownLog, let effect = FeatureEffect.of(standalone: d), effect.revives || effect.row == .deleteAgain else { return }
             events += 1
-            Self.apply(standalone: effect, e, detail: detail, to: &features[globalId, default: Feature(layer: layerId)])
+            Self.apply(standalone: effect, e, detail: detail, to: &features[globalId, default: Feature(layer: layerId)], counting: &edited)
             return
         }
         guard let effect = FeatureEffect.of(e, body, decision: decision) else { return }
@@ -147,13 +184,15 @@ public struct DiffFold: Sendable {
         if case .conflictResolved = body, effect.row == .none { return }
         events += 1
         // Changed in place in the dictionary (one lookup, and its field table is not copied on write).
-        Self.apply(e, body, effect, layer: schema.layer(id: layerId), detail: detail, to: &features[globalId, default: Feature(layer: layerId)])
+        Self.apply(e, body, effect, layer: schema.layer(id: layerId), detail: detail, to: &features[globalId, default: Feature(layer: layerId)],
+                   counting: &edited)
     }
 
     /// A standalone decision of this log: the feature live again (kept for an orphan, or with its parent), or deleted
     /// again. Live again while the fold holds it live: it was deleted at the window's start, so it appears in it.
-    static func apply(standalone effect: FeatureEffect, _ e: RecordedEvent, detail: Bool, to f: inout Feature) {
+    static func apply(standalone effect: FeatureEffect, _ e: RecordedEvent, detail: Bool, to f: inout Feature, counting counts: inout EditCounts) {
         f.seen = true
+        f.count(effect.row, in: &counts)
         if detail { note(&f.actors, e.actor) }
         if effect.revives {
             revive(&f)
@@ -168,7 +207,9 @@ public struct DiffFold: Sendable {
         if f.deleted { f.deleted = false; f.deletedBy = nil; f.deletedAttributes = [:] } else { f.created = true }
     }
 
-    static func apply(_ e: RecordedEvent, _ body: EventBody, _ effect: FeatureEffect, layer: LayerSchema?, detail: Bool, to f: inout Feature) {
+    static func apply(_ e: RecordedEvent, _ body: EventBody, _ effect: FeatureEffect, layer: LayerSchema?, detail: Bool, to f: inout Feature,
+                      counting counts: inout EditCounts) {
+        f.count(effect.row, in: &counts)
         func name(_ k: String) -> String { layer?.field(k)?.name ?? k }
         func change(_ k: String, _ old: JSONValue, _ new: JSONValue) {
             if !detail && f.created { return }
@@ -305,36 +346,7 @@ extension Audit {
     /// Without `fields`, each change has its kind and geometry only (`DiffFold(fields:)`; the report's map).
     public static func diff(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, layer: Int? = nil, clock: EventClock = .default,
                             geometry: Bool = false, fields: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffResult {
-        var parts = [DiffFold.foldedTypesSQL]
-        var args: StatementArguments = []
-        let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
-        parts += [a, b]; args += aa; args += ba
-        if let layer { parts.append("stream >= ? AND stream < ?"); args += ["\(layer):", "\(layer);"] }
-        // A position window starts the scan at `from` (the rowid), so the work grows with the changes only.
-        let after: Int64 = if case .position(let p) = from { p } else { 0 }
-        let scan = try ScanProgress(db, after: after, to: to, report: progress)
-        // The fold runs on a second thread while the events are read and parsed, except over a short window of
-        // positions: a thread costs more than it saves there (serve's extractChanges diffs each layer over a few
-        // generations).
-        var decisions = try DecisionLookup(db, from: from)
-        var fold = DiffFold(schema: schema, fields: fields, ownLog: decisions.ownLog)
-        var pipeline: DiffFoldPipeline?
-        if case .position(let p) = from, case .position(let q) = to, q - p <= DiffFoldPipeline.inlineWindow {} else {
-            pipeline = DiffFoldPipeline(fold)
-        }
-        do {
-            try EventReading.forEach(db, after: after, where: parts.joined(separator: " AND "), arguments: args) {
-                let d = try decisions.decision(about: $0)
-                if let pipeline { try pipeline.add($0, decision: d) } else { try fold.apply($0, decision: d) }
-                scan?.at($0.position)
-            }
-        } catch {
-            _ = try? pipeline?.finish()
-            throw error
-        }
-        if let pipeline { fold = try pipeline.finish() }
-        try fold.resolveTracking(trackingStart(db, at: from, clock: clock, ownLog: decisions.ownLog))
-        scan?.finish()
+        var fold = try LogWindow(from: from, to: to, clock: clock, layer: layer).fold(db, schema: schema, fields: fields, progress: progress)
         let events = fold.events
         var changes = fold.takeChanges()
         if geometry {
@@ -349,68 +361,15 @@ extension Audit {
 }
 
 extension Audit {
-    /// A feature's editor-tracking values at `moment`: blame's fold of its stream up to it (this log's decisions
+    /// A feature's editor-tracking values at `moment`: its stream folded up to it (`fieldValues`: this log's decisions
     /// and `EditorTracking`, as the projection applied them).
     static func trackingStart(_ db: Database, at moment: LogMoment, clock: EventClock, ownLog: String?)
         -> ([(layer: LayerSchema, globalId: String)]) throws -> [String: [String: JSONValue]] {
         { wanted in
-            // Every wanted stream read together, in batches of 500 (one statement each, under SQLite's parameter limit).
-            var folds: [String: TrackingFold] = [:]
-            var byStream: [String: String] = [:]
-            for (layer, g) in wanted {
-                folds[g] = TrackingFold(layer: layer, ownLog: ownLog)
-                byStream[StreamName.feature(layer: layer.id, globalId: g)] = g
+            try fieldValues(db, at: moment, clock: clock, ownLog: ownLog, of: wanted) { layer in
+                Set(layer.attributeFields.map(\.name).filter(layer.isEditorTrackingField))
             }
-            let streams = Array(byStream.keys)
-            var i = 0
-            while i < streams.count {
-                let batch = Array(streams[i..<min(i + 500, streams.count)])
-                i += batch.count
-                // Only the types that write tracking or decide about an event (not a session's staging).
-                var sql = "stream IN (\(batch.map { _ in "?" }.joined(separator: ","))) AND type IN ('FeatureBaselined', 'SessionCommitted', "
-                    + "'ConflictResolved', 'FeatureDerived', 'MergeDecided')"
-                var args = StatementArguments(batch)
-                if case .position(let p) = moment { sql += " AND position <= ?"; args += [p] }
-                try EventReading.forEach(db, where: sql, arguments: args) { e in
-                    guard moment.includes(e, clock: clock), let g = byStream[e.stream] else { return }
-                    try folds[g]?.apply(e)
-                }
-            }
-            return folds.mapValues(\.values)
         }
-    }
-}
-
-/// A feature's editor-tracking fields folded from its stream: `BlameFold`'s rule (this log's decisions, a
-/// baseline's values as data, `EditorTracking` for each write) for those fields only, without an entry per
-/// field and event. `diff` reads them at its window's start for every feature it changed.
-struct TrackingFold {
-    let layer: LayerSchema
-    let tracked: Set<String>
-    var values: [String: JSONValue] = [:]
-    var effects: EffectFold
-
-    init(layer: LayerSchema, ownLog: String?) {
-        self.layer = layer
-        effects = EffectFold(ownLog: ownLog)
-        tracked = Set(layer.attributeFields.map(\.name).filter(layer.isEditorTrackingField))
-    }
-
-    mutating func apply(_ e: RecordedEvent) throws {
-        guard let f = try effects.next(e).effect else { return }
-        switch f.row {
-        case .create:
-            for t in tracked { values[t] = .null }
-        case .update:
-            break
-        case .delete, .deleteAgain, .none:
-            return
-        }
-        f.forEachValue { k, _, v in
-            let n = layer.field(k)?.name ?? k
-            if tracked.contains(n) { values[n] = v }
-        }
-        for (field, v) in layer.editorTrackingValues(of: e, f.tracking) { values[field] = v }
     }
 }
 

@@ -26,6 +26,25 @@ public struct ReportHTML: Sendable {
 
     static func id(_ s: String) -> String { String(s.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }) }
 
+    /// A feature as the page names it: its display value (`Audit.displayValues`) beside its GlobalID.
+    static func feature(_ globalId: String, _ name: String?) -> String {
+        (name.map { "<span class=\"name\">\(esc($0))</span> " } ?? "") + "<small class=\"gid\">\(esc(globalId))</small>"
+    }
+
+    /// What the summary's counts are measured against: the window's start, and whether the baseline is before it.
+    var measuredAgainst: String {
+        let start: String
+        switch report.from {
+        case .position(let p) where p == report.baselineEnd && p > 0:
+            start = "position \(p), the end of the baseline: the features the log was made from are the starting state, not edits"
+        case .position(let p) where p < report.baselineEnd:
+            start = "position \(p), before the end of the baseline (position \(report.baselineEnd)): the baseline's features count as created"
+        default:
+            start = "\(report.from.description)"
+        }
+        return "the window's events after \(start)"
+    }
+
     static let colors: [FeatureChange.Kind: String] = [.added: "#1a9850", .deleted: "#d73027", .updated: "#4575b4"]
 
     func countTable(_ title: String, _ key: String, _ counts: [String: Int]) -> String {
@@ -77,7 +96,7 @@ public struct ReportHTML: Sendable {
         for (i, x, y) in placed {
             let c = changes[i]
             let px = pad + (x - x0) * k, py = h - pad - (y - y0) * k
-            emit("<circle class=\"feature \(c.kind.rawValue)\" data-change=\"\(c.kind.rawValue)\" cx=\"\(String(format: "%.1f", px))\" cy=\"\(String(format: "%.1f", py))\" r=\"5\" fill=\"\(Self.colors[c.kind]!)\" stroke=\"#222\" stroke-width=\"0.5\"><title>\(Self.esc(report.layerNames[c.layer] ?? "layer \(c.layer)")) \(Self.esc(c.globalId)): \(c.kind.rawValue)</title></circle>")
+            emit("<circle class=\"feature \(c.kind.rawValue)\" data-change=\"\(c.kind.rawValue)\" cx=\"\(String(format: "%.1f", px))\" cy=\"\(String(format: "%.1f", py))\" r=\"5\" fill=\"\(Self.colors[c.kind]!)\" stroke=\"#222\" stroke-width=\"0.5\"><title>\(Self.esc(report.layerNames[c.layer] ?? "layer \(c.layer)")) \(c.name.map { Self.esc($0) + " " } ?? "")\(Self.esc(c.globalId)): \(c.kind.rawValue)</title></circle>")
         }
         var ly = 18
         var s = ""
@@ -128,14 +147,18 @@ public struct ReportHTML: Sendable {
             body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
             table{border-collapse:collapse;margin:8px 16px 16px 0;display:inline-table;vertical-align:top}
             td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}td.n{text-align:right}
-            caption{font-weight:bold;text-align:left;padding:4px 0}
+            caption{font-weight:bold;text-align:left;padding:4px 0}small.gid{color:#666}
             h2{margin-top:28px;border-bottom:1px solid #ddd}
             </style></head><body>
             <h1>EditLog report</h1>
             <p id="window">After <b>\(Self.esc(report.from.description))</b> up to <b>\(Self.esc(report.to.description))</b>; times on the <b id="clock">\(report.clock.rawValue)</b> clock.</p>
             <p>Sessions opened: <b id="total-sessions">\(report.sessionCount)</b>. Feature changes: <b id="total-events">\(report.byCause.values.reduce(0, +))</b>.
-            Features changed: <b id="changed-added">\(kinds[.added] ?? 0)</b> added, <b id="changed-updated">\(kinds[.updated] ?? 0)</b> updated,
-            <b id="changed-deleted">\(kinds[.deleted] ?? 0)</b> deleted. Conflicts decided: <b id="total-conflicts">\(report.conflicts.count)</b>.</p>
+            Features <b id="edited-created">\(report.edited.created)</b> created, <b id="edited-updated">\(report.edited.updated)</b> updated,
+            <b id="edited-deleted">\(report.edited.deleted)</b> deleted. Conflicts decided: <b id="total-conflicts">\(report.conflicts.count)</b>.</p>
+            <p id="measured"><small>Counted from \(Self.esc(measuredAgainst)). Each feature counts once per kind of change its events made:
+            created, updated (it existed at the window's start), deleted; one created and deleted in the window counts as created and as deleted.
+            The map shows the net change between the two moments instead: <span id="changed-added">\(kinds[.added] ?? 0)</span> added,
+            <span id="changed-updated">\(kinds[.updated] ?? 0)</span> updated, <span id="changed-deleted">\(kinds[.deleted] ?? 0)</span> deleted.</small></p>
             <h2>Sessions per actor over time</h2>
 
             """)
@@ -145,14 +168,14 @@ public struct ReportHTML: Sendable {
             <h2>Counts</h2>
             \(countTable("By layer", "layer", report.byLayer))\(countTable("By actor", "actor", report.byActor))\(countTable("By cause", "cause", report.byCause))
             <h2>Derived edits</h2>
-            <table id="derived"><tr><th>pos</th><th>time (\(report.clock.rawValue))</th><th>layer</th><th>feature</th><th>cause</th><th>triggering session</th><th>fields</th></tr>
+            <table id="derived"><tr><th>pos</th><th>time (\(report.clock.rawValue))</th><th>layer</th><th>feature</th><th>cause</th><th>trigger</th><th>fields</th></tr>
             """)
         for d in report.derived {
-            emit("<tr class=\"derived\"><td>\(d.position)</td><td>\(Self.esc(String(d.time.prefix(19))))</td><td>\(Self.esc(d.layer))</td><td>\(Self.esc(d.globalId))</td><td>\(Self.esc(d.cause))</td><td>\(Self.esc(d.session ?? "-"))</td><td>\(Self.esc(d.fields.joined(separator: ", ")))</td></tr>")
+            emit("<tr class=\"derived\"><td>\(d.position)</td><td>\(Self.esc(String(d.time.prefix(19))))</td><td>\(Self.esc(d.layer))</td><td>\(Self.feature(d.globalId, d.name))</td><td>\(Self.esc(d.cause))</td><td class=\"trigger\">\(Self.esc(d.session.map { "session " + $0 } ?? d.trigger?.text ?? "-"))</td><td>\(Self.esc(d.fields.joined(separator: ", ")))</td></tr>")
         }
         emit("</table>\n<h2>Canceled and abandoned sessions</h2>\n<table id=\"discarded\"><tr><th>session</th><th>status</th><th>actor</th><th>feature</th><th>ended (\(report.clock.rawValue))</th><th>discarded</th></tr>")
         for s in report.discarded {
-            emit("<tr class=\"discarded \(s.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(s.status.rawValue)</td><td>\(Self.esc(s.actor))</td><td>\(Self.esc(s.globalId))</td><td>\(Self.esc(String(s.endedTime.prefix(19))))</td><td>\(Self.esc(s.what))</td></tr>")
+            emit("<tr class=\"discarded \(s.status.rawValue)\"><td>\(Self.esc(s.id))</td><td>\(s.status.rawValue)</td><td>\(Self.esc(s.actor))</td><td>\(Self.feature(s.globalId, s.name))</td><td>\(Self.esc(String(s.endedTime.prefix(19))))</td><td>\(Self.esc(s.what))</td></tr>")
         }
         emit("</table>\n<h2>Conflicts</h2>\n<table id=\"conflicts\"><tr><th>pos</th><th>decided (\(report.clock.rawValue))</th><th>layer</th><th>feature</th><th>field</th><th>kind</th><th>base</th><th>local</th><th>remote</th><th>policy → winner</th><th>resolved by hand</th></tr>")
         func side(_ v: SideValue) -> String {
@@ -161,10 +184,10 @@ public struct ReportHTML: Sendable {
         for row in report.conflicts {
             let c = row.conflict
             let resolved = row.resolutions.map { "\(Self.esc($0.take)) = \(Self.esc($0.value.serialized())) by \(Self.esc($0.actor)) at \(Self.esc(String($0.time.prefix(19))))" }
-            emit("<tr class=\"conflict \(c.kind.rawValue)\" id=\"conflict-\(Self.id(c.id))\"><td>\(row.position)</td><td>\(Self.esc(String(row.time.prefix(19))))</td><td>\(Self.esc(report.layerNames[c.layer] ?? "layer \(c.layer)"))</td><td>\(Self.esc(c.globalId))</td><td>\(Self.esc(c.field ?? c.attachmentId.map { "attachment " + $0 } ?? "-"))</td><td>\(c.kind.rawValue)</td><td>\(Self.esc(c.base.serialized()))</td><td>\(side(c.local))</td><td>\(side(c.remote))</td><td>\(c.policy.rawValue)\(c.rule.map { " (\($0.rawValue))" } ?? "") → <b>\(c.winner.rawValue)</b></td><td>\(resolved.isEmpty ? "-" : resolved.joined(separator: "<br>"))</td></tr>")
+            emit("<tr class=\"conflict \(c.kind.rawValue)\" id=\"conflict-\(Self.id(c.id))\"><td>\(row.position)</td><td>\(Self.esc(String(row.decidedAt.prefix(19))))</td><td>\(Self.esc(report.layerNames[c.layer] ?? "layer \(c.layer)"))</td><td>\(Self.feature(c.globalId, report.conflictNames[c.globalId]))</td><td>\(Self.esc(c.field ?? c.attachmentId.map { "attachment " + $0 } ?? "-"))</td><td>\(c.kind.rawValue)</td><td>\(Self.esc(c.base.serialized()))</td><td>\(side(c.local))</td><td>\(side(c.remote))</td><td>\(c.policy.rawValue)\(c.rule.map { " (\($0.rawValue))" } ?? "") → <b>\(c.winner.rawValue)</b></td><td>\(resolved.isEmpty ? "-" : resolved.joined(separator: "<br>"))</td></tr>")
         }
         if report.conflicts.isEmpty { emit("<tr><td colspan=\"11\">No conflicts decided in this window.</td></tr>") }
-        emit("</table>\n<h2>Map of edited features</h2>\n")
+        emit("</table>\n<h2>Map of edited features (net change)</h2>\n")
         mapSVG(emit)
         emit("\n</body></html>\n")
     }

@@ -23,28 +23,15 @@ public struct AuditReport: Sendable {
     /// Sessions canceled or abandoned in the window, with what they discarded (in order of their end).
     public var discarded: [Discarded] = []
     /// Conflicts decided in the window (merge decisions of bundle imports and sync pulls), in log order, each
-    /// with the resolutions recorded for it up to the window's end.
-    public var conflicts: [ConflictRow] = []
-
-    /// A conflict as the report shows it: what each side wrote and who, what the policy chose, and how it was
-    /// resolved by hand since.
-    public struct ConflictRow: Sendable, Hashable {
-        public var conflict: Conflict
-        /// The position and time (the window's clock) of the merge decision holding it, and the decider.
-        public var position: Int64
-        public var time: String
-        public var decidedBy: String
-        /// Resolutions up to the window's end, in order.
-        public var resolutions: [Resolution] = []
-
-        /// What was taken (`local`, `remote`, `base`, `value`), the value, who, when (the window's clock).
-        public struct Resolution: Sendable, Hashable {
-            public var take: String
-            public var value: JSONValue
-            public var actor: String
-            public var time: String
-        }
-    }
+    /// with the resolutions recorded for it up to the window's end (`ConflictFold`, times on the window's clock).
+    public var conflicts: [ConflictRecord] = []
+    /// The display value (`Audit.displayValues`) of each conflict's feature, by GlobalID.
+    public var conflictNames: [String: String] = [:]
+    /// What the window's events did, feature by feature (`EditCounts`): the summary's counts.
+    public var edited = EditCounts()
+    /// The last position of the data the log was made from (its schema and baseline; `EventReading.baselineEnd`):
+    /// the default window starts after it, so the baseline's features are the starting state, not edits.
+    public var baselineEnd: Int64 = 0
 
     /// The features changed in the window (the net diff), by layer then GlobalID: kind of change and the centre
     /// of the geometry (the map). Their fields, actors and sessions are `diff`'s; a report of a long window
@@ -63,6 +50,8 @@ public struct AuditReport: Sendable {
         var uuid: UUID
         /// A GlobalID that is not `{UUID}` as normalized (none in a log written by EditLog), kept as it is.
         var other: String?
+        /// Its display value at the window's end (`Audit.displayValues`).
+        public internal(set) var name: String?
 
         public var globalId: String { other ?? "{" + uuid.uppercasedString + "}" }
         public var centre: (x: Double, y: Double)? { x.isNaN ? nil : (x, y) }
@@ -96,9 +85,36 @@ public struct AuditReport: Sendable {
         public var time: String
         public var layer: String
         public var globalId: String
+        /// Its display value at the window's end (`Audit.displayValues`).
+        public var name: String?
         public var cause: String
+        /// The session whose commit (or delete) the rule ran after.
         public var session: String?
+        /// What the rule ran after when that was no session's commit: nil when `session` names it.
+        public var trigger: Trigger?
         public var fields: [String]
+
+        /// A derived edit's trigger other than a session (boxed: most derived edits have a session).
+        public indirect enum Trigger: Sendable, Hashable {
+            /// A delete outside a session (as `editlog record`'s delete line is): the deleted feature and its event.
+            case delete(position: Int64, layer: String, globalId: String, name: String?)
+            /// A conflict resolved by hand (`ConflictResolved`, the event before it).
+            case resolution(conflictId: String)
+            /// Derived again after an import (a bundle or a sync pull) merged a feature's values: the import's source.
+            case merge(source: String)
+            /// A delete before the window started (its event is not in the scan).
+            case deleteBeforeWindow
+
+            /// As the page shows it.
+            public var text: String {
+                switch self {
+                case .delete(let p, let l, let g, let n): "delete of \(l) \(g)\(n.map { " (\($0))" } ?? "") at position \(p) (a delete outside a session has none)"
+                case .resolution(let id): "resolution by hand of conflict \(id)"
+                case .merge(let source): "merge of \(source) (derived again after the import)"
+                case .deleteBeforeWindow: "a delete outside a session, before the window"
+                }
+            }
+        }
     }
 
     /// A session that ended without a commit: who, which feature, when, and what it discarded as one line
@@ -107,7 +123,10 @@ public struct AuditReport: Sendable {
         public var id: String
         public var status: SessionState.Status
         public var actor: String
+        public var layer: Int
         public var globalId: String
+        /// Its feature's display value at the window's end (`Audit.displayValues`).
+        public var name: String?
         public var endedPosition: Int64
         public var endedTime: String
         public var what: String
@@ -117,12 +136,8 @@ public struct AuditReport: Sendable {
             var what = st.staged.map { "\($0.field) = \($0.value.serialized())" }
             what += st.attachmentsAdded.map { "attachment \($0.name) (\($0.size) bytes, sha256 \($0.sha256))" }
             what += s.relationships.map { "\($0.name) → \($0.globalId)" }
-            self.init(id: s.id, status: st.status, actor: st.actor, globalId: st.globalId, endedPosition: s.endedPosition ?? 0,
-                      endedTime: s.endedTime ?? "", what: what.joined(separator: "; "))
-        }
-
-        init(id: String, status: SessionState.Status, actor: String, globalId: String, endedPosition: Int64, endedTime: String, what: String) {
-            (self.id, self.status, self.actor, self.globalId, self.endedPosition, self.endedTime, self.what) = (id, status, actor, globalId, endedPosition, endedTime, what)
+            (id, status, actor, layer, globalId) = (s.id, st.status, st.actor, st.layerId, st.globalId)
+            (endedPosition, endedTime, self.what) = (s.endedPosition ?? 0, s.endedTime ?? "", what.joined(separator: "; "))
         }
     }
 
@@ -131,23 +146,19 @@ public struct AuditReport: Sendable {
     static func causeKind(_ c: String) -> String { c.hasPrefix("cascade:") ? "cascade" : c }
 
     /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`). `progress` gets (done, total)
-    /// over the two scans of the window (the figures, then the changed features).
+    /// over the two scans of the window (the changed features, then the figures).
     public static func build(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
                              progress: ((Int64, Int64) -> Void)? = nil) throws -> AuditReport {
         var r = AuditReport(from: from, to: to, clock: clock)
         for l in schema.layers { r.layerNames[l.id] = l.name }
+        r.baselineEnd = try EventReading.baselineEnd(db)
+        let window = LogWindow(from: from, to: to, clock: clock)
         // The changed features first: the fold's tables are freed before the figures are gathered.
         var derivedCount = 0
-        r.changes = try changedFeatures(db, schema: schema, from: from, to: to, clock: clock, derivedCount: &derivedCount,
-                                        progress: progress.map { p in { d, t in p(d, 2 * t) } })
+        (r.changes, r.edited) = try changedFeatures(db, schema: schema, window: window, derivedCount: &derivedCount,
+                                                    progress: progress.map { p in { d, t in p(d, 2 * t) } })
         // Counted by that scan: the list is made at its size (growing it by doubling held two copies at once).
         r.derived.reserveCapacity(derivedCount)
-        let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
-        var args: StatementArguments = aa
-        args += ba
-        let after: Int64 = if case .position(let p) = from { p } else { 0 }
-        // Two scans of the window: the diff's the first half of the bar, then this one.
-        let scan = try ScanProgress(db, after: after, to: to, report: progress.map { p in { d, t in p(t + d, 2 * t) } })
         final class Interned {
             var strings: [String: String] = [:]
             var fieldLists: [[String]: [String]] = [:]
@@ -158,44 +169,53 @@ public struct AuditReport: Sendable {
             }
         }
         let interned = Interned()
-        var conflictIndex: [String: Int] = [:]
-        try EventReading.forEach(db, after: after, where: "\(a) AND \(b) AND type IN ('SessionStarted', 'FeatureBaselined', 'SessionCommitted', 'FeatureDerived', 'FeatureDeleted', 'MergeDecided', 'ConflictResolved')",
-                                 arguments: args) { e in
-            scan?.at(e.position)
+        var conflicts = ConflictFold(clock: clock)
+        // The deletes read since the last event of another type (derived edits aside), for a rule run by a delete outside
+        // a session: that rule's edit follows them in the same write, before any other event the scan reads.
+        var deletes: [(position: Int64, layer: Int, globalId: String, attributes: JSONValue, actor: String)] = []
+        // Two scans of the window: the diff's the first half of the bar, then this one.
+        try window.forEach(db, types: [.sessionStarted] + DiffFold.foldedTypes, progress: progress.map { p in { d, t in p(t + d, 2 * t) } }) { e in
             let layerName = StreamName.parseFeature(e.stream).flatMap { schema.layer(id: $0.layer)?.name } ?? e.stream
+            if e.eventType != .featureDeleted && e.eventType != .featureDerived { deletes.removeAll(keepingCapacity: true) }
             // Only the types whose content the report shows are decoded; the rest are counted.
             switch e.eventType {
-            case .mergeDecided?:
-                let d: MergeDecision
-                do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw e.fields.corrupt(error.message) }
-                for c in d.conflicts {
-                    conflictIndex[c.id] = r.conflicts.count
-                    r.conflicts.append(ConflictRow(conflict: c, position: e.position, time: clock.time(of: e), decidedBy: e.actor))
-                }
-                return
-            case .conflictResolved?:
-                let x = try ConflictResolved(e.fields)
-                // A resolution of a conflict decided before the window is not listed (its conflict is not).
-                if let id = x.conflictId, let i = conflictIndex[id] {
-                    r.conflicts[i].resolutions.append(.init(take: x.take ?? "value", value: x.value, actor: e.actor, time: clock.time(of: e)))
-                }
+            case .mergeDecided?, .conflictResolved?:
+                try conflicts.apply(e)
                 return
             case .sessionStarted?:
                 r.sessionsByActorDay[e.actor, default: [:]][String(clock.time(of: e).prefix(10)), default: 0] += 1
                 return
+            case .featureDeleted?:
+                if let (l, g) = StreamName.parseFeature(e.stream) {
+                    deletes.append((e.position, l, g, e.payload["attributes"] ?? .null, e.actor))
+                }
             case .featureDerived?:
                 let x = try FeatureDerived(e.fields)
                 // Causes, features and field lists repeat across derived edits: one copy of each is kept.
                 let fields = x.changes.names.sorted()
+                var trigger: Derived.Trigger?
+                if e.session == nil {
+                    if let id = x.conflictId {
+                        trigger = .resolution(conflictId: id)
+                    } else if let source = e.payload["import"]?.stringValue {
+                        trigger = .merge(source: interned.string(source))
+                    } else if let d = Self.deleteBehind(x.globalId, among: deletes, actor: e.actor) {
+                        trigger = .delete(position: d.position, layer: schema.layer(id: d.layer)?.name ?? "layer \(d.layer)", globalId: d.globalId, name: nil)
+                    } else {
+                        trigger = .deleteBeforeWindow
+                    }
+                }
                 r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName,
-                                         globalId: interned.string(x.globalId), cause: interned.string(e.cause),
-                                         session: e.session.map(interned.string), fields: interned.fieldLists[fields] ?? { interned.fieldLists[fields] = fields; return fields }()))
+                                         globalId: interned.string(x.globalId), name: nil, cause: interned.string(e.cause),
+                                         session: e.session.map(interned.string), trigger: trigger,
+                                         fields: interned.fieldLists[fields] ?? { interned.fieldLists[fields] = fields; return fields }()))
             default: break
             }
             r.byLayer[layerName, default: 0] += 1
             r.byActor[e.actor, default: 0] += 1
             r.byCause[causeKind(e.cause), default: 0] += 1
         }
+        r.conflicts = conflicts.records
         // Sessions that ended without a commit inside the window.
         // Read a session at a time and kept as one line each (a long window holds thousands; their states were
         // half of the report's peak memory).
@@ -212,32 +232,68 @@ public struct AuditReport: Sendable {
             }
         }
         r.discarded.sort { $0.endedPosition < $1.endedPosition }
-        scan?.finish()
+        try r.name(db, schema: schema, interned: interned.string)
         return r
     }
 
-    /// `Audit.diff(…, geometry: true, fields: false)` as compact rows: the same features, kinds and centres,
-    /// each row made as the fold hands its change over.
-    static func changedFeatures(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
-                                derivedCount: inout Int, progress: ((Int64, Int64) -> Void)?) throws -> [ChangedFeature] {
-        var decisions = try DecisionLookup(db, from: from)
-        var fold = DiffFold(schema: schema, fields: false, ownLog: decisions.ownLog)
-        let (a, aa) = from.sql(clock: clock, after: true), (b, ba) = to.sql(clock: clock, after: false)
-        var args: StatementArguments = aa
-        args += ba
-        let after: Int64 = if case .position(let p) = from { p } else { 0 }
-        let scan = try ScanProgress(db, after: after, to: to, report: progress)
-        try EventReading.forEach(db, after: after, where: "\(DiffFold.foldedTypesSQL) AND \(a) AND \(b)", arguments: args) {
-            try fold.apply($0, decision: try decisions.decision(about: $0))
-            if $0.type == EventType.featureDerived.rawValue { derivedCount += 1 }
-            scan?.at($0.position)
+    /// The delete a rule outside a session ran after: of the deletes just before it by the same actor (the write's), the
+    /// one whose values pointed at the derived feature (a child deleted under its parent), else the last.
+    static func deleteBehind(_ derived: String, among deletes: [(position: Int64, layer: Int, globalId: String, attributes: JSONValue, actor: String)],
+                             actor: String) -> (position: Int64, layer: Int, globalId: String)? {
+        let same = deletes.filter { $0.actor == actor }
+        let pointing = same.last { d in d.attributes.objectValue?.values.contains { $0.stringValue?.uppercased() == derived.uppercased() } == true }
+        return (pointing ?? same.last).map { ($0.position, $0.layer, $0.globalId) }
+    }
+
+    /// Sets the display value (`Audit.displayValues`, at the window's end) of every feature the report names, a batch
+    /// of 500 at a time (a long window changes a feature per row of its map).
+    mutating func name(_ db: Database, schema: ServiceSchema, interned: (String) -> String) throws {
+        func names(_ features: [(layer: Int, globalId: String)]) throws -> [String: String] {
+            try Audit.displayValues(db, schema: schema, of: features, asOf: to, clock: clock)
         }
-        // A commit that moved editor tracking only changed the feature's row, as in `diff`.
-        try fold.resolveTracking(Audit.trackingStart(db, at: from, clock: clock, ownLog: decisions.ownLog))
-        scan?.finish()
+        var i = 0
+        while i < changes.count {
+            let end = min(i + 500, changes.count)
+            let found = try names(changes[i..<end].map { ($0.layer, $0.globalId) })
+            for j in i..<end { changes[j].name = found[changes[j].globalId] }
+            i = end
+        }
+        let layerIds = Dictionary(schema.layers.map { ($0.name, $0.id) }, uniquingKeysWith: { a, _ in a })
+        var wanted: [(layer: Int, globalId: String)] = []
+        var seen = Set<String>()
+        func want(_ layer: Int?, _ g: String) { if let layer, seen.insert(g).inserted { wanted.append((layer, g)) } }
+        for d in derived {
+            want(layerIds[d.layer], d.globalId)
+            if case .delete(_, let l, let g, _)? = d.trigger { want(layerIds[l], g) }
+        }
+        for s in discarded { want(s.layer, s.globalId) }
+        for c in conflicts { want(c.conflict.layer, c.conflict.globalId) }
+        var found: [String: String] = [:]
+        i = 0
+        while i < wanted.count {
+            let end = min(i + 500, wanted.count)
+            found.merge(try names(Array(wanted[i..<end]))) { a, _ in a }
+            i = end
+        }
+        guard !found.isEmpty else { return }
+        for k in derived.indices {
+            if let n = found[derived[k].globalId] { derived[k].name = interned(n) }
+            if case .delete(let p, let l, let g, nil)? = derived[k].trigger, let n = found[g] { derived[k].trigger = .delete(position: p, layer: l, globalId: g, name: n) }
+        }
+        for k in discarded.indices { discarded[k].name = found[discarded[k].globalId] }
+        for c in conflicts { conflictNames[c.conflict.globalId] = found[c.conflict.globalId] }
+    }
+
+    /// `Audit.diff(…, geometry: true, fields: false)` as compact rows: the same features, kinds and centres,
+    /// each row made as the fold hands its change over; and what the window's events did (`EditCounts`).
+    static func changedFeatures(_ db: Database, schema: ServiceSchema, window: LogWindow, derivedCount: inout Int,
+                                progress: ((Int64, Int64) -> Void)?) throws -> ([ChangedFeature], EditCounts) {
+        var fold = try window.fold(db, schema: schema, fields: false, progress: progress)
+        derivedCount = fold.derivedEvents
         var out: [ChangedFeature] = []
         out.reserveCapacity(fold.featureCount)
         let world = ProjectedState(db: db, schema: schema)
+        let edited = fold.edited
         try fold.takeChanges { c in
             var c = c
             // A feature whose events in the window carry no geometry is placed where the projection has it.
@@ -245,13 +301,16 @@ public struct AuditReport: Sendable {
             out.append(ChangedFeature(c))
         }
         out.sort(by: ChangedFeature.precedes)
-        return out
+        return (out, edited)
     }
 }
 
 extension Audit {
+    /// The report of a window; by default from the end of the baseline (`EventReading.baselineEnd`: the data the log
+    /// was made from is its starting state, not edits) to the log's end.
     public static func report(_ db: Database, schema: ServiceSchema, from: LogMoment?, to: LogMoment?, clock: EventClock = .default,
                               progress: ((Int64, Int64) -> Void)? = nil) throws -> AuditReport {
-        try AuditReport.build(db, schema: schema, from: from ?? .position(0), to: to ?? .position(try EventReading.count(db)), clock: clock, progress: progress)
+        try AuditReport.build(db, schema: schema, from: from ?? .position(try EventReading.baselineEnd(db)),
+                              to: to ?? .position(try EventReading.count(db)), clock: clock, progress: progress)
     }
 }

@@ -9,7 +9,7 @@ struct Report: ParsableCommand {
 
     @OptionGroup var log: LogOptions
 
-    @Option(name: .long, help: "Start (exclusive): a position or an ISO-8601 time on the --by clock (default: the beginning).")
+    @Option(name: .long, help: "Start (exclusive): a position or an ISO-8601 time on the --by clock (default: the end of the baseline, so the features the log was made from are the starting state, not edits; 0 counts them as created).")
     var from: String?
 
     @Option(name: .long, help: "End (inclusive): a position or an ISO-8601 time on the --by clock (default: the end).")
@@ -44,12 +44,14 @@ struct Report: ParsableCommand {
                 print(JSONValue.object([
                     "from": r.from.json, "to": r.to.json, "clock": .string(r.clock.rawValue), "sessions": .int(Int64(r.sessionCount)),
                     "byLayer": counts(r.byLayer), "byActor": counts(r.byActor), "byCause": counts(r.byCause),
-                    "derived": .int(Int64(r.derived.count)), "discarded": .array(r.discarded.map { .string($0.id) }), "changed": counts(kinds),
+                    "derived": .int(Int64(r.derived.count)), "discarded": .array(r.discarded.map { .string($0.id) }),
+                    // As the page: what the window's events did (the summary), and the net change (the map).
+                    "edited": r.edited.json, "baselineEnd": .int(r.baselineEnd), "changed": counts(kinds),
                     "conflicts": .array(r.conflicts.map { .string($0.conflict.id) }),
                     "out": out.map { .string($0) } ?? .null,
                 ]).serialized())
             } else if let path = out {
-                print("wrote \(path): \(r.sessionCount) sessions, \(r.byCause.values.reduce(0, +)) feature changes, \(r.derived.count) derived edits, \(r.discarded.count) discarded sessions, \(r.changes.count) features changed, \(r.conflicts.count) conflicts")
+                print("wrote \(path): \(r.sessionCount) sessions, \(r.byCause.values.reduce(0, +)) feature changes (features \(r.edited.created) created, \(r.edited.updated) updated, \(r.edited.deleted) deleted), \(r.derived.count) derived edits, \(r.discarded.count) discarded sessions, \(r.changes.count) features changed between the two moments, \(r.conflicts.count) conflicts")
             }
         }
     }
