@@ -213,7 +213,7 @@ public enum Audit {
         // deleted ones too), from when its stream says it came under this feature (created or baselined here,
         // re-pointed here, revived) and whenever it left (deleted, re-pointed away and back). A child re-pointed away
         // for good is not found here (no index leads from a key to the children it had; reading every child's events
-        // made a history 50 times slower on the bench's log): its own history shows the re-point.
+        // would make a history's cost grow with the whole layer): its own history shows the re-point.
         // Composite relationships only (the child belongs to the parent: an inspection under its tree). A species'
         // trees are not its history; each tree's history shows its re-point instead, and listing hundreds of
         // children would make a lookup table's history cost grow with its use.

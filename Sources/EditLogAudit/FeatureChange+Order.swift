@@ -3,7 +3,7 @@ import EditLogCore
 /// The order of a diff's changes — by layer id, then GlobalID as text — computed from fixed-size keys. A
 /// GlobalID in its canonical form (`{XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}`, upper-case hex) orders by its
 /// 128 bits exactly as by its text, so it is compared as two integers; any other text is compared as a
-/// `String`. (String comparison was most of the time of sorting 10k changes.)
+/// `String`. (String comparison was most of the time of sorting a large diff's changes.)
 struct ChangeOrderKey {
     var layer: Int
     var high: UInt64

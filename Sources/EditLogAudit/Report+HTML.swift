@@ -56,8 +56,7 @@ public struct ReportHTML: Sendable {
     }
 
     /// Sessions per actor per day: one row per actor, one cell per day, the count inside.
-    /// Emitted a row at a time: a long window has one cell per actor per day (1.2k days by 50 actors in the
-    /// benchmark's 1M-event log).
+    /// Emitted a row at a time: a long window has one cell per actor per day, many thousands of them.
     func sessionsSVG(_ emit: (String) -> Void) {
         let actors = report.sessionsByActorDay.keys.sorted()
         let days = Set(report.sessionsByActorDay.values.flatMap(\.keys)).sorted()

@@ -35,7 +35,7 @@ public struct AuditReport: Sendable {
 
     /// The features changed in the window (the net diff), by layer then GlobalID: kind of change and the centre
     /// of the geometry (the map). Their fields, actors and sessions are `diff`'s; a report of a long window
-    /// holds one fixed-size row per changed feature (96.8k in the benchmark's 1M-event log).
+    /// holds one fixed-size row per changed feature.
     public var changes: [ChangedFeature] = []
     /// Layer names by id (the rows keep the id).
     public var layerNames: [Int: String] = [:]
@@ -217,8 +217,8 @@ public struct AuditReport: Sendable {
         }
         r.conflicts = conflicts.records
         // Sessions that ended without a commit inside the window.
-        // Read a session at a time and kept as one line each (a long window holds thousands; their states were
-        // half of the report's peak memory).
+        // Read a session at a time and kept as one line each (a long window holds thousands; their states, kept
+        // whole, weighed on the report's peak memory).
         let endedAfter: Int64? = if case .position(let f) = from { f } else { nil }
         let endedUpTo: Int64? = if case .position(let x) = to { x } else { nil }
         // At most every discarded session of the log: made at that size rather than grown by doubling.

@@ -62,7 +62,7 @@ public enum Verifier {
         let localLog = Array(logId.utf8)
         let attachmentStaged = Array(EventType.attachmentStaged.rawValue.utf8)
         // Its own stepping loop rather than `EventReading.step`: a closure over this much mutable state made the
-        // chain scan a quarter slower (measured with tools/bench verify).
+        // chain scan slower (tools/bench verify; `tools/BENCH-RESULTS.md`).
         let statement = try db.makeStatement(sql: "SELECT \(EventReading.columns) FROM events ORDER BY position")
         let stmt = statement.sqliteStatement
         let row = StatementEventColumns(stmt)

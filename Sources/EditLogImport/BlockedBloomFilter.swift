@@ -2,7 +2,6 @@
 /// never inserted. It grows as a chain of filters, each twice the last (a "scalable" Bloom filter), so it needs no
 /// count up front; given one (`expected`), its first level holds that many and a lookup reads one cache line. Each
 /// level is blocked: a key's 4 bits lie in one 64-byte block; 12 bits per key keep false positives near 1% per level.
-/// A million keys take about 1.5 MB in one level, 2 MB grown.
 struct BlockedBloomFilter<Key: BloomKey> {
     private struct Level {
         var words: [UInt64]

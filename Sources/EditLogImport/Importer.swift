@@ -74,7 +74,7 @@ public struct Importer {
     }
     /// A writer's last-in-wins order key in 16 bytes: its origin log as an index into `origins` (-1: none), its
     /// origin position up to `Int32.max` (that value: unknown, never before a writer of the same time and log).
-    /// With `version`, a `Touched` is 32 bytes (`ImporterLayoutTests`): a million-event bundle touches about 100k features.
+    /// With `version`, a `Touched` is 32 bytes (`ImporterLayoutTests`): one per feature a bundle touches.
     struct WriterBound {
         var millis: Int64
         var position: Int32
@@ -115,8 +115,7 @@ public struct Importer {
     var knownStreams: StringFilter?
     var knownSessions: StringFilter?
     /// Events a log may hold for their ids, streams and sessions to be read into the filters at the import's first
-    /// event. The filters take 12 bits per key they are sized for: for a million-event bundle, about 2 MB of ids and
-    /// 0.8 MB of streams and sessions.
+    /// event. The filters take 12 bits per key they are sized for.
     public static let idFilterPreload = 100_000
     /// How many events the caller expects to import (a bundle's manifest says), if it knows: the filters are sized
     /// for them (one cache line per lookup instead of one per level grown).
@@ -126,8 +125,7 @@ public struct Importer {
     /// (`ProjectionTables.importDeferredIndexes`) once, after its events, rather than row by row: when it brings at
     /// least `minimum` events and at least as many as the log holds, so that one pass over each table costs no more
     /// than the rows it inserts. Their random pages otherwise compete with the events' stream index for the page cache
-    /// through the whole transaction: on the bench's 1.05M-event bundle, 157k fewer WAL writes and 105k fewer reads
-    /// (`tools/BENCH-RESULTS.md`).
+    /// through the whole transaction, spilled to the WAL and read back (`tools/BENCH-RESULTS.md`).
     public static func defersIndexes(expectedEvents: Int, held: Int64, minimum: Int = deferredIndexMinimum) -> Bool {
         expectedEvents >= minimum && Int64(expectedEvents) >= held
     }
@@ -149,8 +147,8 @@ public struct Importer {
             guard bytes.count == 16 else { throw EditLogError(.corrupt, "an event's id is \(bytes.count) bytes, not 16") }
             ids.insert(UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }))
         }
-        // A bundle's events come about 10 to a stream and 6 to a session (the bench's: 1.05M events, 102k streams,
-        // 172k sessions); a filter that fills up grows another level.
+        // A bundle's events come several to a stream and to a session (the bench's counts: `tools/BENCH-RESULTS.md`),
+        // so the filters are sized at a fraction of the events; a filter that fills up grows another level.
         var streams = StringFilter(expected: held / 8 + expectedEvents / 8)
         for s in try String.fetchAll(db, sql: "SELECT DISTINCT stream FROM events") { streams.insert(s) }
         var sessions = StringFilter(expected: held / 4 + expectedEvents / 4)
@@ -224,7 +222,7 @@ public struct Importer {
     public static let pendingRowLimit = 2_048
     /// The writer's page cache during an import, in KiB: large enough that SQLite does not spill the projection's
     /// indexes and feature rows to the WAL mid-transaction and read them back, small enough to keep a million-event
-    /// import's peak RSS under 100 MB (the sizes tried: `tools/BENCH-RESULTS.md`, "Figures moved out of code comments").
+    /// import within the bench's peak-RSS goal (the sizes tried: `tools/BENCH-RESULTS.md`, "Figures moved out of code comments").
     public static let pageCacheKiB = 24_576
 
     public init(schema: ServiceSchema, policy: MergePolicy, rule: LastInRule = .clientTime, ownLog: String, context: EventContext, source: String) throws(EditLogError) {

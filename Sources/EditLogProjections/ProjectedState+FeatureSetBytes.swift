@@ -6,8 +6,8 @@ import GRDBSQLite
 
 /// The features of a query as Esri JSON bytes, written straight from SQLite's columns: the feature service's
 /// `query` (`f=json`) answers up to `maxRecordCount` features per request, and building an `esriFeature`
-/// (a `FeatureSnapshot`, a dictionary of `JSONValue`s, the geometry parsed) for each was half of a
-/// 1,000-feature query. The bytes are the document `esriFeature` gives with the attributes filtered to the
+/// (a `FeatureSnapshot`, a dictionary of `JSONValue`s, the geometry parsed) for each was much of a
+/// large query's time. The bytes are the document `esriFeature` gives with the attributes filtered to the
 /// requested fields, in their order, and the geometry without a spatial reference.
 extension ProjectedState {
     /// Where each requested field's value is in a `SELECT *` row of the layer's table: the ObjectID (column 0),
@@ -79,7 +79,7 @@ extension ProjectedState {
     }
 
     /// Whether `marker` occurs in `text`. Written out: glibc's `memmem` is not exported to Swift without
-    /// `_GNU_SOURCE`, and the standard library's generic `firstRange(of:)` was twice as slow on a feature set.
+    /// `_GNU_SOURCE`, and the standard library's generic `firstRange(of:)` was slower on a feature set.
     static func contains(_ text: UnsafeBufferPointer<UInt8>, _ marker: [UInt8]) -> Bool {
         guard let base = text.baseAddress, let first = marker.first, text.count >= marker.count else { return false }
         var i = 0

@@ -6,7 +6,7 @@ import GRDBSQLite
 
 /// The decider's point reads (a feature by GlobalID, an open session of a feature) stepped through SQLite's C API:
 /// every session of a `record` makes them, and GRDB's `Row` copied every column of a wide feature row into boxed
-/// values first (profiled at about a tenth of `record`). Same statements, same results as the `Row` paths.
+/// values first (it showed in `record`'s profile). Same statements, same results as the `Row` paths.
 extension ProjectedState {
     /// Binds `text` to parameter `index`, steps once and hands the row (if any) to `body`; resets the statement.
     static func stepOnce<T>(_ statement: Statement, db: Database, binding texts: [String], ints: [(Int32, Int64)] = [],

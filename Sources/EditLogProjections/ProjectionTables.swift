@@ -16,7 +16,7 @@ public enum ProjectionTables {
     }
 
     public static func quoted(_ name: String) -> String {
-        // Foundation's replacingOccurrences was a tenth of a one-session `record` (every transaction quotes its layers' fields).
+        // Foundation's replacingOccurrences only for a name with a quote: every transaction quotes its layers' fields.
         guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
         return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
@@ -85,8 +85,8 @@ public enum ProjectionTables {
     /// feature; an import reads sessions by id), and the feature tables' relationship keys, which only the import's
     /// end reads (children of a deleted parent, rules derived again). Each is a random insert per row, competing with
     /// the events' stream index for the page cache; created afterwards, each costs one pass over its table. The
-    /// sessions' index by actor stays: its misses during the bench's import (14k) cost less than that pass over the
-    /// sessions' rows (27k pages).
+    /// sessions' index by actor stays: its misses during the bench's import cost less than that pass over the
+    /// sessions' rows.
     public static func importDeferredIndexes(_ db: Database) throws -> [String] {
         try ["p_sessions_feature"] + String.fetchAll(db, sql: """
             SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name LIKE 'p\\_layer\\_%' ESCAPE '\\' ORDER BY name

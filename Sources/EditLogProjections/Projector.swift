@@ -17,8 +17,8 @@ public final class Projector {
     public internal(set) var openSessions: [String: SessionState] = [:]
     /// Features read in this transaction, by GlobalID; a write to a feature row drops its entry.
     public internal(set) var featureCache: [String: FeatureSnapshot] = [:]
-    /// Features kept at most: an import's end reads every feature it touched (a million-event bundle: 97k
-    /// snapshots, 150 MB), and a read after the cache is emptied simply goes to the table again. An import
+    /// Features kept at most: an import's end reads every feature it touched (too many to keep for a large
+    /// bundle), and a read after the cache is emptied simply goes to the table again. An import
     /// lowers it (`Importer.featureCacheLimit`): its reads come in bursts about one feature.
     public var featureCacheLimit = 5_000
 

@@ -9,7 +9,7 @@ public enum Projections {
     @discardableResult
     public static func rebuild(_ db: Database, events: Database? = nil, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
         // A log's writing connection has `secure_delete = FAST` (`EventStore.writerSettings`): with the system SQLite's
-        // default, this drop wrote every freed page (150 MB at a million events) to the WAL as zeros.
+        // default, this drop wrote every freed page to the WAL as zeros.
         try ProjectionTables.dropAll(db)
         return try replay(from: events ?? db, into: db, progress: progress)
     }

@@ -31,8 +31,8 @@ public struct Parameters: Sendable {
     }
 
     /// `+` as a space, then `%XX` escapes; a malformed escape or bytes that are not UTF-8 leave the escapes
-    /// as they are (as `removingPercentEncoding` failing would). Byte by byte: Foundation's decoding took
-    /// a millisecond for a list of 1,000 objectIds.
+    /// as they are (as `removingPercentEncoding` failing would). Byte by byte: Foundation's decoding was slow
+    /// for a long list of objectIds.
     static func decode(_ s: Substring) -> String {
         var s = s
         return s.withUTF8 { b -> String in

@@ -91,7 +91,7 @@ enum DiffWindows: Scenario {
     }
 
     /// The log with both windows of edits and the GeoPackages at their ends: made by a `diff --prepare-only`
-    /// child (recording 11k sessions and three replays leave tens of MB in a process's heap, which would
+    /// child (recording the sessions and three replays leave memory in a process's heap, which would
     /// count toward the diff's peak RSS), once per work directory and seed.
     static func prepare(_ ctx: BenchContext, _ path: String) throws {
         let (log, workload) = try ctx.logFromBase(at: path, trees: ctx.sizes.diffTrees, workloadSeed: ctx.seed &+ 5)

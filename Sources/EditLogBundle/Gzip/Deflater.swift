@@ -233,7 +233,7 @@ final class ParallelGzipWriter {
     static let window = 2
     /// The deflate threads' nice value. The producing thread (reading the log, checking the chain, writing lines)
     /// feeds both deflate threads and was the one slowed when the three shared two cores; at equal priority it got
-    /// about half a core. Nice 5 made the export faster; 10 was no better than 5.
+    /// too little of a core. Nice 5 made the export faster; 10 was no better than 5.
     static let deflateNice: Int32 = 5
     /// Members done and kept while the first is left for later; past them, the writer waits for the first. This
     /// bounds the backlog to that many compressed members.

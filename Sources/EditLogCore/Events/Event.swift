@@ -166,7 +166,7 @@ public enum Hex {
     }
     /// The bytes of a hex string (either case); nil for an odd length or a character that is not a hex digit.
     /// Reads a native string's UTF-8 in place and writes the bytes straight into the array's storage (a bundle's
-    /// reading thread decodes three hashes per event: the copy and the appends were half its hex time).
+    /// reading thread decodes three hashes per event: the copy and the appends showed in its profile).
     public static func decode(_ s: String) -> [UInt8]? {
         if let done = s.utf8.withContiguousStorageIfAvailable({ decode(utf8: $0) }) { return done }
         return Array(s.utf8).withUnsafeBufferPointer { decode(utf8: $0) }
