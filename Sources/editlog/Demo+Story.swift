@@ -149,7 +149,7 @@ struct DemoStory {
         command("report \(path) --out \(out)")
         let r = try log.report()
         do { try r.writeHTML(to: out) } catch let e as EditLogError { throw e } catch { throw EditLogError(.io, "cannot write the report: \(error)", at: out) }
-        say("  \(out): \(r.sessionCount) sessions, \(r.changes.count) features changed, \(r.conflicts.count) conflicts (one HTML file, no script)")
+        say("  \(out): \(r.sessionCount) sessions; after the baseline (position \(r.baselineEnd)) features \(r.edited.created) created, \(r.edited.updated) updated, \(r.edited.deleted) deleted; \(r.conflicts.count) conflicts (one HTML file, no script)")
         json["report"] = .string(out)
     }
 }
