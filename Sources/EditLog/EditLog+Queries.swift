@@ -94,7 +94,7 @@ extension EditLog {
         return b
     }
 
-    /// The figures of `editlog report` for a window (the whole log when `from`/`to` are nil). `progress` gets
+    /// The figures of `editlog report` for a window (by default from the end of the baseline to the end: `Audit.report`). `progress` gets
     /// (done, total) over the two scans of the window.
     public func report(from: LogMoment? = nil, to: LogMoment? = nil, clock: EventClock = .default,
                        progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> AuditReport {
