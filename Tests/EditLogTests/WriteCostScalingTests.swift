@@ -1,0 +1,37 @@
+@testable import EditLog
+import EditLogCore
+import Foundation
+import Testing
+
+/// A write transaction's cost must not grow with the log's streams. Timing shows that only at full size (the bench's
+/// `append-session`), so this counts the work instead: the stream-version entries copied on write
+/// (`EventStore.streamVersionsCopied`) while recording the same sessions on a log with S streams and on one with 10×S.
+@Suite struct WriteCostScalingTests {
+    /// A log with `trees` new trees (each a feature stream and a session stream this process has written), then
+    /// `sessions` one-session `record` calls editing the first trees: the entries copied per recorded session.
+    func copiedPerSession(trees: Int, sessions: Int) throws -> Double {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path, baseline: false)
+        var lines: [String] = []
+        for i in 0..<trees {
+            lines.append(#"{"op": "create", "at": "2026-05-04T16:00:00Z", "session": "grow-\#(i)", "layer": "Trees", "globalId": "\#(newGID(i))", "geometry": {"x": -122.6, "y": 45.5, "spatialReference": {"wkid": 4326}}, "attributes": {"Condition": "Good"}}"#)
+            lines.append(#"{"op": "finish", "at": "2026-05-04T16:00:01Z"}"#)
+        }
+        _ = try log.record(try script(lines), name: "grow", sha256: InputFiles.sha256(Array(lines.joined(separator: "\n").utf8)))
+        let before = log.store.streamVersionsCopied
+        for s in 0..<sessions {
+            try log.run(#"{"op": "edit", "at": "2026-05-05T16:00:00Z", "session": "edit-\#(s)", "layer": "Trees", "globalId": "\#(newGID(s % trees))"}"#,
+                        #"{"op": "set", "at": "2026-05-05T16:00:01Z", "field": "Condition", "value": "Fair"}"#,
+                        #"{"op": "finish", "at": "2026-05-05T16:00:02Z"}"#)
+        }
+        return Double(log.store.streamVersionsCopied - before) / Double(sessions)
+    }
+
+    @Test func recordingASessionCopiesNoMoreOnALogWithTenTimesTheStreams() throws {
+        let small = try copiedPerSession(trees: 40, sessions: 20)
+        let large = try copiedPerSession(trees: 400, sessions: 20)
+        // A transaction that copied the cached versions would copy about 2 entries per tree here (its feature's stream
+        // and its session's): 80 on the small log, 800 on the large one.
+        #expect(large <= small * 1.1 + 1, "entries copied per session: \(small) with 80 streams, \(large) with 800")
+    }
+}
