@@ -31,7 +31,7 @@ struct UsersAdd: ParsableCommand {
         try handleErrors {
             var users = try UsersFile.load(file, missingIsEmpty: true)
             try UsersFile.checkName(name, at: "user name")  // before a terminal asks for the password twice
-            let password = try PasswordInput.read(prompt: "Password for \(name): ")
+            let password = try PasswordInput.readNew(prompt: "Password for \(name): ")
             let added = try users.set(name, PasswordHash.make(password: password))
             try users.write(to: file)
             if json.json {
@@ -88,40 +88,5 @@ struct UsersList: ParsableCommand {
                 for u in users.users { out("\(u.name)\t\(PasswordHash.scheme), \(u.hash.rounds) rounds") }
             }
         }
-    }
-}
-
-/// A password from stdin: on a terminal asked for twice without echo, else the first line of the input.
-enum PasswordInput {
-    static func read(prompt: String) throws(EditLogError) -> String {
-        let password: String
-        if isatty(STDIN_FILENO) == 1 {
-            let first = try ask(prompt)
-            guard try ask("Again: ") == first else { throw EditLogError(.invalidInput, "the two passwords differ", at: "password") }
-            password = first
-        } else {
-            let data = FileHandle.standardInput.readDataToEndOfFile()
-            let text = String(decoding: data, as: UTF8.self)
-            password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-                .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
-        }
-        guard password.count >= 8 else { throw EditLogError(.invalidInput, "a password must be at least 8 characters", at: "password") }
-        return password
-    }
-
-    /// One line from the terminal with echo off.
-    private static func ask(_ prompt: String) throws(EditLogError) -> String {
-        FileHandle.standardError.write(Data(prompt.utf8))
-        var old = termios()
-        guard tcgetattr(STDIN_FILENO, &old) == 0 else { throw EditLogError(.io, "cannot read the terminal's settings", at: "stdin") }
-        var quiet = old
-        quiet.c_lflag &= ~tcflag_t(ECHO)
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
-        defer {
-            tcsetattr(STDIN_FILENO, TCSAFLUSH, &old)
-            FileHandle.standardError.write(Data("\n".utf8))
-        }
-        guard let line = readLine(strippingNewline: true) else { throw EditLogError(.invalidInput, "no password was typed", at: "stdin") }
-        return line
     }
 }
