@@ -1,5 +1,6 @@
 import ArgumentParser
 import EditLog
+import EditLogSync
 import Foundation
 
 @main
@@ -154,8 +155,27 @@ struct TokenOptions: ParsableArguments {
     @Option(name: .customLong("token-file"), help: "A file whose first non-empty line is the token (keeps it out of the process list).")
     var tokenFile: String?
 
+    @Option(name: .long, help: ArgumentHelp("Log in as this user, as ArcGIS's field apps do: the password is read from stdin (its first line) or asked for without echo on a terminal, never from the command line; the service's token service (rest/info) gives the token, and a new one when it expires.", valueName: "name"))
+    var user: String?
+
     func validate() throws {
         if token != nil && tokenFile != nil { throw ValidationError("--token and --token-file are exclusive: give one") }
+        if user != nil && (token != nil || tokenFile != nil) {
+            throw ValidationError("--user logs in for a token: give it without --token or --token-file")
+        }
+        if let user, user.isEmpty || user.contains(where: \.isWhitespace) { throw ValidationError("--user needs a user name (no white space)") }
+    }
+
+    /// Whether any way of authorising requests was given.
+    var given: Bool { token != nil || tokenFile != nil || user != nil }
+
+    /// The client of the service at `url`, with the token given or, with `--user`, logging in with the
+    /// password read now (from stdin or a no-echo prompt).
+    func client(url: String) throws(EditLogError) -> FeatureServiceClient {
+        guard let user else { return try FeatureServiceClient(url: url, token: try resolved()) }
+        let host = URL(string: url)?.host ?? url
+        let password = try PasswordInput.read(prompt: "Password for \(user) at \(host): ")
+        return try FeatureServiceClient(url: url, user: user, password: password)
     }
 
     /// The token given, read from its file where one was named.

@@ -28,8 +28,8 @@ struct Init: AsyncParsableCommand {
         if let url = liveService {
             if inputs.service.count > 1 { throw ValidationError("--service \(url) is a live service: give it alone (its definitions are read from it)") }
             if !inputs.data.isEmpty { throw ValidationError("--data goes with definition files: the features of --service \(url) are read from it") }
-        } else if tokens.token != nil || tokens.tokenFile != nil {
-            throw ValidationError("--token and --token-file go with --service URL")
+        } else if tokens.given {
+            throw ValidationError("--token, --token-file and --user go with --service URL")
         }
     }
 
@@ -44,7 +44,7 @@ struct Init: AsyncParsableCommand {
             // The baseline is the service's features; its attachments and ObjectIDs come with the first `sync`,
             // whose snapshot finds this log holding the same features.
             if let url = liveService {
-                let client = try FeatureServiceClient(url: url, token: try tokens.resolved())
+                let client = try tokens.client(url: url)
                 let bar = ProgressBar(label: "features")
                 let snap = try await ServiceSnapshot.read(client, progress: { bar.update($0, $1) })
                 bar.finish()

@@ -47,8 +47,7 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         try await handleErrors {
-            let tok = try tokens.resolved()
-            let client = try FeatureServiceClient(url: service, token: tok)
+            let client = try tokens.client(url: service)
             var options = SyncOptions(policy: policy, dryRun: dryRun, actor: actor, device: device)
             // Crash tests: EDITLOG_SYNC_KILL_AT=<failpoint> kills this process (SIGKILL) there.
             if let at = ProcessInfo.processInfo.environment["EDITLOG_SYNC_KILL_AT"], !at.isEmpty {

@@ -405,11 +405,11 @@ struct SyncRNG {
 struct CLIOutcome: Sendable { var status: Int32; var killed: Bool; var stdout: String; var stderr: String }
 
 /// Runs the editlog binary off the cooperative pool (the in-process server keeps answering meanwhile).
-func runCLI(_ args: [String], env: [String: String] = [:]) async throws -> CLIOutcome {
+func runCLI(_ args: [String], env: [String: String] = [:], stdin: String? = nil) async throws -> CLIOutcome {
     try await withCheckedThrowingContinuation { c in
         DispatchQueue.global().async {
             do {
-                let (p, out, err) = try CLI.start(args, env: env)
+                let (p, out, err) = try CLI.start(args, env: env, stdin: stdin)
                 let o = out.fileHandleForReading.readDataToEndOfFile()
                 let e = err.fileHandleForReading.readDataToEndOfFile()
                 p.waitUntilExit()

@@ -7,8 +7,9 @@ struct CLI {
 
     static var binary: String { Paths.editlogBinary }
 
-    /// Starts the binary with `args` (and `env` over this process's environment).
-    static func start(_ args: [String], env: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
+    /// Starts the binary with `args` (and `env` over this process's environment); `stdin`, where given, is
+    /// its whole standard input.
+    static func start(_ args: [String], env: [String: String] = [:], stdin: String? = nil) throws -> (Process, Pipe, Pipe) {
         expectProcessSuite()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
@@ -17,7 +18,13 @@ struct CLI {
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
+        let input = stdin.map { _ in Pipe() }
+        if let input { p.standardInput = input }
         try p.run()
+        if let input, let stdin {
+            input.fileHandleForWriting.write(Data(stdin.utf8))
+            try input.fileHandleForWriting.close()
+        }
         return (p, out, err)
     }
 
