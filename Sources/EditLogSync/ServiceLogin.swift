@@ -96,8 +96,16 @@ public actor ServiceLogin {
             throw EditLogError(.invalidInput, "the service names no token service (rest/info has no authInfo.tokenServicesUrl), so --user "
                                + "cannot log in: give a token with --token or --token-file", at: info)
         }
-        tokenServicesURL = url
-        return url
+        tokenServicesURL = Self.generateTokenURL(url)
+        return tokenServicesURL!
+    }
+
+    /// The generateToken operation of a token service as `rest/info` names it: ArcGIS Server names its `tokens/`
+    /// folder (`https://host/arcgis/tokens/`), a portal and `serve` the operation itself (`…/generateToken`).
+    static func generateTokenURL(_ url: String) -> String {
+        let trimmed = url.hasSuffix("/") ? String(url.dropLast()) : url
+        if trimmed.lowercased().hasSuffix("/generatetoken") { return trimmed }
+        return trimmed + "/generateToken"
     }
 
     /// `…/rest/info` for a service under `…/rest/services/`.
