@@ -106,6 +106,9 @@ public struct DiffFold: Sendable {
         var deleted = false
         var seen = false
         var fields: [String: Field] = [:]
+        /// Without field detail, the fields instead: each one's value at the start and now as hashes, in a short list
+        /// (a field table per feature weighed most of the report's memory once its window started after the baseline).
+        var marks: [Mark] = []
         var deletedAttributes: [String: JSONValue] = [:]
         var deletedBy: (actor: String, session: String?, cause: String)?
         var actors: [String] = []
@@ -132,6 +135,16 @@ public struct DiffFold: Sendable {
             }
         }
     }
+    /// A field of a feature folded without detail (`Feature.marks`): whether it changed is all that is read.
+    struct Mark {
+        var field: String
+        var old: Int
+        var new: Int
+        /// As `Field.oldUnknown`: `old` is read at the window's start (`resolveTracking`).
+        var oldUnknown = false
+        var changed: Bool { oldUnknown || old != new }
+    }
+
     var features: [String: Feature] = [:]
     public private(set) var events = 0
     /// What the events folded so far did (`EditCounts`).
@@ -212,13 +225,25 @@ public struct DiffFold: Sendable {
         f.count(effect.row, in: &counts)
         func name(_ k: String) -> String { layer?.field(k)?.name ?? k }
         func change(_ k: String, _ old: JSONValue, _ new: JSONValue) {
-            if !detail && f.created { return }
+            if !detail {
+                if f.created { return }
+                if let i = f.marks.firstIndex(where: { $0.field == k }) { f.marks[i].new = new.hashValue } else {
+                    f.marks.append(Mark(field: k, old: old.hashValue, new: new.hashValue))
+                }
+                return
+            }
             Self.change(&f.fields[k, default: Field(old: old, new: new)], to: new, by: e, detail: detail)
         }
         // Editor tracking as the projector writes it (the effect's), after the event's own changes.
         func track() {
             guard let layer, detail || !f.created else { return }
             for (k, v) in layer.editorTrackingValues(of: e, effect.tracking) {
+                if !detail {
+                    if let i = f.marks.firstIndex(where: { $0.field == k }) { f.marks[i].new = v.hashValue } else {
+                        f.marks.append(Mark(field: k, old: 0, new: v.hashValue, oldUnknown: true))
+                    }
+                    continue
+                }
                 Self.change(&f.fields[k, default: Field(old: .null, new: v, oldUnknown: !f.created)], to: v, by: e, detail: detail)
             }
         }
@@ -259,19 +284,31 @@ public struct DiffFold: Sendable {
         var wanted: [(layer: LayerSchema, globalId: String)] = []
         for i in features.indices {
             let f = features.values[i]
-            guard !f.created, f.fields.values.contains(where: \.oldUnknown) else { continue }
-            if !detail && (f.deleted || f.fields.values.contains { !$0.oldUnknown && $0.old != $0.new }) { continue }
+            if detail {
+                guard !f.created, f.fields.values.contains(where: \.oldUnknown) else { continue }
+            } else {
+                guard !f.created, !f.deleted, f.marks.contains(where: \.oldUnknown), !f.marks.contains(where: { !$0.oldUnknown && $0.changed }) else { continue }
+            }
             guard let layer = schema.layer(id: f.layer) else { continue }
             wanted.append((layer, features.keys[i]))
         }
-        guard !wanted.isEmpty else { return }
-        let values = try start(wanted)
-        for (_, g) in wanted {
-            guard let i = features.index(forKey: g) else { continue }
-            let found = values[g] ?? [:]
-            for (k, c) in features.values[i].fields where c.oldUnknown {
-                features.values[i].fields[k]?.old = found[k] ?? .null
-                features.values[i].fields[k]?.oldUnknown = false
+        // Read and applied 500 features at a time: a long window's values are never all held at once.
+        var next = 0
+        while next < wanted.count {
+            let batch = Array(wanted[next..<min(next + 500, wanted.count)])
+            next += batch.count
+            let values = try start(batch)
+            for (_, g) in batch {
+                guard let i = features.index(forKey: g) else { continue }
+                let found = values[g] ?? [:]
+                for (k, c) in features.values[i].fields where c.oldUnknown {
+                    features.values[i].fields[k]?.old = found[k] ?? .null
+                    features.values[i].fields[k]?.oldUnknown = false
+                }
+                for m in features.values[i].marks.indices where features.values[i].marks[m].oldUnknown {
+                    features.values[i].marks[m].old = (found[features.values[i].marks[m].field] ?? .null).hashValue
+                    features.values[i].marks[m].oldUnknown = false
+                }
             }
         }
     }
@@ -307,7 +344,7 @@ public struct DiffFold: Sendable {
             if !detail {
                 let kind: FeatureChange.Kind = f.deleted ? .deleted : f.created ? .added : .updated
                 // A tracking field still unread (`resolveTracking`) stands beside a field that changed: a change either way.
-                if kind == .updated && !f.fields.values.contains(where: { $0.oldUnknown || $0.old != $0.new }) { continue }
+                if kind == .updated && !f.marks.contains(where: \.changed) { continue }
                 try body(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [],
                                              geometry: f.geometry))
                 continue

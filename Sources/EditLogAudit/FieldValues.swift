@@ -40,35 +40,36 @@ struct FieldValuesFold {
 
 extension Audit {
     /// The values of `fields(layer)` of each wanted feature at `moment` (every event when nil), by GlobalID: each
-    /// feature's stream folded (`FieldValuesFold`), every wanted stream read together in batches of 500 (one statement
-    /// each, under SQLite's parameter limit).
+    /// feature's stream folded (`FieldValuesFold`), 500 wanted streams at a time (one statement each, under SQLite's
+    /// parameter limit), so only one batch's folds are held at once.
     static func fieldValues(_ db: Database, at moment: LogMoment?, clock: EventClock, ownLog: String?,
                             of wanted: [(layer: LayerSchema, globalId: String)], fields: (LayerSchema) -> Set<String>) throws -> [String: [String: JSONValue]] {
-        var folds: [String: FieldValuesFold] = [:]
-        var byStream: [String: String] = [:]
+        var out: [String: [String: JSONValue]] = [:]
         var fieldSets: [Int: Set<String>] = [:]
-        for (layer, g) in wanted {
-            let f = fieldSets[layer.id] ?? fields(layer)
-            fieldSets[layer.id] = f
-            folds[g] = FieldValuesFold(layer: layer, fields: f, ownLog: ownLog)
-            byStream[StreamName.feature(layer: layer.id, globalId: g)] = g
-        }
-        let streams = Array(byStream.keys)
         var i = 0
-        while i < streams.count {
-            let batch = Array(streams[i..<min(i + 500, streams.count)])
+        while i < wanted.count {
+            let batch = wanted[i..<min(i + 500, wanted.count)]
             i += batch.count
+            var folds: [String: FieldValuesFold] = [:]
+            var byStream: [String: String] = [:]
+            for (layer, g) in batch {
+                let f = fieldSets[layer.id] ?? fields(layer)
+                fieldSets[layer.id] = f
+                folds[g] = FieldValuesFold(layer: layer, fields: f, ownLog: ownLog)
+                byStream[StreamName.feature(layer: layer.id, globalId: g)] = g
+            }
             // Only the types that write values or decide about an event (not a session's staging).
-            var sql = "stream IN (\(batch.map { _ in "?" }.joined(separator: ","))) AND type IN ('FeatureBaselined', 'SessionCommitted', "
+            var sql = "stream IN (\(byStream.keys.map { _ in "?" }.joined(separator: ","))) AND type IN ('FeatureBaselined', 'SessionCommitted', "
                 + "'ConflictResolved', 'FeatureDerived', 'MergeDecided')"
-            var args = StatementArguments(batch)
+            var args = StatementArguments(Array(byStream.keys))
             if case .position(let p) = moment { sql += " AND position <= ?"; args += [p] }
             try EventReading.forEach(db, where: sql, arguments: args) { e in
                 guard moment?.includes(e, clock: clock) ?? true, let g = byStream[e.stream] else { return }
                 try folds[g]?.apply(e)
             }
+            for (g, f) in folds { out[g] = f.values }
         }
-        return folds.mapValues(\.values)
+        return out
     }
 
     /// A display field's value as people read it: text as it is, a date in the one human form, a number as JSON

@@ -33,12 +33,13 @@ struct LogWindow {
     /// `DiffFold` over the window's feature-changing events, this log's decisions about imported events applied
     /// (`DecisionLookup`), then editor tracking read at `from` (`resolveTracking`). The fold runs on a second thread
     /// while the events are read and parsed, except over a short window of positions: a thread costs more than it
-    /// saves there (serve's extractChanges diffs each layer over a few generations).
-    func fold(_ db: Database, schema: ServiceSchema, fields: Bool, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffFold {
+    /// saves there (serve's extractChanges diffs each layer over a few generations). `pipelined: false` folds on the
+    /// reading thread whatever the window (the report: the events in flight between the threads weigh on its peak memory).
+    func fold(_ db: Database, schema: ServiceSchema, fields: Bool, pipelined: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffFold {
         var decisions = try DecisionLookup(db, from: from)
         var fold = DiffFold(schema: schema, fields: fields, ownLog: decisions.ownLog)
         var pipeline: DiffFoldPipeline?
-        if case .position(let p) = from, case .position(let q) = to, q - p <= DiffFoldPipeline.inlineWindow {} else {
+        if !pipelined {} else if case .position(let p) = from, case .position(let q) = to, q - p <= DiffFoldPipeline.inlineWindow {} else {
             pipeline = DiffFoldPipeline(fold)
         }
         do {

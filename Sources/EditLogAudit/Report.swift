@@ -288,7 +288,7 @@ public struct AuditReport: Sendable {
     /// each row made as the fold hands its change over; and what the window's events did (`EditCounts`).
     static func changedFeatures(_ db: Database, schema: ServiceSchema, window: LogWindow, derivedCount: inout Int,
                                 progress: ((Int64, Int64) -> Void)?) throws -> ([ChangedFeature], EditCounts) {
-        var fold = try window.fold(db, schema: schema, fields: false, progress: progress)
+        var fold = try window.fold(db, schema: schema, fields: false, pipelined: false, progress: progress)
         derivedCount = fold.derivedEvents
         var out: [ChangedFeature] = []
         out.reserveCapacity(fold.featureCount)
