@@ -28,7 +28,7 @@ extension Importer {
         if reader.manifest.schemaFingerprint != ours {
             let theirs: ServiceSchema
             do { theirs = try Projector.decodeSchema(reader.schema) } catch { throw EditLogError(.invalidInput, "the bundle's schema.json cannot be read: \(error.message)", at: path) }
-            if let problem = schema.incompatibility(importing: theirs) {
+            if let problem = schema.incompatibility(importing: theirs, here: "this log", there: "the bundle") {
                 throw EditLogError(.invalidInput, "the bundle was exported from a log of another schema, which this log's cannot hold: \(problem)", at: path)
             }
         }

@@ -110,7 +110,8 @@ public final class SyncEngine {
         let (root, layers, remote) = try await client.definitions()
         client.identified(byRoot: root)
         report.service = client.serviceKey
-        if let problem = remote.incompatibility(importing: log.schema) {
+        // The service must hold every layer and field of this log (its edits are pushed there).
+        if let problem = remote.incompatibility(importing: log.schema, here: "the service", there: "this log") {
             throw EditLogError(.invalidInput, "the service's schema does not match this log's: \(problem)", at: client.baseURL)
         }
         readLimits = LayerReadLimits.of(layers: layers)

@@ -492,7 +492,8 @@ extension SyncTests {
                 let other = url.replacingOccurrences(of: "/Trees/FeatureServer", with: "/Nothing/FeatureServer")
                 await expectError(.invalidInput, "refused") { _ = try await SyncRig.sync(device.value, other) }
                 await expectError(.invalidInput, "token") { _ = try await SyncRig.sync(device.value, url, token: "tok-wrong") }
-                await expectError(.invalidInput, "schema does not match") { _ = try await SyncRig.sync(mismatch.value, url) }
+                // The message says which side lacks the field: the service, not this log.
+                await expectError(.invalidInput, "field Trees.ExtraNotes is in this log's schema but not in the service's") { _ = try await SyncRig.sync(mismatch.value, url) }
                 // A server 500 on the first request.
                 let flaky = FlakyTransport { _, n in n == 1 ? .status500 : nil }
                 await expectError(.io, "500") { _ = try await SyncRig.sync(device.value, url, transport: flaky) }
