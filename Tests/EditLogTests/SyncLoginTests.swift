@@ -32,18 +32,14 @@ import Testing
 
         func advance(minutes: Double) { now.withLock { $0 = $0.addingTimeInterval(minutes * 60) } }
 
+        /// `SyncRig.serve` with users who log in (no token file), on this hub's clock.
         func serve(_ hub: EditLog, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
-            var options = ServerOptions(serviceName: "Trees")
-            options.login = try Login(usersPath: dir + "/users", signer: TokenSigner(key: Array(repeating: 7, count: 32)), reloadInterval: 0)
-            options.anonymousReads = false
-            options.clock = { self.now.withLock { $0 } }
-            options.host = "127.0.0.1"
-            options.port = 0
-            let app = makeApplication(log: hub, options: options)
-            try await app.test(.live) { client in
-                let port = try #require(client.port)
-                try await body("http://127.0.0.1:\(port)/arcgis/rest/services/Trees/FeatureServer")
-            }
+            try await SyncRig.serve(hub, configure: { options in
+                options.tokens = [:]
+                options.login = try Login(usersPath: dir + "/users", signer: TokenSigner(key: Array(repeating: 7, count: 32)), reloadInterval: 0)
+                options.anonymousReads = false
+                options.clock = { self.now.withLock { $0 } }
+            }, body)
         }
     }
 

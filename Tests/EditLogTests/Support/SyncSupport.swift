@@ -21,11 +21,14 @@ enum SyncRig {
         try Fixture.treesLog(at: tmp.path, seed: seed, logId: "log-\(name)", clockStart: 1_780_000_500_000)
     }
 
-    /// Serves `hub` for the duration of `body`, which gets the FeatureServer URL.
-    static func serve(_ hub: EditLog, changeTracking: Bool = true, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
+    /// Serves `hub` for the duration of `body`, which gets the FeatureServer URL. `configure` changes the options
+    /// (the token file's one token, change tracking) before the server starts.
+    static func serve(_ hub: EditLog, changeTracking: Bool = true, configure: (inout ServerOptions) throws -> Void = { _ in },
+                      _ body: @escaping @Sendable (String) async throws -> Void) async throws {
         var options = ServerOptions(serviceName: "Trees")
         options.changeTracking = changeTracking
         options.tokens = [token: hubUser]
+        try configure(&options)
         options.host = "127.0.0.1"
         options.port = 0
         let app = makeApplication(log: hub, options: options)
