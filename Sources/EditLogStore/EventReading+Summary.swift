@@ -10,10 +10,15 @@ extension EventReading {
         try forEach(db, where: "stream = ?", arguments: [stream], body)
     }
 
+    /// The WHERE term of the partial index `events_baseline` (`v5-baseline-index`), as its definition spells it: SQLite
+    /// uses the index only for a query that repeats it (not with the types as bound parameters).
+    static let baselineTerm = "type IN ('\(EventType.schemaDefined.rawValue)', '\(EventType.featureBaselined.rawValue)')"
+
     /// The position of the last event of the data the log was made from (its schema and baseline); 0 when it has none.
+    /// One lookup in `events_baseline` (a log opened read-only before its first read-write open since that index came
+    /// scans instead).
     public static func baselineEnd(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events WHERE type IN (?, ?)",
-                           arguments: [EventType.schemaDefined.rawValue, EventType.featureBaselined.rawValue]) ?? 0
+        try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events WHERE \(baselineTerm)") ?? 0
     }
 
     /// The recorded time of the event at `position`, or nil when the log has none there.

@@ -6,9 +6,9 @@ enum StoreMigrations {
     static let applicationId: Int32 = 0x4544_4C47
 
     /// Migrations a log may lack and still be opened read-only (read where it may not be written): each only adds a
-    /// table that no read of a log without it needs (a log before `v3-blob-chunks` holds no chunked blob), or an index
-    /// only writes use.
-    static let readableWhilePending: Set<String> = ["v3-blob-chunks", "v4-cascade-index"]
+    /// table that no read of a log without it needs (a log before `v3-blob-chunks` holds no chunked blob), an index
+    /// only writes use, or an index whose reads scan the table without it (`v5-baseline-index`).
+    static let readableWhilePending: Set<String> = ["v3-blob-chunks", "v4-cascade-index", "v5-baseline-index"]
 
     static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
@@ -90,6 +90,12 @@ enum StoreMigrations {
         // comparison. Queries must repeat its WHERE term for SQLite to use it.
         m.registerMigration("v4-cascade-index") { db in
             try db.execute(sql: "CREATE INDEX events_cascade ON events(cause) WHERE cause GLOB 'cascade:*'")
+        }
+        // The events of the data a log was made from (its schema and baseline, its own or imported), by position: the
+        // end of the baseline (`EventReading.baselineEnd`, read by every report and sync) is one index lookup instead
+        // of a scan of the whole log. Partial, as `events_cascade`; `baselineTerm` repeats its WHERE term.
+        m.registerMigration("v5-baseline-index") { db in
+            try db.execute(sql: "CREATE INDEX events_baseline ON events(position) WHERE type IN ('SchemaDefined', 'FeatureBaselined')")
         }
         return m
     }

@@ -237,7 +237,7 @@ extension BlobChunkTests {
             #expect(try BundleFixture.read(d.file("b.bundle")).2[sha] == bytes)
         }
 
-        /// A log made before the chunk table existed (and so before the cascade index, `v4-cascade-index`) is read and
+        /// A log made before the chunk table existed (and so before the cascade and baseline indexes, `v4`, `v5`) is read and
         /// verified as it is where it is opened read-only (nothing written), gets both at its first read-write open, and
         /// stays valid.
         @Test func aLogFromBeforeTheChunkTableIsReadAsItIsAndMigratedWhenWritten() throws {
@@ -247,8 +247,8 @@ extension BlobChunkTests {
             a.close()
             try RawLog.write(d.file("old.sqlite")) { db in
                 try db.execute(sql: """
-                    DROP TABLE blob_chunks; DROP INDEX events_cascade;
-                    DELETE FROM grdb_migrations WHERE identifier IN ('v3-blob-chunks', 'v4-cascade-index')
+                    DROP TABLE blob_chunks; DROP INDEX events_cascade; DROP INDEX events_baseline;
+                    DELETE FROM grdb_migrations WHERE identifier IN ('v3-blob-chunks', 'v4-cascade-index', 'v5-baseline-index')
                     """)
             }
             func hasChunkTable() throws -> Bool { try RawLog.read(d.file("old.sqlite")) { try $0.tableExists("blob_chunks") } }

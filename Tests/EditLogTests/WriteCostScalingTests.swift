@@ -1,5 +1,7 @@
 @testable import EditLog
 import EditLogCore
+@testable import EditLogStore
+import GRDB
 import Foundation
 import Testing
 
@@ -33,5 +35,22 @@ import Testing
         // A transaction that copied the cached versions would copy about 2 entries per tree here (its feature's stream
         // and its session's): 80 on the small log, 800 on the large one.
         #expect(large <= small * 1.1 + 1, "entries copied per session: \(small) with 80 streams, \(large) with 800")
+    }
+
+    /// The end of the baseline (every report and sync reads it) is a lookup in the partial index `events_baseline`, not
+    /// a scan of the log, and gives what a scan gives.
+    @Test func theBaselinesEndIsAnIndexLookup() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path)
+        try log.run(#"{"op": "edit", "at": "2026-05-05T16:00:00Z", "session": "after", "layer": "Trees", "globalId": "\#(try Fixture.globalIds("Trees")[0])"}"#,
+                    #"{"op": "finish", "at": "2026-05-05T16:00:02Z"}"#)
+        log.close()
+        try RawLog.read(tmp.path) { db in
+            let scanned = try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events NOT INDEXED WHERE type IN ('SchemaDefined', 'FeatureBaselined')")
+            #expect(try EventReading.baselineEnd(db) == scanned)
+            #expect(try EventReading.baselineEnd(db) < EventReading.count(db))
+            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT MAX(position) FROM events WHERE \(EventReading.baselineTerm)").map { $0["detail"] as String }
+            #expect(plan.contains { $0.contains("events_baseline") }, "\(plan)")
+        }
     }
 }
