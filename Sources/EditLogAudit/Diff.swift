@@ -117,6 +117,13 @@ public struct DiffFold: Sendable {
         /// The kinds of change the window's events made (`EditCounts`), a bit each.
         var did: UInt8 = 0
 
+        /// Without detail: field `k` is `new` now; where it is not marked yet, it was `old` (its hash) at the window's
+        /// start, or nil when that is read later (`resolveTracking`).
+        mutating func mark(_ k: String, old: Int?, new: JSONValue) {
+            if let i = marks.firstIndex(where: { $0.field == k }) { marks[i].new = new.hashValue; return }
+            marks.append(Mark(field: k, old: old ?? 0, new: new.hashValue, oldUnknown: old == nil))
+        }
+
         /// Counts a row change the first time this feature makes that kind of change.
         mutating func count(_ row: FeatureEffect.Row, in counts: inout EditCounts) {
             let bit: UInt8
@@ -226,10 +233,7 @@ public struct DiffFold: Sendable {
         func name(_ k: String) -> String { layer?.field(k)?.name ?? k }
         func change(_ k: String, _ old: JSONValue, _ new: JSONValue) {
             if !detail {
-                if f.created { return }
-                if let i = f.marks.firstIndex(where: { $0.field == k }) { f.marks[i].new = new.hashValue } else {
-                    f.marks.append(Mark(field: k, old: old.hashValue, new: new.hashValue))
-                }
+                if !f.created { f.mark(k, old: old.hashValue, new: new) }
                 return
             }
             Self.change(&f.fields[k, default: Field(old: old, new: new)], to: new, by: e, detail: detail)
@@ -239,9 +243,7 @@ public struct DiffFold: Sendable {
             guard let layer, detail || !f.created else { return }
             for (k, v) in layer.editorTrackingValues(of: e, effect.tracking) {
                 if !detail {
-                    if let i = f.marks.firstIndex(where: { $0.field == k }) { f.marks[i].new = v.hashValue } else {
-                        f.marks.append(Mark(field: k, old: 0, new: v.hashValue, oldUnknown: true))
-                    }
+                    f.mark(k, old: nil, new: v)
                     continue
                 }
                 Self.change(&f.fields[k, default: Field(old: .null, new: v, oldUnknown: !f.created)], to: v, by: e, detail: detail)

@@ -38,10 +38,8 @@ struct LogWindow {
     func fold(_ db: Database, schema: ServiceSchema, fields: Bool, pipelined: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffFold {
         var decisions = try DecisionLookup(db, from: from)
         var fold = DiffFold(schema: schema, fields: fields, ownLog: decisions.ownLog)
-        var pipeline: DiffFoldPipeline?
-        if !pipelined {} else if case .position(let p) = from, case .position(let q) = to, q - p <= DiffFoldPipeline.inlineWindow {} else {
-            pipeline = DiffFoldPipeline(fold)
-        }
+        let short = if case .position(let p) = from, case .position(let q) = to { q - p <= DiffFoldPipeline.inlineWindow } else { false }
+        let pipeline = pipelined && !short ? DiffFoldPipeline(fold) : nil
         do {
             try forEach(db, types: DiffFold.foldedTypes, progress: progress) {
                 let d = try decisions.decision(about: $0)
