@@ -20,16 +20,20 @@ public final class EditLog {
     public var clock: any LogClock { store.clock }
     /// The log's injected id generator (event ids and generated session ids).
     public var ids: any IDGenerator { store.ids }
+    /// The schema in force: this log's newest schema event's (every read and write of this handle checks it first, so a
+    /// change another handle or process recorded is seen; `schemaPosition` is that event's position).
     public private(set) var schema: ServiceSchema
+    private(set) var schemaPosition: Int64 = 0
     /// Replaces the rules' offline geocoder (the reverse-geocode rule is pluggable).
     public var geocoder: (any ReverseGeocoder)?
     /// Whether imports create some projection indexes once after their events instead of writing them row by row:
     /// by default when an import brings at least `Importer.deferredIndexMinimum` events and as many as the log holds.
     public var indexDeferral = IndexDeferral.auto
 
-    init(store: EventStore, schema: ServiceSchema) {
+    init(store: EventStore, schema: ServiceSchema, schemaPosition: Int64 = 0) {
         self.store = store
         self.schema = schema
+        self.schemaPosition = schemaPosition
     }
 
     public var path: String { store.path }
@@ -101,7 +105,7 @@ public final class EditLog {
             try EventReading.ownSchemaEvent(db)
         }
         guard let event else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
-        do { return EditLog(store: store, schema: try Projector.decodeSchema(event.payload)) } catch {
+        do { return EditLog(store: store, schema: try Projector.decodeSchema(event.payload), schemaPosition: event.position) } catch {
             throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(path): position \(event.position)")
         }
     }
@@ -123,17 +127,41 @@ public final class EditLog {
     /// through one) with a projector for the current schema and the log's geocoder. Every error comes out as an
     /// `EditLogError` (the store maps SQLite's); nothing of a `body` that throws is written.
     func write<T>(_ body: (inout WriteUnit) throws -> T) throws(EditLogError) -> T {
-        try store.writeUnit(schema: schema, geocoder: geocoder, body)
+        var adopted: (ServiceSchema, Int64)?
+        let result = try store.writeUnit(schema: schema, geocoder: geocoder) { unit in
+            if try refreshSchema(unit.db) { unit.projector.setSchema(schema) }
+            let r = try body(&unit)
+            if let p = unit.projector.adoptedAt { adopted = (unit.schema, p) }
+            return r
+        }
+        // After the commit: a unit that recorded a schema change leaves it in force on this handle.
+        if let (s, p) = adopted { (schema, schemaPosition) = (s, p) }
+        return result
     }
 
     /// A read transaction. Internal: GRDB stays behind the facade.
     func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
-        try store.read(body)
+        try store.read { db in
+            try refreshSchema(db)
+            return try body(db)
+        }
     }
 
     /// A read transaction of the projections as the log's schema reads them (`ProjectedState`, where their SQL lives).
     func projected<T>(_ body: (ProjectedState) throws -> T) throws(EditLogError) -> T {
-        let schema = self.schema
-        return try store.read { db in try body(ProjectedState(db: db, schema: schema)) }
+        try read { db in try body(ProjectedState(db: db, schema: schema)) }
+    }
+
+    /// Puts this log's newest schema in force on this handle when another handle recorded a change since (one indexed
+    /// lookup): the projection tables follow the newest schema, and they are read by its layout. Returns whether it did.
+    @discardableResult
+    func refreshSchema(_ db: Database) throws -> Bool {
+        guard let newest = try EventReading.ownSchemaPosition(db, logId: logId), newest != schemaPosition else { return false }
+        guard let e = try EventReading.ownSchemaEvent(db) else { return false }
+        do { schema = try Projector.decodeSchema(e.payload) } catch {
+            throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(path): position \(e.position)")
+        }
+        schemaPosition = e.position
+        return true
     }
 }

@@ -57,7 +57,7 @@ public struct ConflictFold: Sendable {
     private var index: [String: Int] = [:]
 
     /// The event types the fold reads.
-    public static let types: [EventType] = [.mergeDecided, .conflictResolved]
+    public static let types: [EventType] = [.mergeDecided, .conflictResolved, .schemaChanged]
 
     public init(clock: EventClock = .default) { self.clock = clock }
 
@@ -70,6 +70,15 @@ public struct ConflictFold: Sendable {
             for c in d.conflicts {
                 index[c.id] = records.count
                 records.append(ConflictRecord(conflict: c, decidedIn: d.log, position: e.position, decidedBy: e.actor,
+                                              decidedAt: clock.time(of: e), resolutions: []))
+            }
+        case .schemaChanged?:
+            // The local values a schema change could not keep (this log's own changes; another's are its records).
+            for json in e.payload["conflicts"]?.arrayValue ?? [] {
+                let c: Conflict
+                do throws(EditLogError) { c = try Conflict(json: json) } catch { throw e.fields.corrupt(error.message) }
+                index[c.id] = records.count
+                records.append(ConflictRecord(conflict: c, decidedIn: e.origin.logId, position: e.position, decidedBy: e.actor,
                                               decidedAt: clock.time(of: e), resolutions: []))
             }
         case .conflictResolved?:
@@ -89,7 +98,7 @@ extension Audit {
     public static func conflicts(_ db: Database, stream: String? = nil, clock: EventClock = .default) throws -> [ConflictRecord] {
         var fold = ConflictFold(clock: clock)
         let types = StatementArguments(ConflictFold.types.map(\.rawValue))
-        try EventReading.forEach(db, where: stream == nil ? "type IN (?, ?)" : "stream = ? AND type IN (?, ?)",
+        try EventReading.forEach(db, where: stream == nil ? "type IN (?, ?, ?)" : "stream = ? AND type IN (?, ?, ?)",
                                  arguments: stream.map { [$0] + types } ?? types) { try fold.apply($0) }
         return fold.records
     }

@@ -18,6 +18,10 @@ public enum ConflictKind: String, Sendable, Hashable, CaseIterable {
     case detachRename = "detach-rename"
     /// A record deleted on one side is the parent of a record the other side related to it: the parent is kept.
     case orphan
+    /// Edited here, and the field removed from the other side's schema (`SchemaChanged`): the value stays in history only.
+    case fieldRemoved = "field-removed"
+    /// A value here that the other side's narrowed domain no longer has (`SchemaChanged`): kept here, listed to resolve.
+    case outsideDomain = "outside-domain"
 }
 
 /// One side's value and who wrote it (nil writer: the common base, or nothing).

@@ -63,7 +63,7 @@ public enum ProjectionTables {
             """)
     }
 
-    public static func createLayer(_ db: Database, _ layer: LayerSchema) throws {
+    public static func createLayer(_ db: Database, _ layer: LayerSchema, indexes: Bool = true) throws {
         let table = featureTable(layer.id)
         var cols = ["_oid INTEGER PRIMARY KEY", "_globalid TEXT NOT NULL UNIQUE"]
         for f in layer.attributeFields { cols.append("\(quoted(f.name)) \(affinity(f.type))") }
@@ -71,12 +71,45 @@ public enum ProjectionTables {
                  "_creator TEXT", "_created TEXT", "_editor TEXT", "_edited TEXT",
                  "_deleted INTEGER NOT NULL DEFAULT 0", "_version INTEGER NOT NULL", "_position INTEGER NOT NULL"]
         try db.execute(sql: "CREATE TABLE \(table) (\(cols.joined(separator: ", ")))")
+        guard indexes else { return }
         // Keys of relationships (children look up their parent's key).
         var indexed = Set<String>()
         for r in layer.relationships {
             guard let k = layer.field(named: r.keyField), layer.attributeFields.contains(where: { $0.name == k.name }),
                   indexed.insert(k.name).inserted else { continue }
             try db.execute(sql: "CREATE INDEX \(table)_\(indexed.count) ON \(table)(\(quoted(k.name)))")
+        }
+    }
+
+    /// Gives a layer's table the attribute columns of `layer` when they differ (a field added or removed): the rows are
+    /// copied into a new table of the new layout (the columns both have), and the old table's indexes whose columns
+    /// remain are made again. Returns whether it changed the table. A removed field's values stay in the events.
+    @discardableResult
+    public static func reshapeLayer(_ db: Database, _ layer: LayerSchema) throws -> Bool {
+        let table = featureTable(layer.id)
+        let columns = try db.columns(in: table).map(\.name)
+        guard let gid = columns.firstIndex(of: "_globalid"), let geometry = columns.firstIndex(of: "_geometry"),
+              Array(columns[(gid + 1)..<geometry]) != layer.attributeFields.map(\.name) else { return false }
+        let indexes = try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name",
+                                       arguments: [table]).map { (name: $0["name"] as String, sql: $0["sql"] as String) }
+        for i in indexes { try db.execute(sql: "DROP INDEX \(quoted(i.name))") }
+        let old = table + "_reshaping"
+        try db.execute(sql: "ALTER TABLE \(table) RENAME TO \(old)")
+        try createLayer(db, layer, indexes: false)
+        let kept = Set(columns)
+        let common = try db.columns(in: table).map(\.name).filter { kept.contains($0) }.map(quoted).joined(separator: ", ")
+        try db.execute(sql: "INSERT INTO \(table) (\(common)) SELECT \(common) FROM \(old) ORDER BY _oid")
+        try db.execute(sql: "DROP TABLE \(old)")
+        let now = Set(try db.columns(in: table).map(\.name))
+        for i in indexes where ProjectionTables.indexedColumns(i.sql).allSatisfy(now.contains) { try db.execute(sql: i.sql) }
+        return true
+    }
+
+    /// The column names an index definition (`CREATE INDEX … ON t(a, "b")`) names.
+    static func indexedColumns(_ sql: String) -> [String] {
+        guard let open = sql.lastIndex(of: "("), let close = sql.lastIndex(of: ")"), open < close else { return [] }
+        return sql[sql.index(after: open)..<close].split(separator: ",").map {
+            String($0.filter { $0 != " " && $0 != "\"" })
         }
     }
 

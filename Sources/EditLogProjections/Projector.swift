@@ -8,6 +8,8 @@ import GRDB
 /// and replays the whole log (`rebuild`), so the two are equal byte for byte.
 public final class Projector {
     public private(set) var schema: ServiceSchema?
+    /// The position of the last schema change this projector adopted after its first schema (nil: none).
+    public private(set) var adoptedAt: Int64?
     /// The log whose events these are: its own `MergeDecided` events apply, other logs' are records only.
     public var logId: String? { get { effects.ownLog } set { effects.ownLog = newValue } }
     /// Each event's typed body and effect, with this log's decisions held until their event.
@@ -78,15 +80,12 @@ public final class Projector {
         case .schemaDefined(let payload):
             // Another log's schema, imported with its events, never replaces this log's (the import checked they agree).
             if schema != nil, let logId, e.origin.logId != logId { return }
-            let s: ServiceSchema
-            do { s = try Projector.decodeSchema(payload) } catch { throw e.fields.corrupt("the schema cannot be decoded: \(error.message)") }
-            try exclusive {
-                if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
-                for l in s.layers where try !db.tableExists(ProjectionTables.featureTable(l.id)) {
-                    try ProjectionTables.createLayer(db, l)
-                }
-            }
-            schema = s
+            try adopt(payload, e, db)
+        case .schemaChanged(let payload):
+            // Another log's change, imported with its events, is a record: this log adopts what its events need by a
+            // change of its own (`Cause.schemaImport`).
+            if let logId, e.origin.logId != logId { return }
+            try adopt(payload, e, db)
         case .sessionStarted:
             let session = try e.requireSession()
             let st: SessionState
@@ -116,6 +115,29 @@ public final class Projector {
             try execute(db, "INSERT INTO p_scripts (sha256, name, lines, position) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
                         [s.sha256, s.name, s.lines, e.position])
         }
+    }
+
+    /// Makes a schema event's definitions the schema in force: a new layer gets its table; a layer whose attribute
+    /// fields changed gets its table reshaped (`ProjectionTables.reshapeLayer`), in this transaction. A removed layer's
+    /// table stays as it is (its features stay in history). Rebuild and incremental run this same function at the same
+    /// event, so their tables stay equal.
+    func adopt(_ payload: JSONValue, _ e: RecordedEvent, _ db: Database) throws {
+        let s: ServiceSchema
+        do { s = try Projector.decodeSchema(payload) } catch { throw e.fields.corrupt("the schema cannot be decoded: \(error.message)") }
+        // Rows folded under the old layout are written with it first.
+        if schema != nil { try flush(db) }
+        try exclusive {
+            if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
+            for l in s.layers {
+                if try !db.tableExists(ProjectionTables.featureTable(l.id)) {
+                    try ProjectionTables.createLayer(db, l)
+                } else if schema != nil, try ProjectionTables.reshapeLayer(db, l) {
+                    layerColumns[l.id] = nil
+                }
+            }
+        }
+        if schema != nil { featureCache.removeAll(); adoptedAt = e.position }
+        schema = s
     }
 
     /// Writes an event's effect on its feature (`FeatureEffect`: this log's decision applied) to the rows.

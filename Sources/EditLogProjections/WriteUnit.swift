@@ -14,8 +14,10 @@ import GRDB
 public struct WriteUnit {
     public let db: Database
     public let projector: Projector
-    /// The log's schema (the projector has none until the log's `SchemaDefined` event created the projection tables).
-    public let schema: ServiceSchema
+    /// The schema in force: the projector's once it has one (a `SchemaChanged` this unit emitted replaces it), else the
+    /// log's as the unit began (the projector has none until the log's `SchemaDefined` event created the tables).
+    public var schema: ServiceSchema { projector.schema ?? initialSchema }
+    let initialSchema: ServiceSchema
     /// Replaces the rules' offline geocoder (`derive`).
     public var geocoder: (any ReverseGeocoder)?
     var appender: Appender
@@ -24,7 +26,7 @@ public struct WriteUnit {
         self.db = db
         self.appender = appender
         self.projector = projector
-        self.schema = schema
+        self.initialSchema = schema
         self.geocoder = geocoder
     }
 

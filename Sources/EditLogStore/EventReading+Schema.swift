@@ -18,4 +18,9 @@ extension EventReading {
         }
         return try first(db, where: clause, arguments: arguments, newest: true)
     }
+
+    /// The position of log `logId`'s newest own schema event (`ownSchemaEvent`'s), read through the stream index.
+    public static func ownSchemaPosition(_ db: Database, logId: String) throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events WHERE stream = ? AND origin_log = ?", arguments: [StreamName.schema, logId])
+    }
 }

@@ -252,6 +252,12 @@ import Testing
             let bytes = try InputFiles.bytes("\(dir)/scripts/\(script)")
             _ = try log.record(try ScriptParser.parse(bytes), name: script, sha256: InputFiles.sha256(bytes))
         }
+        // A schema change (a field added, a domain extended, a table with a relationship): a `SchemaChanged` event.
+        var edits = try ServiceEdits.trees()
+        edits.addString("Trees", "Notes")
+        edits.addCode("Trees", "Condition", "Stump")
+        edits.addStewardshipTable()
+        #expect(try log.changeSchema(service: edits.documents, cause: Cause.schemaApply, source: "service.json", actor: "admin", device: "test").position != nil)
 
         let v = Self.validator()
         var seen: [EventType: Int] = [:]

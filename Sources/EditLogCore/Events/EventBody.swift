@@ -4,6 +4,8 @@
 /// these: an event is written once, from its payload, at append.
 public enum EventBody: Sendable {
     case schemaDefined(JSONValue)
+    /// A later schema: the whole new definitions (decoded as a `SchemaDefined` payload is) and what changed.
+    case schemaChanged(JSONValue)
     case featureBaselined(FeatureBaselined)
     case sessionStarted
     /// A staged step or a session's end other than a commit (`SessionState.apply` reads its payload).
@@ -27,6 +29,7 @@ public enum EventBody: Sendable {
         let p = e.fields
         switch type {
         case .schemaDefined: self = .schemaDefined(e.payload)
+        case .schemaChanged: self = .schemaChanged(e.payload)
         case .featureBaselined: self = .featureBaselined(try FeatureBaselined(p))
         case .sessionStarted: self = .sessionStarted
         case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,

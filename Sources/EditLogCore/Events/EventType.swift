@@ -1,6 +1,9 @@
 /// The event types of the log. Each has a JSON Schema in `schemas/events/`.
 public enum EventType: String, Sendable, CaseIterable, Hashable {
     case schemaDefined = "SchemaDefined"
+    /// The log's schema changed after it began (a sync that met new definitions, `editlog schema apply`, an imported
+    /// bundle): the whole new definitions, what changed, and the local values the change could not keep as conflicts.
+    case schemaChanged = "SchemaChanged"
     case featureBaselined = "FeatureBaselined"
     case sessionStarted = "SessionStarted"
     case attributeStaged = "AttributeStaged"
@@ -46,7 +49,7 @@ public enum EventType: String, Sendable, CaseIterable, Hashable {
     static let byFrequency: [EventType] = [
         .attributeStaged, .sessionStarted, .sessionCommitted, .featureDerived, .featureBaselined, .relationStaged, .attachmentStaged,
         .sessionCanceled, .sessionResumed, .sessionAbandoned, .featureDeleted, .attachmentRenameStaged, .attachmentDetachStaged,
-        .mergeDecided, .conflictResolved, .scriptRecorded, .schemaDefined, .syncPulled, .syncPushed,
+        .mergeDecided, .conflictResolved, .scriptRecorded, .schemaDefined, .schemaChanged, .syncPulled, .syncPushed,
         .replicaCreated, .replicaSynchronized, .replicaUnregistered,
     ]
 }
@@ -89,4 +92,8 @@ public enum Cause {
     public static func replica(_ id: String) -> String { "replica:\(id)" }
     /// `serve`'s record of a replica operation.
     public static let replicaOperation = "replica"
+    /// A schema change `editlog schema apply` recorded.
+    public static let schemaApply = "schema-apply"
+    /// A schema change an import brought: the definitions the other log's events need (`import:<origin log id>`).
+    public static func schemaImport(from logId: String) -> String { "import:\(logId)" }
 }

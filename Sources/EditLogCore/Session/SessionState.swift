@@ -93,7 +93,7 @@ public struct SessionState: Sendable, Hashable {
         case .sessionCommitted: status = .committed
         case .sessionCanceled: status = .canceled
         case .sessionAbandoned: status = .abandoned
-        case .schemaDefined, .featureBaselined, .sessionStarted, .featureDeleted, .featureDerived, .scriptRecorded, .mergeDecided, .conflictResolved, .syncPulled, .syncPushed,
+        case .schemaDefined, .schemaChanged, .featureBaselined, .sessionStarted, .featureDeleted, .featureDerived, .scriptRecorded, .mergeDecided, .conflictResolved, .syncPulled, .syncPushed,
              .replicaCreated, .replicaSynchronized, .replicaUnregistered:
             throw p.corrupt("is not a step of an open session, yet names session \(id)")
         }
