@@ -10,7 +10,6 @@ extension EditLog {
     /// value is null.
     public func displayValue(of globalId: String) throws(EditLogError) -> String? {
         let g = try normalizeGlobalId(globalId)
-        let schema = self.schema
         return try read { db in
             guard let layer = try ProjectedState(db: db, schema: schema).locate(globalId: g) else { return nil }
             return try Audit.displayValues(db, schema: schema, of: [(layer.id, g)])[g]

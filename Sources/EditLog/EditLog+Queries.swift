@@ -32,13 +32,11 @@ extension EditLog {
     /// An Esri JSON feature set of the layer's live features.
     public func query(layer ref: String) throws(EditLogError) -> JSONValue {
         let l = try layer(ref)
-        let schema = self.schema
         return try read { db in try ProjectedState(db: db, schema: schema).featureSet(layer: l) }
     }
 
     public func show(globalId: String) throws(EditLogError) -> JSONValue {
         let g = try normalizeGlobalId(globalId)
-        let schema = self.schema
         guard let v = try read({ db -> JSONValue? in
             let state = ProjectedState(db: db, schema: schema)
             guard var doc = try state.featureDocument(globalId: g)?.objectValue, let layer = try state.locate(globalId: g) else { return nil }
@@ -61,7 +59,6 @@ extension EditLog {
     /// Calls `body` for each matching event in position order; returns how many matched.
     @discardableResult
     public func events(_ filter: LogFilter, _ body: (RecordedEvent) throws -> Void) throws(EditLogError) -> Int {
-        let schema = self.schema
         return try read { db in
             var n = 0
             try Audit.events(db, schema: schema, filter: filter) { e in n += 1; try body(e) }
@@ -71,7 +68,6 @@ extension EditLog {
 
     public func history(globalId: String, clock: EventClock = .default, asOf: LogMoment? = nil) throws(EditLogError) -> (layer: LayerSchema, entries: [HistoryEntry]) {
         let g = try normalizeGlobalId(globalId)
-        let schema = self.schema
         guard let h = try read({ db in try Audit.history(db, schema: schema, globalId: g, clock: clock, asOf: asOf) }) else {
             throw EditLogError(.notFound, "no feature \(g) in this log")
         }
@@ -80,14 +76,12 @@ extension EditLog {
 
     public func sessions(status: String? = nil, actor: String? = nil, globalId: String? = nil, clock: EventClock = .default) throws(EditLogError) -> [SessionSummary] {
         let g = try globalId.map { s throws(EditLogError) in try normalizeGlobalId(s) }
-        let schema = self.schema
         return try read { db in try Audit.sessions(db, schema: schema, status: status, actor: actor, globalId: g, clock: clock) }
     }
 
     /// Every field value of a feature (at the end, or as of a moment) with the event that set it.
     public func blame(globalId: String, asOf: LogMoment? = nil, clock: EventClock = .default) throws(EditLogError) -> Blame {
         let g = try normalizeGlobalId(globalId)
-        let schema = self.schema
         guard let b = try read({ db in try Audit.blame(db, schema: schema, globalId: g, asOf: asOf, clock: clock) }) else {
             throw EditLogError(.notFound, "no feature \(g) in this log")
         }
@@ -98,7 +92,6 @@ extension EditLog {
     /// (done, total) over the two scans of the window.
     public func report(from: LogMoment? = nil, to: LogMoment? = nil, clock: EventClock = .default,
                        progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> AuditReport {
-        let schema = self.schema
         return try read { db in try Audit.report(db, schema: schema, from: from, to: to, clock: clock, progress: progress) }
     }
 
@@ -111,7 +104,6 @@ extension EditLog {
         if case .time(let a) = from, case .time(let b) = to, a > b {
             throw EditLogError(.invalidInput, "diff: from (\(a)) is after to (\(b))")
         }
-        let schema = self.schema
         return try read { db in try Audit.diff(db, schema: schema, from: from, to: to, layer: layerId, clock: clock, geometry: geometry) }
     }
 
@@ -202,7 +194,6 @@ extension EditLog {
     /// Digest of what the data says, independent of the log (`Projections.contentDigest`): logs that merged
     /// the same events converge when these are equal.
     public func digestOfContent() throws(EditLogError) -> String {
-        let schema = self.schema
         return try read { db in try Projections.contentDigest(db, schema: schema) }
     }
 }

@@ -33,6 +33,12 @@ public struct SchemaUpdate: Sendable {
 }
 
 extension EditLog {
+    /// The schema in force now and the position of the event that put it in force (a change another handle or process
+    /// recorded since included).
+    public func schemaInForce() throws(EditLogError) -> (position: Int64, schema: ServiceSchema) {
+        try read { _ in (schemaPosition, schema) }
+    }
+
     /// This log's own schema events, oldest first (imported logs' schema events are records, not this log's schemas).
     public func schemaVersions() throws(EditLogError) -> [SchemaVersion] {
         let events = try read { db in

@@ -47,7 +47,6 @@ extension EditLog {
 
     /// A feature's current projected state (deleted ones too), or nil when this log never had it.
     public func snapshot(layer: Int, globalId: String) throws(EditLogError) -> FeatureSnapshot? {
-        let schema = self.schema
         return try read { db in try ProjectedState(db: db, schema: schema).feature(layer: layer, globalId: globalId) }
     }
 
@@ -55,7 +54,6 @@ extension EditLog {
     /// in one transaction: what a sync compares a window of pulled features with. Features this log never had
     /// are absent.
     public func snapshots(layer: Int, globalIds: [String]) throws(EditLogError) -> [String: (feature: FeatureSnapshot, attachments: [AttachmentSnapshot])] {
-        let schema = self.schema
         return try read { db in
             let state = ProjectedState(db: db, schema: schema)
             var out: [String: (feature: FeatureSnapshot, attachments: [AttachmentSnapshot])] = [:]
@@ -69,7 +67,6 @@ extension EditLog {
 
     /// A feature's attachments (detached ones too with `includeDeleted`).
     public func attachmentSnapshots(of globalId: String, includeDeleted: Bool = false) throws(EditLogError) -> [AttachmentSnapshot] {
-        let schema = self.schema
         return try read { db in try ProjectedState(db: db, schema: schema).attachments(of: globalId, includeDeleted: includeDeleted) }
     }
 

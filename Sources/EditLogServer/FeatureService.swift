@@ -143,7 +143,11 @@ final class FeatureService: Sendable {
                 let method = request.method.rawValue
                 return try await routeOffThePool(write: false) { self.out(try self.generateToken(r, method: method), r) }
             }
-            return try await routeOffThePool(write: request.method == .post && Self.isEdit(request.uri.path)) { try self.route(parts, r) }
+            return try await routeOffThePool(write: request.method == .post && Self.isEdit(request.uri.path)) {
+                // A schema change recorded since the last request is what this one is answered and validated with.
+                try self.handles.followSchema()
+                return try self.route(parts, r)
+            }
         } catch let e as ServiceError {
             return e.response(pretty: pretty)
         } catch let e as EditLogError {

@@ -8,9 +8,12 @@ import Foundation
 /// every read behind every write.
 final class LogHandles: @unchecked Sendable {
     let path: String
-    let schema: ServiceSchema
-    /// The service documents of the schema (read once: the schema does not change while serving).
-    let documents: [JSONValue]
+    /// The schema in force and its service documents, as of the newest schema event this server has seen
+    /// (`followSchema`: a change `schema apply`, a sync or this server recorded is served from the next request on).
+    var schema: ServiceSchema { schemaLock.withLock { current.schema } }
+    var documents: [JSONValue] { schemaLock.withLock { current.documents } }
+    private let schemaLock = NSLock()
+    private var current: (position: Int64, schema: ServiceSchema, documents: [JSONValue])
     private let writer: EditLog
     /// The writer's injected clock and ids: a service edit's time and session id come from here, as a
     /// `record` of the log's own would.
@@ -37,8 +40,8 @@ final class LogHandles: @unchecked Sendable {
         self.writer = writer
         self.through = through
         self.path = writer.path
-        self.schema = writer.schema
-        self.documents = (try? writer.serviceDocuments()) ?? []
+        let inForce = try? writer.schemaInForce()
+        self.current = (inForce?.position ?? 0, writer.schema, (try? writer.serviceDocuments()) ?? [])
         self.keep = max(1, keep)
         if (try? writer.setAutoCheckpoint(pages: 0)) != nil {
             checkpointer = try? EditLog.open(at: writer.path)
@@ -57,6 +60,16 @@ final class LogHandles: @unchecked Sendable {
             if idle.count < keep { idle.append(log); poolLock.unlock() } else { poolLock.unlock(); log.close() }
         }
         return try body(log)
+    }
+
+    /// Serves the newest schema when one was recorded since the last request (one indexed lookup on a reader).
+    func followSchema() throws {
+        try read { log in
+            let now = try log.schemaInForce()
+            guard now.position != schemaLock.withLock({ current.position }) else { return }
+            let documents = try log.serviceDocuments()
+            schemaLock.withLock { current = (now.position, now.schema, documents) }
+        }
     }
 
     func write<T>(_ body: (EditLog) throws -> T) throws -> T {

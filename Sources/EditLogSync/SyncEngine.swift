@@ -21,6 +21,8 @@ public final class SyncEngine {
     var report: SyncReport
     /// Per layer, how the service answers queries (`maxRecordCount`, pagination), read by `checkService`.
     var readLimits: [Int: LayerReadLimits] = [:]
+    /// The service added fields or layers (`followSchema`): this run reads every feature first, so their values arrive.
+    var readsEveryFeature = false
 
     public init(log: EditLog, client: FeatureServiceClient, options: SyncOptions) {
         self.log = log; self.client = client; self.options = options
@@ -38,7 +40,7 @@ public final class SyncEngine {
             var pulledGen: Int64?
             if tracking {
                 var from = state.serverGen ?? 0
-                if Self.needsSnapshot(root: root, recorded: state.serverGen, layers: log.schema.layers.map(\.id)) {
+                if readsEveryFeature || Self.needsSnapshot(root: root, recorded: state.serverGen, layers: log.schema.layers.map(\.id)) {
                     // extractChanges cannot answer from `from`: every feature is read as the common base first, and
                     // the changes continue from the generation the root named before that read.
                     let gen = FeatureServiceClient.serverGens(root: root).values.map(\.current).max()
@@ -49,11 +51,14 @@ public final class SyncEngine {
                 pulledGen = try await pullInWindows(from: from, root: root, state: st)
                 report.mode = "extractChanges"
             } else if root["syncEnabled"]?.boolValue == true {
-                try await pullByReplica(state: state)
+                if readsEveryFeature { try await pullSnapshot(state: state, gen: nil) }
+                try await pullByReplica(state: readsEveryFeature ? try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey) : state)
                 report.mode = "replica"
             } else {
-                try await pullByQuery(state: state)
+                if readsEveryFeature { try await pullSnapshot(state: state, gen: nil) }
+                try await pullByQuery(state: readsEveryFeature ? try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey) : state)
             }
+            readsEveryFeature = false
             try fail("pulled")
             if try await push(state: state, pulledGen: pulledGen, openConflicts: try openConflictFields()) { break }
             // The service changed features this push would send after the pull: pull again (they merge first).
@@ -110,12 +115,65 @@ public final class SyncEngine {
         let (root, layers, remote) = try await client.definitions()
         client.identified(byRoot: root)
         report.service = client.serviceKey
-        // The service must hold every layer and field of this log (its edits are pushed there).
-        if let problem = remote.incompatibility(importing: log.schema, here: "the service", there: "this log") {
-            throw EditLogError(.invalidInput, "the service's schema does not match this log's: \(problem)", at: client.baseURL)
-        }
         readLimits = LayerReadLimits.of(layers: layers)
+        try followSchema(layers: layers, remote: remote)
         return root
+    }
+
+    /// Records the service's definitions as this log's schema when they changed (`SchemaChanged`, cause `sync`), before
+    /// anything is pulled; what changed is compared field by field on every run (a service's `schemaLastEditDate` is
+    /// not needed, and not every service gives it). The change is recorded with the local values it cannot keep, as
+    /// conflicts `conflicts` lists: local edits since the last sync of a field the service removed (kept in history
+    /// only: the service's schema wins), and local values a narrowed domain no longer has (kept here and pushed:
+    /// ArcGIS stores them). A change that would lose data (a type changed, a string narrowed below a value) stops the
+    /// sync with nothing written. A field or layer added makes this run read every feature (its values arrive).
+    func followSchema(layers: JSONValue, remote: ServiceSchema) throws(EditLogError) {
+        let changes = log.schema.changes(to: remote)
+        guard !changes.isEmpty else { return }
+        let found = try schemaConflicts(changes)
+        let update: SchemaUpdate
+        do {
+            update = try log.changeSchema(service: [(name: "layers", json: layers)], cause: Cause.sync, source: client.baseURL,
+                                          actor: options.actor, device: options.device) { _, _, _, ids in
+                found.map { c in
+                    Conflict(id: ids.next().lowercasedString, kind: c.kind, layer: c.layer, globalId: c.globalId, field: c.field, base: c.base,
+                             local: SideValue(value: c.local, writer: nil), remote: SideValue(value: .null, writer: nil), policy: options.policy,
+                             winner: c.kind == .fieldRemoved ? .remote : .local)
+                }
+            }
+        } catch let error {
+            throw EditLogError(error.kind, "the service's schema changed in a way this log cannot follow, so sync stopped before pulling and wrote nothing: "
+                               + error.message, at: error.location ?? client.baseURL)
+        }
+        report.schemaChanges = update.changes
+        report.schemaPosition = update.position
+        report.conflicts += update.conflicts
+        readsEveryFeature = update.changes.contains { $0.kind == .fieldAdded || $0.kind == .layerAdded }
+    }
+
+    /// The local values a schema change cannot keep as they are (see `followSchema`): features changed here since the
+    /// last sync whose value of a removed field differs from the common base's, or whose value a narrowed domain lacks.
+    func schemaConflicts(_ changes: [SchemaChange]) throws(EditLogError) -> [(kind: ConflictKind, layer: Int, globalId: String, field: String, base: JSONValue, local: JSONValue)] {
+        let relevant = changes.filter { $0.kind == .fieldRemoved || !$0.removedCodes.isEmpty }
+        guard !relevant.isEmpty else { return [] }
+        let state = try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey)
+        let basePosition = try commonBase(state)
+        let changed = try log.changedFeatures(after: basePosition, excludingCauses: [], excludingTypes: [])
+        var out: [(kind: ConflictKind, layer: Int, globalId: String, field: String, base: JSONValue, local: JSONValue)] = []
+        for (layerId, g) in changed {
+            guard let layer = log.schema.layer(id: layerId), let current = try log.snapshot(layer: layerId, globalId: g), !current.deleted else { continue }
+            let base = try baseAttributes(layer, g, basePosition: basePosition, true, current: current, log)
+            for c in relevant where c.layer == layerId {
+                guard let field = c.field, let value = current.attributes[field], !value.isNull else { continue }
+                let was = base?[field] ?? .null
+                if c.kind == .fieldRemoved, value != was {
+                    out.append((.fieldRemoved, layerId, g, field, was, value))
+                } else if c.removedCodes.contains(value) {
+                    out.append((.outsideDomain, layerId, g, field, was, value))
+                }
+            }
+        }
+        return out
     }
 
     /// How `layer` is read from the service (its definition's limits; ArcGIS's defaults when it gave none).

@@ -68,6 +68,9 @@ public struct SyncReport: Sendable {
     /// Pulls made again because the service changed a feature to push after the pull (their changes are in
     /// `pulled`, `imported` and `conflicts` with the first pull's).
     public var repulls = 0
+    /// The schema change this run recorded before it pulled (the service's definitions changed), and its position.
+    public var schemaChanges: [SchemaChange] = []
+    public var schemaPosition: Int64?
 
     public var json: JSONValue {
         .object([
@@ -76,6 +79,7 @@ public struct SyncReport: Sendable {
             "pulled": .array(pulled.map(\.json)), "pulledAttachments": .int(Int64(pulledAttachments)), "imported": .int(Int64(imported)),
             "conflicts": .array(conflicts.map(\.json)), "pushed": .array(pushed.map(\.json)), "pushedAttachments": .int(Int64(pushedAttachments)),
             "notPushed": .array(notPushed.map(\.json)), "eventsWritten": .int(eventsWritten), "repulls": .int(Int64(repulls)),
+            "schemaChanges": .array(schemaChanges.map(\.json)), "schemaPosition": schemaPosition.map(JSONValue.int) ?? .null,
         ])
     }
 }

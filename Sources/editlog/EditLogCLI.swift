@@ -13,12 +13,12 @@ struct EditLogCLI: AsyncParsableCommand {
             69 corrupt or tampered log; 70 unsupported (e.g. a newer log); 74 I/O.
             """,
         subcommands: [Init.self, Record.self, Query.self, Show.self, Log.self, History.self, Blame.self, Diff.self, Sessions.self,
-                      Replay.self, Export.self, CheckpointCommand.self, Report.self, Rebuild.self, Verify.self, BundleCommand.self, ConflictsCommand.self, KeysCommand.self, UsersCommand.self, ReplicasCommand.self, Serve.self, Sync.self, HubCommand.self, Demo.self]
+                      Replay.self, Export.self, CheckpointCommand.self, Report.self, Rebuild.self, Verify.self, BundleCommand.self, ConflictsCommand.self, KeysCommand.self, UsersCommand.self, ReplicasCommand.self, SchemaCommand.self, Serve.self, Sync.self, HubCommand.self, Demo.self]
     )
 
     static func main() async {
         ProcessMemory.keepLargeAllocationsMapped()
-        await main(ReplicasCommand.logFirst(ConflictsCommand.logFirst(Array(CommandLine.arguments.dropFirst()))))
+        await main(SchemaCommand.logFirst(ReplicasCommand.logFirst(ConflictsCommand.logFirst(Array(CommandLine.arguments.dropFirst())))))
     }
 }
 

@@ -108,15 +108,6 @@ extension ServiceSchema {
         if details.isEmpty { return nil }
         return SchemaChange(.fieldAltered, layer, field: n.name, details: details, typeChanged: typeChanged, narrowedLength: narrowed, removedCodes: removed)
     }
-
-    static func describe(_ d: Domain?) -> String {
-        switch d {
-        case nil: return "none"
-        case .codedValue(let name, let v)?: return "\(name) (\(v.count) codes)"
-        case .range(let name, let lo, let hi)?: return "\(name) [\(lo), \(hi)]"
-        case .inherited?: return "inherited"
-        }
-    }
 }
 
 extension JSONValue {

@@ -22,9 +22,10 @@ final class FakeFeatureServer: ServiceTransport, @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    let layersJSON: JSONValue
-    let layerIds: [Int]
-    let gidFields: [Int: String]
+    /// The service's definitions (`/layers`); a test changes them between syncs as an administrator changes a service.
+    var layersJSON: JSONValue
+    var layerIds: [Int]
+    var gidFields: [Int: String]
     var maxRecordCount: Int
     var supportsPagination: Bool
     var minServerGen: Int64
@@ -80,6 +81,32 @@ final class FakeFeatureServer: ServiceTransport, @unchecked Sendable {
         rows[layer]![i].attributes["Editor"] = .string(editor)
         rows[layer]![i].attributes["EditDate"] = .int(now)
         rows[layer]![i].gen = serverGen
+    }
+
+    /// A field calculated on the service for every live row (an administrator filling a new field): no generation
+    /// and no edit date change, so only a read of every feature finds the values.
+    func calculate(layer: Int, _ field: String, _ value: (String) -> JSONValue) {
+        lock.lock(); defer { lock.unlock() }
+        for i in (rows[layer] ?? []).indices where rows[layer]![i].deletedGen == nil {
+            rows[layer]![i].attributes[field] = value(GlobalID.normalize(rows[layer]![i].gid) ?? "")
+        }
+    }
+
+    /// Changes the service's definitions (`ServiceEdits` on its `/layers` document) and removes the values of fields it
+    /// no longer has, as ArcGIS's deleteFromDefinition does.
+    func redefine(_ body: (inout ServiceEdits) -> Void) {
+        lock.lock(); defer { lock.unlock() }
+        var edits = ServiceEdits(doc: layersJSON.objectValue ?? [:])
+        body(&edits)
+        layersJSON = .object(edits.doc)
+        let all = (layersJSON["layers"]?.arrayValue ?? []) + (layersJSON["tables"]?.arrayValue ?? [])
+        layerIds = all.compactMap { $0["id"]?.intValue.map(Int.init) }
+        for l in all { if let id = l["id"]?.intValue { gidFields[Int(id)] = l["globalIdField"]?.stringValue ?? "GlobalID" } }
+        for l in (layersJSON["layers"]?.arrayValue ?? []) + (layersJSON["tables"]?.arrayValue ?? []) {
+            guard let id = l["id"]?.intValue.map(Int.init) else { continue }
+            let names = Set((l["fields"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue })
+            for i in (rows[id] ?? []).indices { rows[id]![i].attributes = rows[id]![i].attributes.filter { names.contains($0.key) } }
+        }
     }
 
     func delete(layer: Int, globalId: String) {
