@@ -19,11 +19,24 @@ public struct FeaturePage: Sendable {
     public var exceededTransferLimit: Bool
 }
 
-extension EditLog {
+/// Whatever reads projection tables through `ProjectedState`: the log's own (its live state) and a `HistoricState`
+/// (a moment of it replayed into a scratch file). The feature and attachment queries below are written once, for both.
+public protocol ProjectionReader {
+    /// The schema the tables were written with (the log's, or the one that applied at the moment).
+    var schema: ServiceSchema { get }
+    /// One read transaction of the tables.
+    func readProjections<T>(_ body: (ProjectedState) throws -> T) throws(EditLogError) -> T
+}
+
+extension EditLog: ProjectionReader {
+    public func readProjections<T>(_ body: (ProjectedState) throws -> T) throws(EditLogError) -> T { try projected(body) }
+}
+
+extension ProjectionReader {
     /// A page of the live features of a layer matching the query, in its order (then ObjectID order).
     public func queryFeatures(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> FeaturePage {
-        let l = try layer(ref)
-        return try projected { state in
+        let l = try schema.requireLayer(ref)
+        return try readProjections { state in
             let (features, exceeded) = try state.featurePage(l, q)
             return FeaturePage(features: features, exceededTransferLimit: exceeded)
         }
@@ -33,8 +46,8 @@ extension EditLog {
     /// limited to `fields` (in that order) and the geometry (when asked) without a spatial reference, written
     /// comma-separated straight from the rows (the feature service's `f=json` query, its hot path).
     public func queryFeatureBytes(layer ref: String, _ q: FeatureQuery, fields: [FieldSchema], returnGeometry: Bool) throws(EditLogError) -> (bytes: [UInt8], count: Int, exceededTransferLimit: Bool) {
-        let l = try layer(ref)
-        return try projected { state in
+        let l = try schema.requireLayer(ref)
+        return try readProjections { state in
             let page = try state.featurePageBytes(l, q, fields: fields, returnGeometry: returnGeometry)
             return (page.bytes, page.count, page.exceeded)
         }
@@ -42,42 +55,44 @@ extension EditLog {
 
     /// The ObjectIDs of every live feature matching the query (offset and limit apply when given).
     public func queryObjectIds(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> [Int64] {
-        let l = try layer(ref)
-        return try projected { state in try state.objectIds(l, q) }
+        let l = try schema.requireLayer(ref)
+        return try readProjections { state in try state.objectIds(l, q) }
     }
 
     /// The ObjectID and GlobalID of every live feature matching the query, in its order (offset and limit
     /// apply when given): what `queryAttachments` needs of the parents, without reading their rows.
     public func queryIdentities(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> [(objectId: Int64, globalId: String)] {
-        let l = try layer(ref)
-        return try projected { state in try state.identities(l, q) }
+        let l = try schema.requireLayer(ref)
+        return try readProjections { state in try state.identities(l, q) }
     }
 
     /// How many live features match (offset and limit ignored, as ArcGIS does).
     public func queryCount(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> Int {
-        let l = try layer(ref)
-        return try projected { state in try state.count(l, q) }
+        let l = try schema.requireLayer(ref)
+        return try readProjections { state in try state.count(l, q) }
     }
 
     /// The count and the envelope (xmin, ymin, xmax, ymax) of the matching features' geometries; nil when none has one.
     public func queryExtent(layer ref: String, _ q: FeatureQuery) throws(EditLogError) -> (count: Int, extent: [Double]?) {
-        let l = try layer(ref)
-        return try projected { state in try state.extent(l, q) }
+        let l = try schema.requireLayer(ref)
+        return try readProjections { state in try state.extent(l, q) }
     }
 
     /// The ObjectID of a feature by GlobalID, if the layer has it (deleted or not), with whether it is deleted.
     public func objectId(layer ref: String, globalId: String) throws(EditLogError) -> (objectId: Int64, deleted: Bool)? {
-        let l = try layer(ref)
+        let l = try schema.requireLayer(ref)
         guard let g = GlobalID.normalize(globalId) else { return nil }
-        return try projected { state in try state.objectId(layer: l.id, globalId: g) }
+        return try readProjections { state in try state.objectId(layer: l.id, globalId: g) }
     }
 
     /// The GlobalID of a feature by ObjectID, if the layer has it (deleted or not), with whether it is deleted.
     public func globalId(layer ref: String, objectId: Int64) throws(EditLogError) -> (globalId: String, deleted: Bool)? {
-        let l = try layer(ref)
-        return try projected { state in try state.globalId(layer: l.id, objectId: objectId) }
+        let l = try schema.requireLayer(ref)
+        return try readProjections { state in try state.globalId(layer: l.id, objectId: objectId) }
     }
+}
 
+extension EditLog {
     /// The position of the last event (positions are gap-free, so this is also the number of events).
     public func lastPosition() throws(EditLogError) -> Int64 {
         try read { db in try EventReading.count(db) }
@@ -91,22 +106,22 @@ extension EditLog {
     }
 }
 
-extension EditLog {
+extension ProjectionReader {
     /// The live attachments of features, by parent GlobalID, in the order they were added.
     public func attachmentInfos(parents: [String]) throws(EditLogError) -> [String: [AttachmentInfo]] {
         let ids = parents.compactMap(GlobalID.normalize)
         if ids.isEmpty { return [:] }
-        return try projected { state in try state.liveAttachmentInfos(parents: ids) }
+        return try readProjections { state in try state.liveAttachmentInfos(parents: ids) }
     }
 
     /// One live attachment by its GlobalID.
     public func attachmentInfo(globalId: String) throws(EditLogError) -> AttachmentInfo? {
         guard let g = GlobalID.normalize(globalId) else { return nil }
-        return try projected { state in try state.liveAttachmentInfo(globalId: g) }
+        return try readProjections { state in try state.liveAttachmentInfo(globalId: g) }
     }
 
     /// One live attachment by its id.
     public func attachmentInfo(id: Int64) throws(EditLogError) -> AttachmentInfo? {
-        try projected { state in try state.liveAttachmentInfo(id: id) }
+        try readProjections { state in try state.liveAttachmentInfo(id: id) }
     }
 }

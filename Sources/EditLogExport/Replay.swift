@@ -31,6 +31,12 @@ public enum Replay {
         }
     }
 
+    /// The time of the log's first event on `clock` (stored form), nil for an empty log: the earliest moment a
+    /// replay by time can answer (the feature service's `startArchivingMoment`).
+    public static func startTime(_ db: Database, by clock: EventClock) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT \(clock.column) FROM events WHERE position = 1")
+    }
+
     /// Events at or before `position` whose client time (or recorded time) is after `time`.
     public static func laterClientEvents(_ db: Database, through position: Int64, time: String) throws -> Int64 {
         try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE position <= ? AND COALESCE(client_time, recorded_time) > ?", arguments: [position, time]) ?? 0
@@ -76,6 +82,15 @@ public enum Replay {
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384")
         }
+        return try DatabaseQueue(path: path, configuration: config)
+    }
+
+    /// A replayed state opened read-only, for readers of a state that no longer changes.
+    public static func openReadOnly(_ path: String) throws -> DatabaseQueue {
+        _ = SQLiteSetup.applied
+        var config = Configuration()
+        config.readonly = true
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = -16384") }
         return try DatabaseQueue(path: path, configuration: config)
     }
 

@@ -18,24 +18,36 @@ extension FeatureService {
 
     /// A live feature's GlobalID by ObjectID, or ArcGIS's error for a missing one.
     func liveGlobalId(_ layer: LayerSchema, _ oid: Int64) throws -> String {
-        guard let found = try handles.read({ try $0.globalId(layer: String(layer.id), objectId: oid) }), !found.deleted else {
+        try handles.read { log in try liveGlobalId(layer, oid, in: log) }
+    }
+
+    /// The same in `source` (the live log, or a historic moment's state).
+    func liveGlobalId(_ layer: LayerSchema, _ oid: Int64, in source: any ProjectionReader) throws -> String {
+        guard let found = try source.globalId(layer: String(layer.id), objectId: oid), !found.deleted else {
             throw ServiceError(code: 404, message: "Feature not found.", details: ["\(layer.name) has no feature \(oid)"])
         }
         return found.globalId
     }
 
+    /// The attachments of a feature (with `historicMoment`, those it had then).
     func attachmentInfos(_ layer: LayerSchema, oid: Int64, _ r: ServiceRequest) throws -> Response {
         try requireAttachments(layer)
-        let g = try liveGlobalId(layer, oid)
-        let infos = try handles.read { try $0.attachmentInfos(parents: [g]) }[g] ?? []
+        let infos = try withReader(layer, r) { source, layer in
+            let g = try liveGlobalId(layer, oid, in: source)
+            return try source.attachmentInfos(parents: [g])[g] ?? []
+        }
         return out(["attachmentInfos": .array(infos.map { Self.attachmentJSON($0) })], r)
     }
 
+    /// An attachment's bytes (with `historicMoment`, of an attachment the feature had then: the infos come from that
+    /// moment, the bytes from the log, which keeps every attachment's bytes).
     func attachmentBytes(_ layer: LayerSchema, oid: Int64, id: Int64, _ r: ServiceRequest) throws -> Response {
         try requireAttachments(layer)
-        let g = try liveGlobalId(layer, oid)
-        guard let a = try handles.read({ try $0.attachmentInfo(id: id) }), a.parentGlobalId == g,
-              let layout = try handles.read({ try $0.blobLayout(sha256: a.sha256) }) else {
+        let info = try withReader(layer, r) { source, layer in
+            let g = try liveGlobalId(layer, oid, in: source)
+            return try source.attachmentInfo(id: id).flatMap { $0.parentGlobalId == g ? $0 : nil }
+        }
+        guard let a = info, let layout = try handles.read({ try $0.blobLayout(sha256: a.sha256) }) else {
             throw ServiceError(code: 404, message: "Attachment not found.", details: [], status: .notFound)
         }
         var headers = HTTPFields()
@@ -97,7 +109,7 @@ extension FeatureService {
                 q.objectIds = []
             }
         }
-        let groups: [JSONValue] = try handles.read { log in
+        let groups: [JSONValue] = try withReader(layer, r) { log, _ in
             let parents = try log.queryIdentities(layer: ref, q).map { (oid: $0.objectId, gid: $0.globalId) }
             let infos = try log.attachmentInfos(parents: parents.map(\.gid))
             return parents.compactMap { parent in

@@ -80,12 +80,15 @@ final class FeatureService: Sendable {
     let limiter: RateLimiter?
     /// Replica answers fetched later (`responseUrl`, `resultUrl`).
     let replicaResults = ReplicaResults()
+    /// The replayed states of `historicMoment` queries.
+    let moments: HistoricMoments
     static let currentVersion: JSONValue = .double(11.1)
 
     init(handles: LogHandles, options: ServerOptions) {
         self.handles = handles
         self.options = options
         limiter = options.rateLimit.map(RateLimiter.init(perSecond:))
+        moments = HistoricMoments(logPath: handles.path, capacity: options.historicMoments, clock: options.historicClock)
     }
 
     var schema: ServiceSchema { handles.schema }

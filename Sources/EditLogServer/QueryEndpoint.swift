@@ -131,10 +131,17 @@ extension FeatureService {
         return chosen
     }
 
+    /// A query of the live features, or with `historicMoment` of the features as they were then (`withReader`): one
+    /// path for both, over the layer as the state's schema has it.
     func query(_ layer: LayerSchema, _ r: ServiceRequest) throws -> Response {
-        let p = r.params
         let format = r.format
         guard ["json", "pjson", "geojson"].contains(format) else { throw ServiceError.query("f=\(format.prefix(20)) is not supported (json, pjson, geojson)") }
+        return try withReader(layer, r) { source, layer in try query(layer, r, from: source) }
+    }
+
+    func query(_ layer: LayerSchema, _ r: ServiceRequest, from source: any ProjectionReader) throws -> Response {
+        let p = r.params
+        let format = r.format
         let documents = handles.documents
         let sr = spatialReference(layer, documents: documents)
         // `outSR` is not applied: there is no reprojection, coordinates stay as stored and the response's
@@ -142,12 +149,12 @@ extension FeatureService {
         let ref = String(layer.id)
         if p.bool("returnCountOnly", default: false) && !p.bool("returnExtentOnly", default: false) {
             let q = try featureQuery(layer, p, paged: false)
-            let n = try handles.read { try $0.queryCount(layer: ref, q) }
+            let n = try source.queryCount(layer: ref, q)
             return out(["count": .int(Int64(n))], r)
         }
         if p.bool("returnExtentOnly", default: false) {
             let q = try featureQuery(layer, p, paged: false)
-            let (n, e) = try handles.read { try $0.queryExtent(layer: ref, q) }
+            let (n, e) = try source.queryExtent(layer: ref, q)
             var o: [String: JSONValue] = [:]
             if let e {
                 var ext: [String: JSONValue] = ["xmin": .double(e[0]), "ymin": .double(e[1]), "xmax": .double(e[2]), "ymax": .double(e[3])]
@@ -161,7 +168,7 @@ extension FeatureService {
         }
         if p.bool("returnIdsOnly", default: false) {
             let q = try featureQuery(layer, p, paged: false)
-            let ids = try handles.read { try $0.queryObjectIds(layer: ref, q) }
+            let ids = try source.queryObjectIds(layer: ref, q)
             return out(["objectIdFieldName": .string(layer.objectIdField ?? "OBJECTID"), "objectIds": .array(ids.map { .int($0) })], r)
         }
         let q = try featureQuery(layer, p, paged: true)
@@ -169,11 +176,11 @@ extension FeatureService {
         let returnGeometry = !layer.isTable && p.bool("returnGeometry", default: true)
         if format == "json" {
             // The common case, written straight from the rows to bytes (no per-feature dictionaries, no key sorting).
-            let page = try handles.read { try $0.queryFeatureBytes(layer: ref, q, fields: fields, returnGeometry: returnGeometry) }
+            let page = try source.queryFeatureBytes(layer: ref, q, fields: fields, returnGeometry: returnGeometry)
             return FeatureSetJSON.response(header: try featureSetHeader(layer, fields: fields, sr: sr, exceeded: page.exceededTransferLimit),
                                            features: page.bytes)
         }
-        let page = try handles.read { try $0.queryFeatures(layer: ref, q) }
+        let page = try source.queryFeatures(layer: ref, q)
         let keep = Set(fields.map(\.name))
         var features: [JSONValue] = []
         features.reserveCapacity(page.features.count)

@@ -29,7 +29,7 @@ extension FeatureService {
         let keep = Set(fields.map(\.name))
         let returnGeometry = !other.isTable && p.bool("returnGeometry", default: true)
         let oidField = layer.objectIdField ?? "OBJECTID"
-        let groups: [JSONValue] = try handles.read { log in
+        let groups: [JSONValue] = try withReader(layer, r) { log, _ in
             let sources = try log.queryFeatures(layer: String(layer.id), FeatureQuery(objectIds: ids)).features
             var groups: [JSONValue] = []
             for s in sources {

@@ -29,6 +29,10 @@ public struct ServerOptions: Sendable {
     public var changeTracking: Bool = true
     /// Logging in with a name and a password (`generateToken`); nil: only the tokens above.
     public var login: Login?
+    /// Replayed moments `historicMoment` queries keep (scratch files beside the log, by position, least recently used out).
+    public var historicMoments: Int = 4
+    /// The clock a `historicMoment` is read on (as `replay --as-of TIME --by`).
+    public var historicClock: EventClock = .client
     /// The time tokens are issued and checked at (injected by tests).
     public var clock: @Sendable () -> Date = { Date() }
 

@@ -68,6 +68,11 @@ extension FeatureService {
         d["advancedQueryCapabilities"] = .object(advanced)
         d["supportsStatistics"] = false
         d["capabilities"] = .string(layer.capabilities.names.joined(separator: ","))
+        // Every layer is archived: the log answers any moment since its first event (`historicMoment`).
+        d["isDataArchived"] = true
+        d["archivingInfo"] = archivingInfo()
+        let description = d["description"]?.stringValue ?? ""
+        d["description"] = .string(description.isEmpty ? historicMomentNote : description + "\n\n" + historicMomentNote)
         return d
     }
 

@@ -34,6 +34,7 @@ enum Scenarios {
         BundleVerifyScenario.self,
         BundleBigAttachment.self,
         ServeLoad.self,
+        HistoricPage.self,
         SyncScenario.self,
         ReplicaScenario.self,
     ]

@@ -33,8 +33,8 @@ struct ServerClientTests {
 
         /// `users`: names `editlog users add` gives a users file that `serve --users` reads (passwords: `password(for:)`).
         /// `hub`: a `postgres://` URL of an empty database: `hub init` makes the Trees of Portland hub there, and the
-        /// server is a node of it (its replica in a cache of its own).
-        init(maxRecordCount: Int, users: [String] = [], hub: String? = nil) throws {
+        /// server is a node of it (its replica in a cache of its own). `prepare` records on the fixture log before it is served.
+        init(maxRecordCount: Int, users: [String] = [], hub: String? = nil, prepare: ((EditLog) throws -> Void)? = nil) throws {
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("editlog-serve-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             var store: [String]
@@ -49,7 +49,8 @@ struct ServerClientTests {
                 store = [hub, "--cache", dir + "/node-cache"]
             } else {
                 let log = try Fixture.treesLog(at: temp.path)
-                log.close()
+                defer { log.close() }
+                try prepare?(log)
                 db = temp.path
                 cacheArgs = []
                 store = [temp.path]

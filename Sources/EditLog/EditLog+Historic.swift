@@ -1,0 +1,80 @@
+import EditLogCore
+import EditLogExport
+import EditLogProjections
+import EditLogStore
+import Foundation
+import GRDB
+
+/// Every layer and table as they were after one position of the log: the log replayed up to there (from the
+/// nearest checkpoint, `Replay.materialize`) into a scratch SQLite file, read with the schema that applied then.
+/// The same `ProjectionReader` queries as the live log answer over it. The state of a position never changes
+/// (the log is append-only), so it can be kept and read again; `close()` closes it and removes the file.
+public final class HistoricState: ProjectionReader, @unchecked Sendable {
+    /// Events 1...position are in it.
+    public let position: Int64
+    public let schema: ServiceSchema
+    public let file: String
+    private let queue: DatabaseQueue
+
+    init(position: Int64, schema: ServiceSchema, file: String, queue: DatabaseQueue) {
+        self.position = position
+        self.schema = schema
+        self.file = file
+        self.queue = queue
+    }
+
+    /// A deferred transaction rolled back at the end, as the log's own reads (not GRDB's `read`, see `EventStore.read`).
+    public func readProjections<T>(_ body: (ProjectedState) throws -> T) throws(EditLogError) -> T {
+        let schema = self.schema
+        do {
+            return try queue.unsafeRead { db in
+                var result: T?
+                try db.inTransaction(.deferred) {
+                    result = try body(ProjectedState(db: db, schema: schema))
+                    return .rollback
+                }
+                return result!
+            }
+        } catch {
+            throw EditLogError.wrapping(error, at: "the replayed state at position \(position) (\(file))")
+        }
+    }
+
+    public func close() {
+        try? queue.close()
+        Replay.removeScratch(file)
+    }
+}
+
+extension EditLog {
+    /// The time of the log's first event on `clock`, in epoch milliseconds (nil for a log without events): the
+    /// earliest moment `position(atMilliseconds:by:)` finds a position for.
+    public func startMilliseconds(by clock: EventClock = .default) throws(EditLogError) -> Int64? {
+        try read { db in try Replay.startTime(db, by: clock).flatMap(Timestamp.parse) }
+    }
+
+    /// The position a moment in epoch milliseconds names on `clock`, as `replay --as-of TIME` reads it (the last
+    /// event at or before it; 0 when none is).
+    public func position(atMilliseconds ms: Int64, by clock: EventClock = .default) throws(EditLogError) -> Int64 {
+        try position(asOf: .time(Timestamp.format(milliseconds: ms)), by: clock)
+    }
+
+    /// Replays events 1...`position` into a new SQLite file at `file` (from the nearest usable checkpoint) and opens it
+    /// read-only as a `HistoricState` (the caller closes it, which removes the file).
+    public func historicState(at position: Int64, file: String) throws(EditLogError) -> HistoricState {
+        let store = checkpointStore
+        return try read { db in
+            let (state, _) = try Replay.materialize(db, through: position, file: file, checkpoints: store, digest: false)
+            try state.close()
+            do {
+                guard let schema = try Replay.schema(db, atOrBefore: position) else {
+                    throw EditLogError(.notFound, "the log has no schema at or before position \(position)")
+                }
+                return HistoricState(position: position, schema: schema, file: file, queue: try Replay.openReadOnly(file))
+            } catch {
+                Replay.removeScratch(file)
+                throw error
+            }
+        }
+    }
+}
