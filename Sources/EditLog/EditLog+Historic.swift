@@ -47,10 +47,10 @@ public final class HistoricState: ProjectionReader, @unchecked Sendable {
 }
 
 extension EditLog {
-    /// The time of the log's first event on `clock`, in epoch milliseconds (nil for a log without events): the
-    /// earliest moment `position(atMilliseconds:by:)` finds a position for.
-    public func startMilliseconds(by clock: EventClock = .default) throws(EditLogError) -> Int64? {
-        try read { db in try Replay.startTime(db, by: clock).flatMap(Timestamp.parse) }
+    /// The earliest time on `clock` of the events after `position`, in epoch milliseconds (nil when there are none):
+    /// over the whole log, the earliest moment `position(atMilliseconds:by:)` finds a position for.
+    public func startMilliseconds(by clock: EventClock = .default, after position: Int64 = 0) throws(EditLogError) -> Int64? {
+        try read { db in try Replay.startTime(db, by: clock, after: position).flatMap(Timestamp.parse) }
     }
 
     /// The position a moment in epoch milliseconds names on `clock`, as `replay --as-of TIME` reads it (the last

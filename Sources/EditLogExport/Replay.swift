@@ -31,10 +31,12 @@ public enum Replay {
         }
     }
 
-    /// The time of the log's first event on `clock` (stored form), nil for an empty log: the earliest moment a
-    /// replay by time can answer (the feature service's `startArchivingMoment`).
-    public static func startTime(_ db: Database, by clock: EventClock) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT \(clock.column) FROM events WHERE position = 1")
+    /// The earliest time on `clock` of the events after `position` (stored form), nil when there are none: over the
+    /// whole log, the earliest moment a replay by time can answer (the feature service's `startArchivingMoment`). Not
+    /// the first event's: on the client clock a later event can carry an earlier time (an offline edit, a bundle), and
+    /// `position(_:_:by:)` answers for every moment at or after the earliest.
+    public static func startTime(_ db: Database, by clock: EventClock, after position: Int64 = 0) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT MIN(\(clock.column)) FROM events WHERE position > ?", arguments: [position])
     }
 
     /// Events at or before `position` whose client time (or recorded time) is after `time`.

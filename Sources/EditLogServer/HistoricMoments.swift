@@ -28,7 +28,7 @@ final class HistoricMoments: @unchecked Sendable {
     private var order: [Int64] = []
     private struct Lookup: Hashable { var ms: Int64; var head: Int64 }
     private var positions: [Lookup: Int64] = [:]
-    private var start: Int64??
+    private var startRead: (head: Int64, start: Int64?) = (0, nil)
 
     init(logPath: String, capacity: Int, clock: EventClock) {
         directory = logPath + ".moments-\(getpid())"
@@ -38,16 +38,20 @@ final class HistoricMoments: @unchecked Sendable {
 
     deinit { close() }
 
-    /// The first event's time on the clock (epoch ms): the service's `startArchivingMoment`. Read once: the first event never changes.
+    /// The earliest event time on the clock (epoch ms): the service's `startArchivingMoment`. Kept with the head it was
+    /// read at; a log that grew is read only after that head (the earliest time can only go down).
     func startMilliseconds(_ handles: LogHandles) throws -> Int64? {
+        let head = try handles.read { try $0.lastPosition() }
         lock.lock()
-        if let start { lock.unlock(); return start }
+        let known = startRead
         lock.unlock()
-        let s = try handles.read { try $0.startMilliseconds(by: clock) }
+        guard head > known.head else { return known.start }
+        let later = try handles.read { try $0.startMilliseconds(by: clock, after: known.head) }
+        let start = [known.start, later].compactMap { $0 }.min()
         lock.lock()
-        start = .some(s)
+        if head > startRead.head { startRead = (head, start) }
         lock.unlock()
-        return s
+        return start
     }
 
     /// The position of a moment, or ArcGIS's query error for a moment before the log's first event.
@@ -56,7 +60,7 @@ final class HistoricMoments: @unchecked Sendable {
         guard let first, ms >= first else {
             throw ServiceError.query("historicMoment \(ms) (\(Timestamp.human(milliseconds: ms))) is before startArchivingMoment "
                 + (first.map { "\($0) (\(Timestamp.human(milliseconds: $0)))" } ?? "(the log has no event)")
-                + ", the time of the log's first event on the \(clock.rawValue) clock: ask for a moment at or after it")
+                + ", the earliest event time on the \(clock.rawValue) clock: ask for a moment at or after it")
         }
         let (head, p) = try handles.read { log -> (Int64, Int64?) in
             let head = try log.lastPosition()

@@ -125,6 +125,13 @@ struct DemoStory {
     }
 
     static func sync(_ hub: EditLog, _ device: EditLog) async throws(EditLogError) -> SyncReport {
+        try await served(hub) { client throws(EditLogError) in
+            try await SyncEngine(log: device, client: client, options: SyncOptions(policy: .lastInWins, actor: "cal", device: "device-c")).run()
+        }
+    }
+
+    /// Serves `hub` on 127.0.0.1 (a free port) while `body` runs with a client of it.
+    static func served<T>(_ hub: EditLog, _ body: (FeatureServiceClient) async throws(EditLogError) -> T) async throws(EditLogError) -> T {
         var options = ServerOptions(serviceName: "Demo")
         options.tokens = ["demo-token-0001": "office"]
         options.host = "127.0.0.1"
@@ -137,10 +144,57 @@ struct DemoStory {
         for await p in port.stream { bound = p }
         guard let bound else { throw EditLogError(.io, "the demo's server did not start") }
         let client = try FeatureServiceClient(url: "http://127.0.0.1:\(bound)/arcgis/rest/services/Demo/FeatureServer", token: "demo-token-0001")
-        let r = try await SyncEngine(log: device, client: client, options: SyncOptions(policy: .lastInWins, actor: "cal", device: "device-c")).run()
+        let r = try await body(client)
         server.cancel()
         _ = await server.result
         return r
+    }
+
+    /// The hub's service gains a field (`schema apply`, as an administrator adds one to a live service); ann fills it on
+    /// the hub; device C's next sync records the change before it pulls, and the value arrives.
+    mutating func fieldAdded(tree: String) async throws(EditLogError) {
+        section("The service changes: a field added on the hub")
+        let c = try EditLog.open(at: dir + "/device-c.sqlite")
+        defer { c.close() }
+        var service = try InputFiles.json(fixtures + "/service.json").objectValue ?? [:]
+        var layers = service["layers"]?.arrayValue ?? []
+        if let i = layers.firstIndex(where: { $0["name"]?.stringValue == "Trees" }), var trees = layers[i].objectValue {
+            trees["fields"] = .array((trees["fields"]?.arrayValue ?? []) + [.object([
+                "name": "Notes", "type": "esriFieldTypeString", "alias": "Notes", "length": .int(500), "nullable": true, "editable": true])])
+            layers[i] = .object(trees)
+        }
+        service["layers"] = .array(layers)
+        let file = dir + "/service-with-notes.json"
+        do { try Data(JSONValue.object(service).serialized().utf8).write(to: URL(fileURLWithPath: file)) } catch {
+            throw EditLogError(.io, "cannot write \(file): \(error)")
+        }
+        command("schema \(path) apply --service \(file)")
+        let applied = try log.changeSchema(service: [("service.json", .object(service))], cause: Cause.schemaApply, source: file, actor: "portland_parks", device: "office")
+        say("  recorded at position \(applied.position ?? 0): " + applied.changes.map(\.text).joined(separator: "; "))
+        try edit(log, tree: tree, field: "Notes", value: #""roots lifting the sidewalk""#, actor: "ann", at: "2026-06-04T09:00:00Z", session: "demo-ann-3")
+        say("  ann fills Notes of the tree on the hub; device C syncs")
+        command("sync \(c.path) --service http://127.0.0.1:8080/arcgis/rest/services/Demo/FeatureServer --token-file token.txt")
+        let r = try await Self.sync(log, c)
+        say("  C recorded the change at position \(r.schemaPosition ?? 0) (cause sync) before it pulled \(r.pulled.count) features: Notes = \(short(try Self.value(c, tree, "Notes") ?? .null))")
+        command("schema \(c.path) diff 1 \(r.schemaPosition ?? 0)")
+        json["schemaChange"] = ["hub": .int(applied.position ?? 0), "device": .int(r.schemaPosition ?? 0), "changes": .array(r.schemaChanges.map(\.json))]
+    }
+
+    /// The served log answers an ArcGIS `historicMoment` query: the tree's SiteWidth as of a moment of the day (client
+    /// time), beside its value now.
+    mutating func historicMoment(tree: String, at moment: String) async throws(EditLogError) {
+        section("The service as of a moment (historicMoment)")
+        guard let ms = Timestamp.parse(moment) else { throw EditLogError(.invalidInput, "not a moment: \(moment)") }
+        let whereClause = "GlobalID='\(tree)'"
+        say("  $ curl -g \"http://127.0.0.1:8080/arcgis/rest/services/Demo/FeatureServer/0/query?where=\(whereClause)&outFields=SiteWidth&historicMoment=\(ms)&token=demo-token-0001&f=json\"      # \(moment)")
+        let (then, now) = try await Self.served(log) { client throws(EditLogError) in
+            let q: [(String, String)] = [("where", whereClause), ("outFields", "SiteWidth"), ("returnGeometry", "false")]
+            let a = try await client.json("0/query", q + [("historicMoment", String(ms))])
+            let b = try await client.json("0/query", q)
+            return (a["features"]?.arrayValue?.first?["attributes"]?["SiteWidth"] ?? .null, b["features"]?.arrayValue?.first?["attributes"]?["SiteWidth"] ?? .null)
+        }
+        say("  SiteWidth as of \(moment): \(short(then)); now: \(short(now))")
+        json["historicMoment"] = ["moment": .int(ms), "then": then, "now": now]
     }
 
     mutating func report() throws(EditLogError) {

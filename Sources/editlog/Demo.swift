@@ -119,6 +119,8 @@ struct Demo: AsyncParsableCommand {
             if let tree {
                 try story.twoDevices(tree: tree)
                 try await story.hubAndSync(tree: tree)
+                try await story.fieldAdded(tree: tree)
+                try await story.historicMoment(tree: tree, at: "2026-06-02T12:30:00Z")
             }
             try story.report()
             let stats = try log.stats()
