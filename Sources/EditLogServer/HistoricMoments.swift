@@ -54,7 +54,7 @@ final class HistoricMoments: @unchecked Sendable {
         return start
     }
 
-    /// The position of a moment, or ArcGIS's query error for a moment before the log's first event.
+    /// The position of a moment, or ArcGIS's query error for a moment before the earliest event time.
     func position(_ ms: Int64, _ handles: LogHandles) throws -> Int64 {
         let first = try startMilliseconds(handles)
         guard let first, ms >= first else {
@@ -163,7 +163,7 @@ extension FeatureService {
         }
     }
 
-    /// The layer definition's `archivingInfo`: every layer can be read as of any moment since the log's first event.
+    /// The layer definition's `archivingInfo`: every layer can be read as of any moment since the earliest event time.
     func archivingInfo() -> JSONValue {
         let start = (try? moments.startMilliseconds(handles)).flatMap { $0 } ?? -1
         return ["supportsQueryWithHistoricMoment": true, "startArchivingMoment": .int(start)]

@@ -68,7 +68,7 @@ extension FeatureService {
         d["advancedQueryCapabilities"] = .object(advanced)
         d["supportsStatistics"] = false
         d["capabilities"] = .string(layer.capabilities.names.joined(separator: ","))
-        // Every layer is archived: the log answers any moment since its first event (`historicMoment`).
+        // Every layer is archived: the log answers any moment since its earliest event time (`historicMoment`).
         d["isDataArchived"] = true
         d["archivingInfo"] = archivingInfo()
         let description = d["description"]?.stringValue ?? ""
