@@ -78,12 +78,19 @@ extension EditLog {
 
 extension EditLog {
     /// Imports a bundle in one transaction, all or nothing: every check of `verifyBundle` (a failed one rolls the
-    /// import back), then the events merged under `policy` and the blobs stored. A bundle of another schema is
-    /// refused unless this log's schema has every layer and field it has (this one may have added some). Events
-    /// already here (a second import, an overlapping bundle, this log's own events) are skipped.
+    /// import back), then the events merged under `policy` and the blobs stored. A bundle of another schema brings the
+    /// layers, fields and relationships this log never had, recorded first as a `SchemaChanged` of this log (cause
+    /// `import:<origin log id>`; `report.schemaChanges`); a field this log removed stays removed (the bundle's values
+    /// for it stay in history, `report.unprojectedValues`); a field whose type differs is refused by name, nothing
+    /// written (`Importer.importBundle`). Events already here (a second import, an overlapping bundle, this log's own
+    /// events) are skipped.
     public func importBundle(at path: String, policy: MergePolicy = .lastInWins, trust: [[UInt8]] = [], actor: String, device: String,
                              limits: BundleLimits = .default, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> (report: ImportReport, contents: BundleContents) {
-        try Importer.importBundle(at: path, into: store, schema: schema, geocoder: geocoder, policy: policy, trust: trust, actor: actor, device: device,
-                                  limits: limits, indexDeferral: indexDeferral, progress: progress)
+        // The schema in force (another handle's change included) before, and the one the import may have recorded after.
+        try read { _ in }
+        let result = try Importer.importBundle(at: path, into: store, schema: schema, geocoder: geocoder, policy: policy, trust: trust, actor: actor, device: device,
+                                               limits: limits, indexDeferral: indexDeferral, progress: progress)
+        if result.report.schemaPosition != nil { try read { _ in } }
+        return result
     }
 }

@@ -84,57 +84,16 @@ extension EditLog {
                              clientTime: String? = nil, dryRun: Bool = false,
                              conflicts: (_ old: ServiceSchema, _ changes: [SchemaChange], _ world: ProjectedState, _ ids: any IDGenerator) throws -> [Conflict] = { _, _, _, _ in [] })
         throws(EditLogError) -> SchemaUpdate {
-        // One plan, read in the write transaction (or, for a dry run, in a read transaction).
-        func plan(_ db: Database, _ old: ServiceSchema, _ world: ProjectedState, _ ids: any IDGenerator) throws -> (ServiceSchema, [SchemaChange], [Conflict], JSONValue?, JSONValue?) {
-            guard let current = try EventReading.ownSchemaEvent(db) else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
-            let webmap = current.payload["webmap"].flatMap { $0.isNull ? nil : $0 }, rules = current.payload["rules"].flatMap { $0.isNull ? nil : $0 }
-            let first = try Self.decodeDefinitions(service, webmap: webmap, rules: rules, source: source)
-            let changes = old.changes(to: first)
-            guard !changes.isEmpty else { return (first, [], [], webmap, rules) }
-            // What the change adds joins the pop-ups (`WebMapEdits`), so the new schema is decoded with them.
-            let popups = WebMapEdits.adding(changes, of: first, to: webmap)
-            let new = try Self.decodeDefinitions(service, webmap: popups, rules: rules, source: source)
-            try Self.refuseDataLoss(changes, old: old, world: world, source: source)
-            return (new, changes, try conflicts(old, changes, world, ids), popups, rules)
-        }
         if dryRun {
-            let (_, changes, found, _, _) = try read { db in try plan(db, schema, ProjectedState(db: db, schema: schema), ids) }
-            return SchemaUpdate(changes: changes, position: nil, conflicts: found)
+            let plan = try read { db in
+                try SchemaChangePlan.make(db, service: service, source: source, old: schema, world: ProjectedState(db: db, schema: schema), ids: ids, conflicts: conflicts)
+            }
+            return SchemaUpdate(changes: plan.changes, position: nil, conflicts: plan.conflicts)
         }
         return try write { unit in
-            let (_, changes, found, webmap, rules) = try plan(unit.db, unit.schema, unit.world, unit.ids)
-            guard !changes.isEmpty else { return SchemaUpdate(changes: [], position: nil, conflicts: []) }
-            var payload = Self.schemaPayload(service: service, webmap: webmap, rules: rules).objectValue ?? [:]
-            payload["changes"] = .array(changes.map(\.json))
-            payload["conflicts"] = .array(found.map(\.json))
-            payload["source"] = source.map { .string($0) } ?? .null
-            let e = try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.schema, type: .schemaChanged, payload: .object(payload),
-                                           context: EventContext(actor: actor, device: device, clientTime: clientTime), session: nil, cause: cause))
-            return SchemaUpdate(changes: changes, position: e.position, conflicts: found)
-        }
-    }
-
-    static func decodeDefinitions(_ service: [(name: String, json: JSONValue)], webmap: JSONValue?, rules: JSONValue?, source: String?) throws(EditLogError) -> ServiceSchema {
-        do { return try ArcGISSchemaDecoder.decode(service: service, webmap: webmap, rules: rules) } catch {
-            throw EditLogError(.invalidInput, "the new definitions cannot be this log's schema, whose web map and rules stay as they are: \(error.message)", at: source)
-        }
-    }
-
-    /// Refuses a change whose values could not be kept: a type changed, a string narrowed below a value it holds.
-    static func refuseDataLoss(_ changes: [SchemaChange], old: ServiceSchema, world: ProjectedState, source: String?) throws {
-        for c in changes {
-            guard let field = c.field, let layer = old.layer(id: c.layer), let f = layer.field(field) else { continue }
-            let what = "\(c.layerName).\(field)"
-            let advice = "nothing was recorded; make the change on the service a new field (and copy the values across there), or restore the old definition"
-            if c.typeChanged {
-                let holder = try world.firstLiveValue(layer: layer, field: f.name)
-                throw EditLogError(.invalidInput, "field \(what): \(c.details[0]) would lose its values"
-                                   + (holder.map { " (feature \($0.globalId) holds \($0.value.serialized()))" } ?? "") + "; \(advice)", at: source)
-            }
-            if let n = c.narrowedLength, let holder = try world.firstLiveValue(layer: layer, field: f.name, longerThan: n) {
-                throw EditLogError(.invalidInput, "field \(what) would be narrowed to \(n) characters, but feature \(holder.globalId) holds "
-                                   + "\(holder.value.stringValue?.count ?? 0): \(holder.value.serialized()); \(advice)", at: source)
-            }
+            let (plan, e) = try unit.changeSchema(service: service, cause: cause, source: source,
+                                                  context: EventContext(actor: actor, device: device, clientTime: clientTime), conflicts: conflicts)
+            return SchemaUpdate(changes: plan.changes, position: e?.position, conflicts: e == nil ? [] : plan.conflicts)
         }
     }
 }

@@ -44,11 +44,7 @@ public final class EditLog {
     /// The payload of the `SchemaDefined` event: the service documents, web map and rules exactly as given
     /// (geocoder tables inlined), so replay always decodes the same schema.
     public static func schemaPayload(service: [(name: String, json: JSONValue)], webmap: JSONValue?, rules: JSONValue?) -> JSONValue {
-        .object([
-            "service": .array(service.map { .object(["name": .string($0.name), "json": $0.json]) }),
-            "webmap": webmap ?? .null,
-            "rules": rules ?? .null,
-        ])
+        Projector.schemaPayload(service: service, webmap: webmap, rules: rules)
     }
 
     /// Creates a log for a feature service, optionally loading baseline feature sets, all in one transaction.
@@ -162,6 +158,9 @@ public final class EditLog {
             throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(path): position \(e.position)")
         }
         schemaPosition = e.position
+        // The tables were reshaped on another connection: GRDB's cached statements keep the column names they were
+        // prepared with (a `SELECT *` row of a reshaped table would be read by the old layout), so they go.
+        db.clearSchemaCache()
         return true
     }
 }

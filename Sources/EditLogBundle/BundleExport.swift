@@ -235,7 +235,8 @@ public enum BundleExport {
         guard from <= until else {
             throw EditLogError(.invalidInput, "the range is empty the wrong way round: --since is position \(from), after --until \(until)", at: store.path)
         }
-        guard let schemaEvent = try EventReading.ownSchemaEvent(db) else {
+        // schema.json: the schema in force at the bundle's end (the log's newest own schema event up to `until`).
+        guard let schemaEvent = try EventReading.ownSchemaEvent(db, atOrBefore: until) else {
             throw EditLogError(.corrupt, "the log has no schema event", at: store.path)
         }
         let layers = options.layers?.ids

@@ -243,6 +243,8 @@ struct ReadState {
     var blobs = Set<BlobRef>()
     var blobBytes: Int64 = 0
     var encoder = EventHash.Encoder()
+    /// The exporting log's last schema event in the bundle: its position and payload's fingerprint.
+    var lastOwnSchema: (position: Int64, fingerprint: String)?
 
     init(manifest: BundleManifest) { self.manifest = manifest }
 
@@ -292,10 +294,15 @@ struct ReadState {
         }
         if e.position == 1 {
             guard previous == EventHash.genesis else { throw EditLogError(.corrupt, "the first event of a log follows the genesis hash (zeros)", at: at) }
-            // A log's first event defines its schema: schema.json (checked against the manifest's fingerprint) is its payload.
-            guard e.type == EventType.schemaDefined.rawValue, SchemaFingerprint.of(schemaPayload: e.payload) == manifest.schemaFingerprint else {
-                throw EditLogError(.corrupt, "the log's first event is not the SchemaDefined event schema.json holds (the manifest's schemaFingerprint)", at: at)
+            // A log's first event defines its schema.
+            guard e.type == EventType.schemaDefined.rawValue, e.stream == StreamName.schema else {
+                throw EditLogError(.corrupt, "the log's first event is not its SchemaDefined event", at: at)
             }
+        }
+        // schema.json is the schema in force at the bundle's end: the exporting log's last schema event, when the bundle
+        // holds one (its own: another log's, imported with its events, is a record there).
+        if e.stream == StreamName.schema, e.origin.logId == manifest.originLogId {
+            lastOwnSchema = (e.position, SchemaFingerprint.of(schemaPayload: e.payload))
         }
         count += 1
         if first == nil { first = e.hash }
@@ -314,6 +321,10 @@ struct ReadState {
         }
         if manifest.layers == nil, let last, last.position != manifest.toPosition {
             throw lie("toPosition is \(manifest.toPosition), the last event is at position \(last.position)")
+        }
+        if let (position, fingerprint) = lastOwnSchema, fingerprint != manifest.schemaFingerprint {
+            throw EditLogError(.corrupt, "schema.json is not the schema in force at the bundle's end: the exporting log's last schema event "
+                               + "(position \(position)) does not match the manifest's schemaFingerprint")
         }
         guard Int64(blobs.count) == manifest.blobCount else { throw lie("blobCount is \(manifest.blobCount), the bundle holds \(blobs.count) blobs") }
         guard blobBytes == manifest.blobBytes else { throw lie("blobBytes is \(manifest.blobBytes), the blobs hold \(blobBytes) bytes") }

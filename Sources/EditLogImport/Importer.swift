@@ -23,6 +23,15 @@ public struct ImportReport: Sendable, Hashable {
     /// included (nil when nothing was appended).
     public var firstPosition: Int64?
     public var lastPosition: Int64?
+    /// What the import adopted of the other log's schema (a `SchemaChanged` of this log, cause `import:<log>`, recorded
+    /// before the events at `schemaPosition`): layers, fields and relationships its events need (`SchemaAdoption`).
+    public var schemaChanges: [SchemaChange] = []
+    public var schemaPosition: Int64?
+    /// Fields the other log's schema has that this log removed (`layer.field`): their values stay in history only.
+    public var removedFields: [String] = []
+    /// Values of fields this log's schema lacks (`removedFields`, or removed by the other log before it exported) in
+    /// the imported events: kept in the events (history), not projected.
+    public var unprojectedValues = 0
 
     public init() {}
 
@@ -31,6 +40,8 @@ public struct ImportReport: Sendable, Hashable {
             "imported": .int(Int64(imported)), "alreadyPresent": .int(Int64(alreadyPresent)), "decisions": .int(Int64(decisions)),
             "conflicts": .array(conflicts.map(\.json)), "derived": .int(Int64(derived)), "blobs": .int(Int64(blobs)),
             "firstPosition": firstPosition.map(JSONValue.int) ?? .null, "lastPosition": lastPosition.map(JSONValue.int) ?? .null,
+            "schemaChanges": .array(schemaChanges.map(\.json)), "schemaPosition": schemaPosition.map(JSONValue.int) ?? .null,
+            "removedFields": .array(removedFields.map(JSONValue.string)), "unprojectedValues": .int(Int64(unprojectedValues)),
         ])
     }
 }
@@ -234,7 +245,8 @@ public struct Importer {
         var excluded: [Int: Set<String>] = [:]
         for rule in schema.rules { for (l, f) in rule.fieldsWritten { excluded[l, default: []].insert(f) } }
         for l in schema.layers { excluded[l.id, default: []].formUnion(l.editFieldsInfo?.all ?? []) }
-        self.engine = MergeEngine(policy: policy, rule: rule, ownLog: ownLog, excluded: excluded)
+        self.engine = MergeEngine(policy: policy, rule: rule, ownLog: ownLog, excluded: excluded,
+                                  fields: Dictionary(uniqueKeysWithValues: schema.layers.map { ($0.id, Set($0.fields.map { $0.name.lowercased() })) }))
         self.context = context
         self.source = source
     }

@@ -28,7 +28,7 @@ extension MergeEngine {
         let skip = excluded[snapshot.layerId] ?? []
         for (f, change) in changes.raw {
             let l = snapshot.attributes[f] ?? .null
-            if l == (change["new"] ?? .null) || skip.contains(f) || l == (change["old"] ?? .null) { continue }
+            if l == (change["new"] ?? .null) || skip.contains(f) || l == (change["old"] ?? .null) || lacks(snapshot.layerId, f) { continue }
             return false
         }
         return true

@@ -23,9 +23,19 @@ public struct MergeEngine: Sendable {
     public var ownLog: String
     /// Fields per layer that never conflict (derived by rules, filled by editor tracking).
     public var excluded: [Int: Set<String>]
+    /// The attribute fields of each layer of this log's schema, lowercased (a layer not listed: every field is known).
+    /// A value of a field its layer lacks here (this log removed it; the other log's removal came before its export) is
+    /// not merged: never a conflict, never kept, and the projector leaves it out (it stays in the event, as history).
+    public var fields: [Int: Set<String>]
 
-    public init(policy: MergePolicy, rule: LastInRule = .clientTime, ownLog: String, excluded: [Int: Set<String>] = [:]) {
-        self.policy = policy; self.rule = rule; self.ownLog = ownLog; self.excluded = excluded
+    public init(policy: MergePolicy, rule: LastInRule = .clientTime, ownLog: String, excluded: [Int: Set<String>] = [:], fields: [Int: Set<String>] = [:]) {
+        self.policy = policy; self.rule = rule; self.ownLog = ownLog; self.excluded = excluded; self.fields = fields
+    }
+
+    /// Whether layer `layer` of this log's schema lacks field `name` (see `fields`).
+    func lacks(_ layer: Int, _ name: String) -> Bool {
+        guard let known = fields[layer] else { return false }
+        return !known.contains(name) && !known.contains(name.lowercased())
     }
 
     /// The policy decisions follow (`MergePolicy.effective`).
@@ -76,7 +86,7 @@ public struct MergeEngine: Sendable {
             let born = local.history.created ?? [:]
             for (f, r) in attrs.sorted(by: { $0.key < $1.key }) {
                 let l = snap.attributes[f] ?? .null
-                if l == r { continue }
+                if l == r || lacks(local.layer, f) { continue }
                 if local.history.created != nil, (born[f] ?? .null) == r { d.skipFields.append(f); continue }
                 let lw = local.history.fieldWriters[f]
                 let winner = deciding.winner(local: lw, remote: w)
@@ -118,7 +128,7 @@ public struct MergeEngine: Sendable {
             for (f, change) in changes.raw.sorted(by: { $0.key < $1.key }) {
                 let base = change["old"] ?? .null, r = change["new"] ?? .null, l = snap.attributes[f] ?? .null
                 let lw = local.history.fieldWriters[f]
-                if l == r { continue }
+                if l == r || lacks(local.layer, f) { continue }
                 if skip.contains(f) {
                     // A value a rule derives, written by hand: never a conflict (the rule derives it again after the
                     // merge); under last-in-wins still the later writer's.
@@ -149,7 +159,7 @@ public struct MergeEngine: Sendable {
             guard deciding == .lastInWins else { return d }
             for (f, change) in x.changes.raw.sorted(by: { $0.key < $1.key }) {
                 let l = local.value(f), r = change["new"] ?? .null
-                if l != r, !local.history.fieldWriters[f].isBefore(w) { d.skipFields.append(f) }
+                if l != r, !lacks(local.layer, f), !local.history.fieldWriters[f].isBefore(w) { d.skipFields.append(f) }
             }
 
         case .featureDeleted(let x):

@@ -47,6 +47,8 @@ public final class Projector {
     var layerColumns: [Int: LayerColumns] = [:]
     /// Where the rows written on this projector's thread bind their texts and blobs from.
     let arena = BindArena()
+    /// Values of another log's events for fields their layer does not have here, left out of the rows (`write`).
+    public private(set) var unprojectedValues = 0
 
     public init(schema: ServiceSchema? = nil, logId: String? = nil) { self.schema = schema; effects = EffectFold(ownLog: logId) }
 
@@ -139,6 +141,9 @@ public final class Projector {
         if schema != nil { featureCache.removeAll(); adoptedAt = e.position }
         schema = s
     }
+
+    /// Whether `e` was first recorded by another log (imported).
+    func isOthers(_ e: RecordedEvent) -> Bool { logId.map { e.origin.logId != $0 } ?? false }
 
     /// Writes an event's effect on its feature (`FeatureEffect`: this log's decision applied) to the rows.
     func write(_ f: FeatureEffect, _ e: RecordedEvent, _ db: Database) throws {
@@ -249,7 +254,9 @@ public final class Projector {
             // Each field's value is the tracked one, else the given one, else NULL: every attribute column NULL, then
             // the given values, then the tracked ones (one lookup per value, not three per field of the layer).
             for i in c.attributeColumns { row[i] = .null }
-            f.forEachValue { k, _, v in if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
+            f.forEachValue { k, _, v in
+                if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } else if isOthers(e) { unprojectedValues += 1 }
+            }
             for (k, v) in tracked { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
             Self.setGeometry(f.geometry, c, &row)
             row[c.creator] = e.actor.databaseValue
@@ -279,6 +286,9 @@ public final class Projector {
         try fold(layer, globalId: f.globalId, insertAt: nil) { c, row in
             try f.forEachValue { k, _, new in
                 guard let field = layer.field(k), let i = c.attribute[field.name] else {
+                    // Another log's value for a field this log's schema lacks (removed here, or there before the
+                    // export): kept in the event, not projected. This log's own events name only fields it had.
+                    if isOthers(e) { unprojectedValues += 1; return }
                     if f.ignoresUnknownFields { return }
                     throw e.fields.corrupt("changes field \"\(k)\", which layer \(layer.name) does not have as an attribute")
                 }

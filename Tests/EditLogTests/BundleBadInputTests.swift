@@ -140,8 +140,8 @@ import Testing
         }
     }
 
-    /// schema.json replaced along with the manifest's fingerprint (an unsigned bundle can be rewritten so): the log's
-    /// first event, carried in the bundle, still defines the schema, and the two must agree.
+    /// schema.json replaced along with the manifest's fingerprint (an unsigned bundle can be rewritten so): the
+    /// exporting log's last schema event, carried in the bundle, still defines the schema at its end, and the two must agree.
     @Test func aSchemaJsonThatIsNotTheFirstEventsPayloadIsCaught() throws {
         let d = TempDir()
         try BundleFixture.edit(shared.bundle, to: d.file("schema.bundle")) { entries in
@@ -152,7 +152,7 @@ import Testing
             manifest["schemaFingerprint"] = .string(SchemaFingerprint.of(schemaPayload: schema))
             entries[0].data = JSONValue.object(manifest).serializedBytes() + [0x0A]
         }
-        expectBundleError(.corrupt, "not the SchemaDefined event schema.json holds") { try read(d.file("schema.bundle")) }
+        expectBundleError(.corrupt, "schema.json is not the schema in force at the bundle's end") { try read(d.file("schema.bundle")) }
     }
 
     /// Entries larger than a reader takes (`schemas/bundle.md`, Limits) are refused as input (65) from their header,

@@ -242,9 +242,10 @@ import Testing
 }
 
 extension BundleImportTests {
-    @Test func aBundleOfAnotherSchemaIsRefusedUnlessThisLogOnlyAddedFields() throws {
+    @Test func aBundleOfAnotherSchemaBringsTheFieldsThisLogLacks() throws {
         let d = TempDir()
-        // A log whose Trees layer lacks the Wires field cannot hold the bundle's events.
+        // A log whose Trees layer lacks the Wires field (it never had it) adopts it from the bundle: a SchemaChanged of
+        // its own, cause import:<the bundle's log>, recorded before the bundle's events (BundleSchemaChangeTests has more).
         var service = try Fixture.json("service.json")
         func dropWires(_ v: JSONValue) -> JSONValue {
             guard var o = v.objectValue else { return v }
@@ -256,11 +257,19 @@ extension BundleImportTests {
         }
         service = dropWires(service)
         let clock = StepClock(start: 1_780_000_000_000, step: 7)
-        let narrow = try EditLog.create(at: d.file("narrow.sqlite"), service: [("service.json", service)], webmap: try Fixture.json("webmap.json"),
-                                        rules: try InputFiles.rules(Paths.trees + "/rules.json"), clock: clock, ids: UUIDv7Generator(clock: clock, seed: 9), logId: "log-narrow")
-        let before = Self.fileBytes(d.file("narrow.sqlite"))
-        expectBundleError(.invalidInput, "field Trees.Wires is in the bundle's schema but not in this log's") { _ = try narrow.importBundle(at: shared.bundle, actor: "op", device: "hub") }
-        #expect(Self.fileBytes(d.file("narrow.sqlite")) == before)
+        func narrowLog(_ name: String, seed: UInt64) throws -> EditLog {
+            try EditLog.create(at: d.file(name + ".sqlite"), service: [("service.json", service)], webmap: try Fixture.json("webmap.json"),
+                               rules: try InputFiles.rules(Paths.trees + "/rules.json"), clock: clock, ids: UUIDv7Generator(clock: clock, seed: seed), logId: "log-" + name)
+        }
+        let adopter = try narrowLog("adopter", seed: 8)
+        let adopted = try adopter.importBundle(at: shared.bundle, actor: "op", device: "hub").report
+        #expect(adopted.schemaChanges.map(\.text) == ["field-added Trees.Wires: esriFieldTypeSmallInteger"], "\(adopted.schemaChanges.map(\.text))")
+        let origin = try BundleReader(path: shared.bundle).manifest.originLogId
+        #expect(try adopter.schemaVersions().last?.cause == Cause.schemaImport(from: origin))
+        #expect(adopter.schema.layer(id: 0)?.field("Wires") != nil)
+        #expect(try adopter.verify().ok)
+        adopter.close()
+        let narrow = try narrowLog("narrow", seed: 9)
 
         // The other way it imports, schema event and all (a bundle from position 0 carries the narrow log's
         // SchemaDefined), and the wide log goes on with its own schema: Wires is still a field, queries, edits,
