@@ -14,6 +14,14 @@ values derived again at import time, stamped with the machine's clock, come afte
 
     python3 tools/merge-fuzz.py --editlog .build-release/release/editlog --seeds 0 40
 
+`--schema-changes` mixes schema changes in: a step may add a string field to Trees on one device (`editlog schema DB
+apply --service FILE`, the device's own definitions plus the field, at most four such fields), and a tree edit may set
+one of the added fields the device has. Bundles carry them: an import adopts the fields its bundle's schema adds (a
+SchemaChanged of the importing log, cause import:<log>), so after the full exchange every device must have every field
+and the same values.
+
+    python3 tools/merge-fuzz.py --editlog .build/debug/editlog --seeds 0 80 --schema-changes
+
 Exit status: 0 when every seed converged, 1 otherwise. A seed that made a log delete again a parent it had kept for
 an orphan (the last gap this fuzz found, closed since) says how many records it deleted again.
 
@@ -35,6 +43,8 @@ KINDS = ["deltree", "edittree", "edittree", "newinsp", "editinsp", "delinsp", "r
 LAYERS = ["Trees", "Neighborhoods", "Species", "Inspections"]
 EDITLOG = "editlog"
 SCRIPTED = False
+SCHEMA_CHANGES = False
+MAX_ADDED_FIELDS = 4
 
 
 def run(*a):
@@ -74,6 +84,41 @@ class Devices:
             for line in lines:
                 f.write(json.dumps(line) + "\n")
         run("record", self.db(x), path)
+
+    def definitions(self, x):
+        """The device's service documents as its newest own schema event records them."""
+        with sqlite3.connect(f"file:{self.db(x)}?mode=ro", uri=True) as c:
+            own = c.execute("SELECT value FROM log_meta WHERE key = 'log_id'").fetchone()[0]
+            (p,) = c.execute("SELECT payload FROM events WHERE stream = '$schema' AND origin_log = ? ORDER BY position DESC LIMIT 1", (own,)).fetchone()
+        return json.loads(p)["service"]
+
+    def added_fields(self, x):
+        """The fields this fuzz added to Trees that the device has."""
+        out = []
+        for d in self.definitions(x):
+            for key in ("layers", "tables"):
+                for layer in d["json"].get(key) or []:
+                    if layer.get("name") == "Trees":
+                        out += [f["name"] for f in layer.get("fields") or [] if f["name"].startswith("F_")]
+        return sorted(set(out))
+
+    def add_field(self, x, name, who):
+        """`editlog schema DB apply`: the device's own definitions plus a string field `name` on Trees."""
+        docs = self.definitions(x)
+        for d in docs:
+            for key in ("layers", "tables"):
+                for layer in d["json"].get(key) or []:
+                    if layer.get("name") == "Trees" and layer.get("fields"):
+                        layer["fields"].append({"name": name, "type": "esriFieldTypeString", "alias": name, "length": 50,
+                                                "nullable": True, "editable": True})
+        args = []
+        for i, d in enumerate(docs):
+            self.n += 1
+            path = os.path.join(self.d, f"svc{self.n}-{i}.json")
+            with open(path, "w") as f:
+                json.dump(d["json"], f)
+            args += ["--service", path]
+        run("schema", self.db(x), "apply", *args, "--actor", who)
 
     def exchange(self, src, dst):
         self.n += 1
@@ -115,6 +160,12 @@ def step(rng, dev, x, t, k):
     inspections = dev.query(x, "Inspections")
     trees = dev.query(x, "Trees")
     kind = rng.choice(KINDS)
+    if kind == "addfield":
+        if len(dev.added_fields(x)) >= MAX_ADDED_FIELDS:
+            return None
+        name = f"F_{x}{k}"
+        dev.add_field(x, name, who)
+        return f"{x}:addfield:{name}"
     live = [t_ for t_ in TREES if t_ in trees]
     if kind in ("deltree", "edittree", "newinsp"):
         if not live:
@@ -125,6 +176,8 @@ def step(rng, dev, x, t, k):
         elif kind == "edittree":
             lines = [{"op": "edit", **head, "session": f"{x}{k}", "layer": "Trees", "globalId": tree},
                      {"op": "set", "field": "SiteWidth", "value": rng.randint(1, 30)}, {"op": "finish"}]
+            if SCHEMA_CHANGES and (added := dev.added_fields(x)) and rng.random() < 0.7:
+                lines.insert(2, {"op": "set", "field": rng.choice(added), "value": f"{x}{k}"})
         else:
             lines = [{"op": "create", **head, "session": f"{x}{k}", "layer": "Inspections", "globalId": gid(x * 4 + "0009", k),
                       "parent": {"relationship": "Tree_Inspections", "globalId": tree},
@@ -187,6 +240,8 @@ def fuzz(seed, work, base, rounds=6):
             if a.get(key) != b.get(key):
                 diffs.append(f"A/{y} {key[0]} {key[1]}: " + ("absent in " + y if key not in b else "absent in A" if key not in a else "differs"))
     problems = []
+    if SCHEMA_CHANGES and len({tuple(dev.added_fields(x)) for x in "ABC"}) > 1:
+        problems.append("added fields differ: " + "; ".join(f"{x} {','.join(dev.added_fields(x))}" for x in "ABC"))
     again = sum(deleted_again(dev.db(x)) for x in "ABC")
     for x in "ABC":
         r = subprocess.run([EDITLOG, "verify", dev.db(x)], capture_output=True, text=True)
@@ -209,7 +264,7 @@ def deleted_again(db):
 
 
 def main():
-    global EDITLOG, SCRIPTED
+    global EDITLOG, SCRIPTED, SCHEMA_CHANGES
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--editlog", default=os.path.join(ROOT, ".build-release", "release", "editlog"), help="the editlog binary")
     ap.add_argument("--seeds", nargs=2, type=int, default=[0, 10], metavar=("FIRST", "END"), help="seeds FIRST..END-1 (default 0 10)")
@@ -219,14 +274,18 @@ def main():
     ap.add_argument("--kinds", help="the kinds of session a step draws from, comma-separated, each as often as listed (default "
                     + ",".join(KINDS) + "); e.g. relate,relate,deltree,deltree,newinsp,editinsp for more re-points and deletes")
     ap.add_argument("--rounds", type=int, default=6, help="rounds of sessions and random exchanges before the full exchange (default 6)")
+    ap.add_argument("--schema-changes", action="store_true", help="steps may add a field to Trees on a device (schema apply), and tree edits "
+                    "set the added fields; every device must end with every field")
     args = ap.parse_args()
-    EDITLOG, SCRIPTED = args.editlog, args.scripted_clock
+    EDITLOG, SCRIPTED, SCHEMA_CHANGES = args.editlog, args.scripted_clock, args.schema_changes
     if args.kinds:
         kinds = args.kinds.split(",")
         known = {"deltree", "edittree", "newinsp", "editinsp", "delinsp", "relate"}
         if not kinds or not set(kinds) <= known:
             ap.error(f"--kinds: each must be one of {', '.join(sorted(known))}")
         KINDS[:] = kinds
+    if SCHEMA_CHANGES:
+        KINDS.append("addfield")
     if args.trees == 3:
         TREES.append(W3)
     work = args.work or tempfile.mkdtemp(prefix="editlog-merge-fuzz-")
@@ -237,13 +296,15 @@ def main():
         ok = not diffs and not problems
         failed += not ok
         again_seeds += again > 0
-        print(f"seed {seed}: {'converged' if ok else 'DIVERGED'}" + (f" ({again} records deleted again)" if again else ""), flush=True)
+        added = f" ({sum(1 for d in trace if ':addfield:' in d)} fields added)" if SCHEMA_CHANGES else ""
+        print(f"seed {seed}: {'converged' if ok else 'DIVERGED'}{added}" + (f" ({again} records deleted again)" if again else ""), flush=True)
         if not ok:
             for line in (diffs + problems)[:8]:
                 print("    " + line)
             print("    trace: " + " ".join(trace))
     n = args.seeds[1] - args.seeds[0]
-    print(f"merge-fuzz: {n - failed} of {n} seeds converged ({'scripted' if SCRIPTED else 'real'} clocks, {len(TREES)} trees; "
+    print(f"merge-fuzz: {n - failed} of {n} seeds converged ({'scripted' if SCRIPTED else 'real'} clocks, {len(TREES)} trees"
+          f"{', schema changes' if SCHEMA_CHANGES else ''}; "
           f"{again_seeds} seeds deleted again a parent kept for an orphan); work dir {work}")
     if not failed and not args.work:
         shutil.rmtree(work, ignore_errors=True)
