@@ -1,4 +1,5 @@
 import EditLog
+@testable import EditLogServer
 import EditLogSync
 import Foundation
 import Testing
@@ -144,5 +145,100 @@ import Testing
         let a = try SyncRig.userState(device.value), b = try SyncRig.userState(hub.value)
         #expect(a == b, "\(SyncRig.differences(a, b).prefix(8))")
         try Self.expectSound(hub.value, device.value)
+    }
+
+    // MARK: Replicas created before a change
+
+    /// A replica created before the service removed PlantedBy and added Notes: its upload's edits of fields that exist
+    /// are taken, its values of the removed field left out and recorded as field-removed conflicts; a field it never
+    /// had is refused by name; the download carries the new field and not the removed one.
+    @Test func aReplicaCreatedBeforeAChangeSynchronizesAcrossIt() async throws {
+        try await ServedLog.run { client, log in
+            let created = try await ServerReplicaTests.create(client, log.value)
+            let id = try #require(created["replicaID"]?.stringValue)
+            let gen = try #require(created["replicaServerGen"]?.intValue)
+            let held = try ServerReplicaTests.expectedTrees(log.value, try ServerReplicaTests.envelope(log.value)).sorted()
+            let (a, b, c) = (held[0], held[1], held[2])
+            let plantedA = try #require(try log.value.attributes(a)["PlantedBy"])
+            #expect(created["layers"]?.arrayValue?.first { $0["id"] == 0 }?["features"]?.at(0)?["attributes"]?["PlantedBy"] != nil)
+
+            let change = try Self.apply(log.value) { $0.remove("Trees", "PlantedBy"); $0.addString("Trees", "Notes") }
+            #expect(Set(change.changes.map(\.text)) == ["field-removed Trees.PlantedBy", "field-added Trees.Notes: esriFieldTypeString(200)"])
+            // Victor gives tree c a note on the service after the change.
+            let v = try await ServerReplicaTests.post(client, "0/applyEdits", [("updates", #"[{"attributes":{"GlobalID":"\#(c)","Notes":"storm damage"}}]"#), ("useGlobalIds", "true")],
+                                                     token: ServerReplicaTests.victor)
+            #expect(v.json["updateResults"]?.at(0)?["success"] == true, "\(v.text)")
+
+            // A field the replica never had is refused by name, nothing written.
+            let head = try log.value.head()
+            let bogus = try await ServerReplicaTests.post(client, "synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(gen)), ("syncDirection", "bidirectional"),
+                ("edits", #"[{"id":0,"features":{"updates":[{"attributes":{"GlobalID":"\#(a)","Bogus":"x"}}]}}]"#)])
+            #expect(bogus.json["error"] != nil && bogus.text.contains("Bogus"), "\(bogus.text.prefix(400))")
+            #expect(try log.value.head() == head)
+
+            // The old replica's upload: a, edited offline in the removed field and another; b, only in the removed field; a new tree with it.
+            let newTree = "{7E1B2C3D-0000-4000-8000-00000000E799}"
+            let edits = #"[{"id":0,"features":{"adds":[{"attributes":{"GlobalID":"\#(newTree)","Condition":"Good","DBH":4.5,"PlantedBy":"crew 7"},"geometry":{"x":-122.6,"y":45.5}}],"updates":[{"attributes":{"GlobalID":"\#(a)","PlantedBy":"offline crew","SiteWidth":9.5}},{"attributes":{"GlobalID":"\#(b)","plantedby":"only this"}}]}}]"#
+            let s = try await ServerReplicaTests.post(client, "synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(gen)), ("syncDirection", "bidirectional"),
+                                                                                    ("edits", edits), ("returnIdsForAdds", "true")])
+            let next = try #require(s.json["replicaServerGen"]?.intValue, "\(s.text.prefix(800))")
+            let results = try #require(s.json["editResults"]?.at(0))
+            #expect(results["addResults"]?.at(0)?["success"] == true && results["updateResults"]?.arrayValue?.allSatisfy { $0["success"] == true } == true, "\(results.serialized())")
+            #expect(try log.value.attributes(a)["SiteWidth"]?.doubleValue == 9.5)
+            #expect(try log.value.attributes(a)["PlantedBy"] == nil && log.value.attributes(newTree)["PlantedBy"] == nil)
+            #expect(try log.value.attributes(newTree)["DBH"]?.doubleValue == 4.5)
+            // Each value left out is a field-removed conflict: the service's schema won over the upload's value.
+            let removed = try log.value.conflicts().map(\.conflict).filter { $0.kind == .fieldRemoved }
+            #expect(removed.count == 3, "\(removed.map(\.json))")
+            let ca = try #require(removed.first { $0.globalId == a })
+            #expect(ca.field == "PlantedBy" && ca.base == plantedA && ca.remote.value == "offline crew" && ca.winner == .local && ca.remote.writer?.actor == "alice_pdx")
+            #expect(removed.first { $0.globalId == b }?.remote.value == "only this")
+            #expect(removed.first { $0.globalId == newTree }?.base == .null)
+            // The download: tree c as it is now, with the new field and without the removed one.
+            let sent = s.json["edits"]?.arrayValue?.first { $0["id"] == 0 }?["features"]?["updates"]?.arrayValue ?? []
+            let sc = try #require(sent.first { $0["attributes"]?["GlobalID"]?.stringValue == c }, "\(s.text.prefix(800))")
+            #expect(sc["attributes"]?["Notes"] == "storm damage" && sc["attributes"]?["PlantedBy"] == nil)
+            // A snapshot sends the replica's features whole, the new field in each.
+            let snap = try await ServerReplicaTests.post(client, "synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(next)), ("syncDirection", "snapshot")])
+            let whole = snap.json["edits"]?.arrayValue?.first { $0["id"] == 0 }?["features"]?["adds"]?.arrayValue ?? []
+            #expect(whole.count >= held.count && whole.allSatisfy { $0["attributes"]?.objectValue?.keys.contains("Notes") == true && $0["attributes"]?["PlantedBy"] == nil },
+                    "\(snap.text.prefix(500))")
+
+            #expect(try log.value.verify().ok)
+            #expect(try log.value.digestOfProjections() == log.value.digestOfRebuild())
+            try SyncTests.validateEvents(log.value)
+        }
+    }
+
+    /// A replica's layer the service removed (Species, with its relationship to Trees): its edits are refused by name
+    /// with nothing written; the download leaves it out, and the other layer's edits go through.
+    @Test func aReplicasRemovedLayerIsRefusedByName() async throws {
+        try await ServedLog.run { client, log in
+            let created = try await ServerReplicaTests.post(client, "createReplica", [
+                ("replicaName", "species-crew"), ("layers", "[0,2]"), ("syncModel", "perReplica"),
+                ("layerQueries", #"{"0":{"queryOption":"all"},"2":{"queryOption":"all"}}"#),
+            ]).json
+            let id = try #require(created["replicaID"]?.stringValue, "\(created.serialized().prefix(400))")
+            let gen = try #require(created["replicaServerGen"]?.intValue)
+            let species = try #require(created["layers"]?.arrayValue?.first { $0["id"] == 2 }?["features"]?.at(0)?["attributes"]?["GlobalID"]?.stringValue)
+            let tree = try #require(try Fixture.globalIds("Trees").first)
+            let change = try Self.apply(log.value) { e in
+                e.doc["tables"] = .array((e.doc["tables"]?.arrayValue ?? []).filter { $0["name"]?.stringValue != "Species" })
+                e.layer("Trees") { l in l["relationships"] = .array((l["relationships"]?.arrayValue ?? []).filter { $0["name"]?.stringValue != "Species_Trees" }) }
+            }
+            #expect(change.changes.contains { $0.kind == .layerRemoved }, "\(change.changes.map(\.text))")
+            let head = try log.value.head()
+            let edits = #"[{"id":0,"features":{"updates":[{"attributes":{"GlobalID":"\#(tree)","SiteWidth":9.5}}]}},{"id":2,"features":{"updates":[{"attributes":{"GlobalID":"\#(species)","Family":"Aceraceae"}}]}}]"#
+            let r = try await ServerReplicaTests.post(client, "synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(gen)), ("syncDirection", "bidirectional"), ("edits", edits)])
+            #expect(r.json["error"] != nil && r.text.contains("layer 2 (Species) was removed"), "\(r.text.prefix(400))")
+            #expect(try log.value.head() == head)
+            // Without it, the upload goes through, and the download leaves the removed layer out.
+            let trees = #"[{"id":0,"features":{"updates":[{"attributes":{"GlobalID":"\#(tree)","SiteWidth":9.5}}]}}]"#
+            let ok = try await ServerReplicaTests.post(client, "synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(gen)), ("syncDirection", "bidirectional"), ("edits", trees)])
+            #expect(ok.json["replicaServerGen"]?.intValue != nil, "\(ok.text.prefix(400))")
+            #expect(ok.json["edits"]?.arrayValue?.map { $0["id"] } == [0])
+            #expect(try log.value.attributes(tree)["SiteWidth"]?.doubleValue == 9.5)
+            #expect(try log.value.verify().ok)
+        }
     }
 }

@@ -57,7 +57,10 @@ extension FeatureService {
             guard g >= rep.createdGen else { throw ServiceError.invalid("replicaServerGen \(g) (layer \(l)) is older than the replica (\(rep.createdGen))") }
         }
 
-        // The upload, planned against the log as it is.
+        // The upload, planned against the log as it is; values of fields removed since the replica was created are
+        // left out and recorded as conflicts (`ReplicaSchemaDrift`).
+        let drift = try schemaDrift(of: rep)
+        var dropped: [ReplicaSchemaDrift.Dropped] = []
         var layers: [LayerEdits] = []
         var uploadedAttachments = 0
         if direction == "bidirectional" || direction == "upload", let text = p["edits"], !text.isEmpty {
@@ -66,6 +69,11 @@ extension FeatureService {
             guard let list = value.arrayValue else { throw ServiceError.invalid("edits must be an array of {id, features, attachments}") }
             for (n, item) in list.enumerated() {
                 guard let id = item["id"]?.intValue.map(Int.init) else { throw ServiceError.invalid("edits[\(n)] has no layer id") }
+                if let name = drift.removedLayers[id] {
+                    throw ServiceError(code: 400, message: "Unable to synchronize replica.", details: [
+                        "edits[\(n)]: layer \(id) (\(name)) was removed from the service after replica \(rep.id) was created; its edits cannot be applied "
+                        + "(nothing was applied): upload the other layers' edits, then create a new replica"])
+                }
                 guard rep.layers.contains(id), let layer = schema.layer(id: id) else {
                     throw ServiceError.invalid("edits[\(n)]: layer \(id) is not in replica \(rep.id) (its layers: \(rep.layers.map(String.init).joined(separator: ", ")))")
                 }
@@ -74,6 +82,7 @@ extension FeatureService {
                 e.adds = try Self.features(item["features"]?["adds"], name: "edits[\(n)].features.adds")
                 e.updates = try Self.features(item["features"]?["updates"], name: "edits[\(n)].features.updates")
                 e.deletes = try Self.deleteIds(item["features"]?["deleteIds"], name: "edits[\(n)].features.deleteIds")
+                dropped += drift.drop(from: &e.adds, layer: layer) + drift.drop(from: &e.updates, layer: layer)
                 if let a = item["attachments"], a.objectValue != nil {
                     var o = a.objectValue!
                     o["deletes"] = o["deleteIds"] ?? o["deletes"]
@@ -105,11 +114,12 @@ extension FeatureService {
 
         // What the service changed since the client's generation: the download, and what the upload overwrites.
         var changes: [Int: [FeatureChange]] = [:]
-        for l in rep.layers {
+        for l in rep.layers where drift.removedLayers[l] == nil {
             let g = from[l] ?? head
             if g < head { changes[l] = try handles.read { try $0.diff(from: .position(max(1, g)), to: .position(head), layer: String(l), clock: .recorded).changes.filter { $0.layer == l } } }
         }
         let overwrote = try overwrites(plan, changes: changes)
+        dropped = try withBases(dropped)
         let logId = try handles.read { $0.logId }
 
         let close = p.bool("closeReplica", default: false)
@@ -147,7 +157,10 @@ extension FeatureService {
                                           cause: Cause.replica(rep.id)) { sessions, events, recorded in
             firstWritten = events.first?.position
             let won = overwrote.filter { recorded.contains($0.planIndex) }
-            return self.overwriteDecisions(won, upload: events, logId: logId, replicaId: rep.id) + [recordOf(sessions, recorded)] + (close ? [closeEvent] : [])
+            let kept = Set(recorded.compactMap { plan[$0].globalId })
+            let removed = self.removedFieldConflicts(dropped, recorded: kept, upload: events, replicaId: rep.id)
+            return self.overwriteDecisions(won, removedFields: removed, upload: events, logId: logId, replicaId: rep.id)
+                + [recordOf(sessions, recorded)] + (close ? [closeEvent] : [])
         }
         if rollback, let error {
             throw ServiceError(code: 400, message: "Unable to synchronize replica.", details: ["\(error.description) (rollbackOnFailure: nothing was applied)"])
@@ -241,23 +254,28 @@ extension FeatureService {
     /// Each feature's overwrites as a `MergeDecided` of this log (a standalone decision: no event of its own, no
     /// effect), one field conflict each, last-in wins by upload, the replica's upload the winner: so `editlog
     /// conflicts` lists what a replica overwrote, with who wrote each side, and can re-resolve it.
-    func overwriteDecisions(_ overwrites: [Overwrite], upload events: [RecordedEvent], logId: String, replicaId: String) -> [SystemEvent] {
-        var byFeature: [String: [Overwrite]] = [:]
+    /// `removedFields`: the upload's values of fields removed since the replica was created (`ReplicaSchemaDrift`), in
+    /// the same feature's decision.
+    func overwriteDecisions(_ overwrites: [Overwrite], removedFields: [Conflict] = [], upload events: [RecordedEvent], logId: String, replicaId: String) -> [SystemEvent] {
+        var byFeature: [String: [Conflict]] = [:]
         var order: [String] = []
-        for o in overwrites {
-            let key = StreamName.feature(layer: o.layer, globalId: o.globalId)
+        func add(_ c: Conflict) {
+            let key = StreamName.feature(layer: c.layer, globalId: c.globalId)
             if byFeature[key] == nil { order.append(key) }
-            byFeature[key, default: []].append(o)
+            byFeature[key, default: []].append(c)
         }
+        for o in overwrites {
+            let stream = StreamName.feature(layer: o.layer, globalId: o.globalId)
+            let committed = events.last { $0.stream == stream && $0.type == EventType.sessionCommitted.rawValue && $0.cause == Cause.replica(replicaId) }
+            add(Conflict(id: handles.ids.next().lowercasedString, kind: .field, layer: o.layer, globalId: o.globalId, field: o.field, base: o.base,
+                         local: SideValue(value: o.service, writer: o.serviceWriter), remote: SideValue(value: o.upload, writer: committed.map(Author.init)),
+                         policy: .lastInWins, rule: .upload, winner: .remote))
+        }
+        for c in removedFields { add(c) }
         return order.map { stream in
             let list = byFeature[stream]!
-            let committed = events.last { $0.stream == stream && $0.type == EventType.sessionCommitted.rawValue && $0.cause == Cause.replica(replicaId) }
             var d = MergeDecision(log: logId, event: nil, layer: list[0].layer, globalId: list[0].globalId)
-            d.conflicts = list.map { o in
-                Conflict(id: handles.ids.next().lowercasedString, kind: .field, layer: o.layer, globalId: o.globalId, field: o.field, base: o.base,
-                         local: SideValue(value: o.service, writer: o.serviceWriter), remote: SideValue(value: o.upload, writer: committed.map(Author.init)),
-                         policy: .lastInWins, rule: .upload, winner: .remote)
-            }
+            d.conflicts = list
             return SystemEvent(stream: stream, type: .mergeDecided, payload: d.json, cause: Cause.merge(from: logId))
         }
     }
@@ -279,7 +297,17 @@ extension FeatureService {
     /// since the client's generation, adds and updates of features its queries and area select, every delete.
     func selectDownload(_ rep: ReplicaRecord, direction: String, changes: [Int: [FeatureChange]]) throws -> [Int: DownloadSelection] {
         let area = area(of: rep)
-        let queries = (try? Self.layerQueries(.object(rep.layerQueries), layers: rep.layers.compactMap { schema.layer(id: $0) })) ?? [:]
+        // Each layer still here, by its recorded query. One whose `where` names a field removed since cannot select
+        // what the replica holds: the download is refused (an upload alone, `syncDirection=upload`, still goes).
+        var queries: [Int: ReplicaLayerQuery] = [:]
+        for (key, q) in rep.layerQueries {
+            guard let id = Int(key), rep.layers.contains(id), let layer = schema.layer(id: id) else { continue }
+            do { queries.merge(try Self.layerQueries(.object([key: q]), layers: [layer])) { _, new in new } } catch {
+                throw ServiceError(code: 400, message: "Unable to synchronize replica.", details: [
+                    "replica \(rep.id)'s query of layer \(id) (\(layer.name)) no longer fits the service's schema, which changed after the replica was "
+                    + "created: \(error.details.joined(separator: "; ")); nothing was applied: upload with syncDirection=upload, then create a new replica"])
+            }
+        }
         var out: [Int: DownloadSelection] = [:]
         try handles.read { log in
             for id in rep.layers {
