@@ -16,6 +16,7 @@ import GRDB
 @_exported import struct EditLogAudit.FeatureChange
 @_exported import struct EditLogAudit.FieldChange
 @_exported import struct EditLogAudit.AuditReport
+@_exported import struct EditLogAudit.SchemaChangeRecord
 
 extension EditLog {
     public func eventCount() throws(EditLogError) -> Int64 {

@@ -51,18 +51,22 @@ public struct HistoryEntry: Sendable, Hashable {
     public var device: String
     public var session: String?
     /// An attribute (editor-tracking fields included), or `@attachment`, `@deleted`, `@session` (a session that ended
-    /// without a commit, or committed and changed nothing), `@related:<child layer>` (a child added or deleted under this feature).
+    /// without a commit, or committed and changed nothing), `@related:<child layer>` (a child added or deleted under this feature),
+    /// `@schema` (a `SchemaChanged` that changed the feature's layer: a field added, removed or altered…).
     public var field: String
     public var old: JSONValue
     public var new: JSONValue
     public var cause: String
     /// The relationship this change re-points or adds to (a many-to-one key field, or a child of this feature).
     public var relationship: String?
+    /// For `@schema`: the change of the layer's definition (`new` is its text).
+    public var schemaChange: SchemaChange?
     public var json: JSONValue {
         var o: [String: JSONValue] = ["position": .int(position), "time": .string(time), "clock": .string(clock.rawValue), "recordedTime": .string(recordedTime),
                                       "actor": .string(actor), "device": .string(device), "session": JSONValue(session), "field": .string(field),
                                       "old": old, "new": new, "cause": .string(cause)]
         if let relationship { o["relationship"] = .string(relationship) }
+        if let schemaChange { o["schemaChange"] = schemaChange.json; o["type"] = .string(EventType.schemaChanged.rawValue) }
         return .object(o)
     }
 }
@@ -127,6 +131,9 @@ public enum Audit {
                                asOf: LogMoment? = nil) throws -> (layer: LayerSchema, entries: [HistoryEntry])? {
         let world = ProjectedState(db: db, schema: schema)
         guard let layer = try world.locate(globalId: globalId) else { return nil }
+        // Each event read with its layer as it was then (editor tracking); one count when the schema never changed.
+        let timeline = try SchemaTimeline.read(db, newest: schema)
+        var firstPosition: Int64?
         // A many-to-one key field (destination side) reads as its relationship.
         var keyRelationship: [String: String] = [:]
         for r in layer.relationships where r.role == .destination { if let k = r.keyField { keyRelationship[k.lowercased()] = r.name } }
@@ -142,6 +149,8 @@ public enum Audit {
         var tracked: [String: JSONValue] = [:]
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
             guard asOf?.includes(e, clock: clock) ?? true else { return }
+            if firstPosition == nil { firstPosition = e.position }
+            let layer = timeline.changed ? timeline.layer(layer.id, at: e.position) ?? layer : layer
             let step = try effects.next(e)
             let effect = step.effect
             let before = out.count
@@ -266,8 +275,16 @@ public enum Audit {
                 }
             }
         }
+        // The changes of the layer's definition since the feature's first event, each at its position: a field added
+        // (its values follow), removed (its earlier values stay above), altered.
+        if let firstPosition {
+            for c in timeline.changes(after: .position(firstPosition), upTo: asOf, layer: layer.id, clock: clock) {
+                out.append(HistoryEntry(position: c.position, time: c.time, recordedTime: c.recordedTime, clock: clock, actor: c.actor, device: c.device,
+                                        session: nil, field: "@schema", old: .null, new: .string(c.text), cause: c.cause, schemaChange: c.change))
+            }
+        }
         out.sort { $0.position < $1.position }  // stable: a feature's own entries keep their order
-        return (layer, out)
+        return (timeline.schema(at: asOf, clock: clock).layer(id: layer.id) ?? layer, out)
     }
 
     /// Sessions with their state and staged changes, in the order they were opened; times on `clock`.

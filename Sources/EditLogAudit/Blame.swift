@@ -61,7 +61,8 @@ public struct Blame: Sendable, Hashable {
 
 /// The pure fold behind `blame`: feed a feature's stream in position order.
 public struct BlameFold: Sendable {
-    public let layer: LayerSchema
+    /// The layer as it is after the events folded so far (`schemaChanged`).
+    public private(set) var layer: LayerSchema
     public let clock: EventClock
     public private(set) var values: [String: BlameEntry] = [:]
     public private(set) var deleted: BlameEntry?
@@ -135,6 +136,24 @@ public struct BlameFold: Sendable {
         }
     }
 
+    /// A `SchemaChanged` event's `changes` of this layer, `layer` its definition after it: an added field is listed
+    /// from it on (null, set by the change) on a feature that exists; a removed field is no longer listed (its values
+    /// stay in the events and in `history`).
+    public mutating func schemaChanged(_ e: RecordedEvent, layer new: LayerSchema?, changes: [SchemaChange]) {
+        for c in changes where c.layer == layer.id {
+            guard let field = c.field else { continue }
+            switch c.kind {
+            case .fieldAdded:
+                let n = new?.field(field)?.name ?? field
+                if exists && values[n] == nil { values[n] = entry(e, n, .null) }
+            case .fieldRemoved:
+                values[name(field)] = nil
+            default: break
+            }
+        }
+        if let new { layer = new }
+    }
+
     /// The fields in schema order, then `@geometry` (fields never set are left out).
     public var entries: [BlameEntry] {
         var out = layer.attributeFields.compactMap { values[$0.name] }
@@ -149,11 +168,24 @@ extension Audit {
     /// Folds one feature's stream up to `asOf` (every event when nil). Nil when no layer holds the GlobalID.
     public static func blame(_ db: Database, schema: ServiceSchema, globalId: String, asOf: LogMoment? = nil, clock: EventClock = .default) throws -> Blame? {
         guard let layer = try ProjectedState(db: db, schema: schema).locate(globalId: globalId) else { return nil }
-        var fold = BlameFold(layer: layer, clock: clock, ownLog: try EventStore.logId(in: db))
+        // The layer's fields as they were at each event and at `asOf`: its schema changes folded in at their positions.
+        let timeline = try SchemaTimeline.read(db, newest: schema)
+        var pending = timeline.versions.dropFirst().filter { v in
+            v.event.map { asOf?.includes($0, clock: clock) ?? true } == true && v.changes.contains { $0.layer == layer.id }
+        }[...]
+        var fold = BlameFold(layer: timeline.versions[0].schema.layer(id: layer.id) ?? layer, clock: clock, ownLog: try EventStore.logId(in: db))
+        func schemaChanges(before position: Int64) {
+            while let v = pending.first, v.position < position, let e = v.event {
+                fold.schemaChanged(e, layer: v.schema.layer(id: layer.id), changes: v.changes)
+                pending.removeFirst()
+            }
+        }
         try EventReading.forEach(db, where: "stream = ?", arguments: [StreamName.feature(layer: layer.id, globalId: globalId)]) { e in
             guard asOf?.includes(e, clock: clock) ?? true else { return }
+            schemaChanges(before: e.position)
             try fold.apply(e)
         }
-        return Blame(layer: layer, globalId: globalId, asOf: asOf, clock: clock, exists: fold.exists, deleted: fold.deleted, fields: fold.entries)
+        schemaChanges(before: .max)
+        return Blame(layer: fold.layer, globalId: globalId, asOf: asOf, clock: clock, exists: fold.exists, deleted: fold.deleted, fields: fold.entries)
     }
 }

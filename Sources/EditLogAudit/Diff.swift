@@ -55,9 +55,14 @@ public struct DiffResult: Sendable, Hashable {
     public var events: Int
     /// By layer id, then GlobalID.
     public var changes: [FeatureChange]
+    /// The changes of the service's definitions in between (`SchemaChanged`), in position order: a field added (its
+    /// values then show as changes, null → value), removed (shown here, once: its column is not in the state at `to`,
+    /// and its values' changes are left out of `changes`), altered.
+    public var schemaChanges: [SchemaChangeRecord] = []
 
     public var json: JSONValue {
-        ["from": from.json, "to": to.json, "clock": .string(clock.rawValue), "events": .int(Int64(events)), "changes": .array(changes.map(\.json))]
+        ["from": from.json, "to": to.json, "clock": .string(clock.rawValue), "events": .int(Int64(events)), "changes": .array(changes.map(\.json)),
+         "schemaChanges": .array(schemaChanges.map(\.json))]
     }
 
     /// A GeoJSON FeatureCollection of the changed features, geometry as `export` writes it (`Geometry.geoJSON`;
@@ -160,7 +165,13 @@ public struct DiffFold: Sendable {
     public private(set) var derivedEvents = 0
     /// Features touched so far (an upper bound of the changes).
     public var featureCount: Int { features.count }
+    /// The schema at the window's end (names, and the fields a change lists).
     let schema: ServiceSchema
+    /// Each event's layer as it was then (editor tracking); nil or unchanged: `schema`'s.
+    let timeline: SchemaTimeline?
+    /// Fields removed in the window, lowercased by layer id (`SchemaTimeline.removedFields`): not in the state at the
+    /// window's end, so their changes are left out.
+    let removed: [Int: Set<String>]
     /// False: only each feature's kind of change and geometry are kept (no field values, actors or sessions),
     /// and nothing at all of the fields of a feature created in the window (the report's map needs no more).
     let detail: Bool
@@ -168,8 +179,11 @@ public struct DiffFold: Sendable {
     /// deleted again) change features as the projection applies them. nil: decisions are not folded.
     let ownLog: String?
 
-    public init(schema: ServiceSchema, fields detail: Bool = true, ownLog: String? = nil) {
+    public init(schema: ServiceSchema, fields detail: Bool = true, ownLog: String? = nil, timeline: SchemaTimeline? = nil,
+                removed: [Int: Set<String>] = [:]) {
         self.schema = schema
+        self.timeline = timeline?.changed == true ? timeline : nil
+        self.removed = removed
         self.detail = detail
         self.ownLog = ownLog
     }
@@ -204,7 +218,7 @@ public struct DiffFold: Sendable {
         if case .conflictResolved = body, effect.row == .none { return }
         events += 1
         // Changed in place in the dictionary (one lookup, and its field table is not copied on write).
-        Self.apply(e, body, effect, layer: schema.layer(id: layerId), detail: detail, to: &features[globalId, default: Feature(layer: layerId)],
+        Self.apply(e, body, effect, layer: timeline.map { $0.layer(layerId, at: e.position) } ?? schema.layer(id: layerId), detail: detail, to: &features[globalId, default: Feature(layer: layerId)],
                    counting: &edited)
     }
 
@@ -338,7 +352,13 @@ public struct DiffFold: Sendable {
     /// Each net change handed to `body` in no particular order, emptying the fold as it goes (the report keeps
     /// a compact row per change instead of a `FeatureChange`).
     public mutating func takeChanges(_ body: (FeatureChange) throws -> Void) rethrows {
-        while let (g, f) = features.popFirst() {
+        while case (let g, var f)? = features.popFirst() {
+            // A field removed in the window is not in the state at its end: not a change of the feature.
+            if let gone = removed[f.layer] {
+                f.fields = f.fields.filter { !gone.contains($0.key.lowercased()) }
+                f.marks.removeAll { gone.contains($0.field.lowercased()) }
+                f.deletedAttributes = f.deletedAttributes.filter { !gone.contains($0.key.lowercased()) }
+            }
             let layerName = schema.layer(id: f.layer)?.name ?? "layer \(f.layer)"
             let kind: FeatureChange.Kind
             var fields: [FieldChange]
@@ -385,7 +405,9 @@ extension Audit {
     /// Without `fields`, each change has its kind and geometry only (`DiffFold(fields:)`; the report's map).
     public static func diff(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, layer: Int? = nil, clock: EventClock = .default,
                             geometry: Bool = false, fields: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffResult {
-        var fold = try LogWindow(from: from, to: to, clock: clock, layer: layer).fold(db, schema: schema, fields: fields, progress: progress)
+        let window = LogWindow(from: from, to: to, clock: clock, layer: layer)
+        let timeline = try SchemaTimeline.read(db, newest: schema)
+        var fold = try window.fold(db, timeline: timeline, fields: fields, progress: progress)
         let events = fold.events
         var changes = fold.takeChanges()
         if geometry {
@@ -395,7 +417,8 @@ extension Audit {
                 changes[i].geometry = fields ? g : DiffFold.centre(g)
             }
         }
-        return DiffResult(from: from, to: to, clock: clock, events: events, changes: changes)
+        return DiffResult(from: from, to: to, clock: clock, events: events, changes: changes,
+                          schemaChanges: timeline.changes(after: from, upTo: to, layer: layer, clock: clock))
     }
 }
 

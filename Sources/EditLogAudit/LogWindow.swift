@@ -35,9 +35,12 @@ struct LogWindow {
     /// while the events are read and parsed, except over a short window of positions: a thread costs more than it
     /// saves there (serve's extractChanges diffs each layer over a few generations). `pipelined: false` folds on the
     /// reading thread whatever the window (the report: the events in flight between the threads weigh on its peak memory).
-    func fold(_ db: Database, schema: ServiceSchema, fields: Bool, pipelined: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffFold {
+    /// `timeline`: the log's schemas (the window's end names the layers and fields; each event is read with its layer
+    /// then; a field removed in the window is no change).
+    func fold(_ db: Database, timeline: SchemaTimeline, fields: Bool, pipelined: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffFold {
         var decisions = try DecisionLookup(db, from: from)
-        var fold = DiffFold(schema: schema, fields: fields, ownLog: decisions.ownLog)
+        var fold = DiffFold(schema: timeline.schema(at: to, clock: clock), fields: fields, ownLog: decisions.ownLog, timeline: timeline,
+                            removed: timeline.removedFields(after: from, upTo: to, clock: clock))
         let short = if case .position(let p) = from, case .position(let q) = to { q - p <= DiffFoldPipeline.inlineWindow } else { false }
         let pipeline = pipelined && !short ? DiffFoldPipeline(fold) : nil
         do {

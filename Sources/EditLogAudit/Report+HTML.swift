@@ -186,6 +186,11 @@ public struct ReportHTML: Sendable {
             emit("<tr class=\"conflict \(c.kind.rawValue)\" id=\"conflict-\(Self.id(c.id))\"><td>\(row.position)</td><td>\(Self.esc(String(row.decidedAt.prefix(19))))</td><td>\(Self.esc(report.layerNames[c.layer] ?? "layer \(c.layer)"))</td><td>\(Self.feature(c.globalId, report.conflictNames[c.globalId]))</td><td>\(Self.esc(c.field ?? c.attachmentId.map { "attachment " + $0 } ?? "-"))</td><td>\(c.kind.rawValue)</td><td>\(Self.esc(c.base.serialized()))</td><td>\(side(c.local))</td><td>\(side(c.remote))</td><td>\(c.policy.rawValue)\(c.rule.map { " (\($0.rawValue))" } ?? "") → <b>\(c.winner.rawValue)</b></td><td>\(resolved.isEmpty ? "-" : resolved.joined(separator: "<br>"))</td></tr>")
         }
         if report.conflicts.isEmpty { emit("<tr><td colspan=\"11\">No conflicts decided in this window.</td></tr>") }
+        emit("</table>\n<h2>Schema changes</h2>\n<table id=\"schema-changes\"><tr><th>pos</th><th>time (\(report.clock.rawValue))</th><th>change</th><th>cause</th><th>actor</th></tr>")
+        for c in report.schemaChanges {
+            emit("<tr class=\"schema-change \(c.change.kind.rawValue)\"><td>\(c.position)</td><td>\(Self.esc(String(c.time.prefix(19))))</td><td>\(Self.esc(c.text))</td><td>\(Self.esc(c.cause))</td><td>\(Self.esc(c.actor))@\(Self.esc(c.device))</td></tr>")
+        }
+        if report.schemaChanges.isEmpty { emit("<tr><td colspan=\"5\">The service's definitions did not change in this window.</td></tr>") }
         emit("</table>\n<h2>Map of edited features (net change)</h2>\n")
         mapSVG(emit)
         emit("\n</body></html>\n")

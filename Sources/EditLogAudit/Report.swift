@@ -37,8 +37,11 @@ public struct AuditReport: Sendable {
     /// of the geometry (the map). Their fields, actors and sessions are `diff`'s; a report of a long window
     /// holds one fixed-size row per changed feature.
     public var changes: [ChangedFeature] = []
-    /// Layer names by id (the rows keep the id).
+    /// Layer names by id (the rows keep the id): each layer's newest name in the window (a layer removed in it too).
     public var layerNames: [Int: String] = [:]
+    /// The changes of the service's definitions recorded in the window (`SchemaChanged`), in position order: shown
+    /// as such, never counted as edits.
+    public var schemaChanges: [SchemaChangeRecord] = []
 
     /// A changed feature as the report keeps it: no heap storage (the GlobalID as its 16 bytes).
     public struct ChangedFeature: Sendable, Hashable {
@@ -150,12 +153,17 @@ public struct AuditReport: Sendable {
     public static func build(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
                              progress: ((Int64, Int64) -> Void)? = nil) throws -> AuditReport {
         var r = AuditReport(from: from, to: to, clock: clock)
+        // The log's schemas, read once: the window's end names layers and features; its schema changes are listed.
+        let timeline = try SchemaTimeline.read(db, newest: schema)
+        let schema = timeline.schema(at: to, clock: clock)
+        for v in timeline.versions { for l in v.schema.layers { r.layerNames[l.id] = l.name } }
         for l in schema.layers { r.layerNames[l.id] = l.name }
+        r.schemaChanges = timeline.changes(after: from, upTo: to, clock: clock)
         r.baselineEnd = try EventReading.baselineEnd(db)
         let window = LogWindow(from: from, to: to, clock: clock)
         // The changed features first: the fold's tables are freed before the figures are gathered.
         var derivedCount = 0
-        (r.changes, r.edited) = try changedFeatures(db, schema: schema, window: window, derivedCount: &derivedCount,
+        (r.changes, r.edited) = try changedFeatures(db, timeline: timeline, window: window, derivedCount: &derivedCount,
                                                     progress: progress.map { p in { d, t in p(d, 2 * t) } })
         // Counted by that scan: the list is made at its size (growing it by doubling held two copies at once).
         r.derived.reserveCapacity(derivedCount)
@@ -286,13 +294,13 @@ public struct AuditReport: Sendable {
 
     /// `Audit.diff(…, geometry: true, fields: false)` as compact rows: the same features, kinds and centres,
     /// each row made as the fold hands its change over; and what the window's events did (`EditCounts`).
-    static func changedFeatures(_ db: Database, schema: ServiceSchema, window: LogWindow, derivedCount: inout Int,
+    static func changedFeatures(_ db: Database, timeline: SchemaTimeline, window: LogWindow, derivedCount: inout Int,
                                 progress: ((Int64, Int64) -> Void)?) throws -> ([ChangedFeature], EditCounts) {
-        var fold = try window.fold(db, schema: schema, fields: false, pipelined: false, progress: progress)
+        var fold = try window.fold(db, timeline: timeline, fields: false, pipelined: false, progress: progress)
         derivedCount = fold.derivedEvents
         var out: [ChangedFeature] = []
         out.reserveCapacity(fold.featureCount)
-        let world = ProjectedState(db: db, schema: schema)
+        let world = ProjectedState(db: db, schema: timeline.newest)
         let edited = fold.edited
         try fold.takeChanges { c in
             var c = c

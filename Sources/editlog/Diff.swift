@@ -4,7 +4,7 @@ import EditLog
 struct Diff: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "What changed between two moments: per layer, features added, deleted and updated, each field old → new and who changed it.",
-        discussion: "FROM is exclusive, TO inclusive; each is a position or an ISO-8601 time on the --by clock. Only the events in between are read. A feature created and deleted in between, and a field changed and changed back, are left out. Editor-tracking fields count as fields: an update that moved only them is marked \"(editor tracking only)\" (JSON: \"trackingOnly\": true).")
+        discussion: "FROM is exclusive, TO inclusive; each is a position or an ISO-8601 time on the --by clock. Only the events in between are read. A feature created and deleted in between, and a field changed and changed back, are left out. Editor-tracking fields count as fields: an update that moved only them is marked \"(editor tracking only)\" (JSON: \"trackingOnly\": true). Each moment has its own schema: a field added in between shows its values as changes (null → value); a field removed in between is listed once as a schema change (\"schema: field-removed …\"; JSON: \"schemaChanges\") and its values are not (the state at TO has no such field).")
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case text, json, geojson }
 
@@ -51,16 +51,21 @@ struct Diff: ParsableCommand {
                 let count = { (k: FeatureChange.Kind) in changes.filter { $0.kind == k }.count }
                 let tracking = changes.filter(\.trackingOnly).count
                 out("\(layerName): \(count(.added)) added, \(count(.deleted)) deleted, \(count(.updated)) updated" + (tracking > 0 ? " (\(tracking) editor tracking only)" : ""))
-                let l = try editLog.layer(layerName)
+                // The layer as the log has it now (a layer removed since shows its values as they are).
+                let l = try? editLog.layer(layerName)
                 for c in changes {
                     let mark = switch c.kind { case .added: "+"; case .deleted: "-"; case .updated: "~" }
                     out("  \(mark) \(c.globalId)  by \(c.actors.joined(separator: ", ")); sessions \(c.sessions.isEmpty ? "-" : c.sessions.joined(separator: ", "))\(c.trackingOnly ? "  (editor tracking only)" : "")")
                     for f in c.fields {
-                        out("      \(f.field): \(Self.text(f, layer: l, log: editLog, width: 40))  (\(f.actors.joined(separator: ", ")); \(f.causes.joined(separator: ", ")))")
+                        let text = l.map { Self.text(f, layer: $0, log: editLog, width: 40) } ?? "\(short(f.old, 40)) → \(short(f.new, 40))"
+                        out("      \(f.field): \(text)  (\(f.actors.joined(separator: ", ")); \(f.causes.joined(separator: ", ")))")
                     }
                 }
             }
-            out("\(d.changes.count) features changed")
+            for c in d.schemaChanges {
+                out("schema: \(c.text) at position \(c.position) (SchemaChanged, cause \(c.cause), by \(c.actor)@\(c.device))")
+            }
+            out("\(d.changes.count) features changed" + (d.schemaChanges.isEmpty ? "" : ", \(d.schemaChanges.count) schema changes"))
         }
     }
 

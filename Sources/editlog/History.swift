@@ -43,6 +43,10 @@ func historyTable(_ entries: [HistoryEntry], layer: LayerSchema, log: EditLog, c
     // A relationship change reads as its relationship: `SpeciesGlobalID (Species_Trees)`, `@related:Inspections (Tree_Inspections)`.
     table(["pos", clock.label, "actor", "device", "session", "field", "old", "new", "cause"], entries.map { e in
         let field = e.relationship.map { "\(e.field) (\($0))" } ?? e.field
+        // A change of the layer's definition: its whole text, and the event type beside its cause.
+        if let c = e.schemaChange {
+            return [String(e.position), Timestamp.human(e.time), e.actor, e.device, e.session ?? "-", field, "-", c.text, "\(e.cause) (SchemaChanged)"]
+        }
         return [String(e.position), Timestamp.human(e.time), e.actor, e.device, e.session ?? "-", field,
                 displayValue(e.field, e.old, layer: layer, log: log), displayValue(e.field, e.new, layer: layer, log: log), e.cause]
     })

@@ -48,7 +48,7 @@ struct Log: ParsableCommand {
             if !output.json { out("pos\t\(clock.clock.label)\ttype\tstream\tactor@device\tsession\tcause\tpayload") }
             let count = try editLog.events(filter) { e in
                 if output.json { out(e.json.serialized()); return }
-                out("\(e.position)\t\(clock.clock.time(of: e))\t\(e.type)\t\(e.stream)\t\(e.actor)@\(e.device)\t\(e.session ?? "-")\t\(e.cause)\t\(short(e.payload, 80))")
+                out("\(e.position)\t\(clock.clock.time(of: e))\t\(e.type)\t\(e.stream)\t\(e.actor)@\(e.device)\t\(e.session ?? "-")\t\(e.cause)\t\(SchemaChange.summary(of: e) ?? short(e.payload, 80))")
             }
             if !output.json { out("\(count) events") }
         }

@@ -48,10 +48,11 @@ struct Report: ParsableCommand {
                     // As the page: what the window's events did (the summary), and the net change (the map).
                     "edited": r.edited.json, "baselineEnd": .int(r.baselineEnd), "changed": counts(kinds),
                     "conflicts": .array(r.conflicts.map { .string($0.conflict.id) }),
+                    "schemaChanges": .array(r.schemaChanges.map(\.json)),
                     "out": out.map { .string($0) } ?? .null,
                 ]).serialized())
             } else if let path = out {
-                print("wrote \(path): \(r.sessionCount) sessions, \(r.byCause.values.reduce(0, +)) feature changes (features \(r.edited.created) created, \(r.edited.updated) updated, \(r.edited.deleted) deleted), \(r.derived.count) derived edits, \(r.discarded.count) discarded sessions, \(r.changes.count) features changed between the two moments, \(r.conflicts.count) conflicts")
+                print("wrote \(path): \(r.sessionCount) sessions, \(r.byCause.values.reduce(0, +)) feature changes (features \(r.edited.created) created, \(r.edited.updated) updated, \(r.edited.deleted) deleted), \(r.derived.count) derived edits, \(r.discarded.count) discarded sessions, \(r.changes.count) features changed between the two moments, \(r.conflicts.count) conflicts, \(r.schemaChanges.count) schema changes")
             }
         }
     }

@@ -29,6 +29,16 @@ public struct SchemaChange: Sendable, Hashable {
         self.typeChanged = typeChanged; self.narrowedLength = narrowedLength; self.removedCodes = removedCodes
     }
 
+    /// A change as `json` writes it (a `SchemaChanged` event's `changes`); nil when it is not one. What `json` leaves out
+    /// (a type change, a narrowed length, removed codes: the checks before recording) is not restored.
+    public init?(json: JSONValue) {
+        guard let kind = json["kind"]?.stringValue.flatMap(Kind.init(rawValue:)), let layer = json["layer"]?.intValue,
+              let name = json["layerName"]?.stringValue else { return nil }
+        self.kind = kind; self.layer = Int(layer); layerName = name; field = json["field"]?.stringValue
+        details = (json["details"]?.arrayValue ?? []).compactMap(\.stringValue)
+        typeChanged = false; narrowedLength = nil; removedCodes = []
+    }
+
     /// One line: "field-added Trees.Notes (esriFieldTypeString)".
     public var text: String {
         let what = field.map { "\(layerName).\($0)" } ?? "\(layerName) (\(layer))"
@@ -40,6 +50,16 @@ public struct SchemaChange: Sendable, Hashable {
                                       "details": .array(details.map { .string($0) })]
         if let field { o["field"] = .string(field) }
         return .object(o)
+    }
+}
+
+extension SchemaChange {
+    /// What a `SchemaChanged` event changed, each change's `text` ("field-added Trees.Notes: esriFieldTypeString(200)"),
+    /// read from its `changes` (`log` prints it in place of the payload, whose definitions are whole); nil for another event.
+    public static func summary(of e: RecordedEvent) -> String? {
+        guard e.eventType == .schemaChanged else { return nil }
+        let changes = (e.payload["changes"]?.arrayValue ?? []).compactMap(SchemaChange.init(json:))
+        return changes.isEmpty ? "no change" : changes.map(\.text).joined(separator: "; ")
     }
 }
 
