@@ -35,6 +35,11 @@ Scenarios (each is one class in SCENARIO_CLASSES; a new command or input is one 
            own, so the import merges: conflicts, decisions, derived values, blobs): none or all
            of it, exactly as an uninterrupted import (compared with one per policy); re-running
            finishes it and a third run imports nothing.
+  schema   `editlog schema LOG apply --service F` of the fixture service with a field (Trees.Notes) added, on a
+           log of --trees generated trees, so the Trees projection table is reshaped in the transaction that
+           records the SchemaChanged: none or all of it (no event, no column, the old schema in `schema --json`;
+           or the event exactly as an uninterrupted apply's, the column and the field); re-running finishes
+           it and a third run writes nothing.
 
 Kill timing (seeded): 70 % uniform over the command's measured typical duration; 30 % aimed
 at its end (the commit, the checkpoint on close, init's link into place): a uniform offset
@@ -943,8 +948,115 @@ class ImportScenario(Scenario):
         return info
 
 
+class SchemaScenario(Scenario):
+    """`editlog schema LOG apply --service CHANGED` on a log of --trees generated trees (the init baseline): the
+    fixture service with a `Notes` field added to Trees, so the Trees projection table is reshaped (copied into a
+    new table) in the transaction that records the `SchemaChanged` event.  After a kill: `verify` passes, and either
+    none of the change is there (no new event, no Notes column, the schema in force the old one) or all of it (one
+    `SchemaChanged` exactly as an uninterrupted apply's, the column, `schema --json` listing the field); re-running
+    the apply finishes it (or, when it was complete, writes nothing), and a third writes nothing."""
+    name = "schema"
+    weight_short = 4
+    weight_long = 100
+
+    def __init__(self, ctx, chain=None):
+        super().__init__(ctx)
+        self.dir = os.path.join(ctx.work, "schema")
+        os.makedirs(self.dir)
+        self.outcomes = {"none": 0, "all": 0}
+        fx = ctx.fx
+        with open(fx.path / "service.json") as f:
+            service = json.load(f)
+        for layer in service["layers"]:
+            if layer["name"] == "Trees":
+                layer["fields"].append({"name": "Notes", "type": "esriFieldTypeString", "alias": "Notes", "length": 200,
+                                        "nullable": True, "editable": True})
+        self.changed = os.path.join(self.dir, "service-notes.json")
+        with open(self.changed, "w") as f:
+            json.dump(service, f)
+        trees = os.path.join(self.dir, "Trees-big.json")
+        with open(trees, "w") as f:
+            json.dump(gen.generate_baseline_trees(fx, ctx.args.seed, ctx.args.trees), f, separators=(",", ":"))
+        b = fx.path / "baseline"
+        self.template = os.path.join(self.dir, "template.db")
+        p = ctx.runner.run(["init", self.template, "--service", str(fx.path / "service.json"), "--webmap", str(fx.path / "webmap.json"),
+                            "--rules", str(fx.path / "rules.json"), "--data", str(b / "Species.json"), str(b / "Neighborhoods.json"),
+                            str(b / "Trees.json"), f"Trees={trees}", str(b / "Inspections.json")])
+        if p.returncode != 0:
+            raise SystemExit(f"crash-harness: cannot create the schema scenario's log: {p.stderr.strip()[:400]}")
+        self.pre = snapshot(self.template)
+        self.db = os.path.join(self.dir, "log.db")
+        ref = os.path.join(self.dir, "ref.db")
+        copy_db(self.template, ref)
+        rc, _, err, dt = self.full_run(self.args(ref), ref)
+        if rc != 0:
+            raise SystemExit(f"crash-harness: reference schema apply failed ({rc}): {err.strip()[:400]}")
+        self.ref_events = event_content(ref, after=len(self.pre))
+        if [e[1] for e in self.ref_events] != ["SchemaChanged"]:
+            raise SystemExit(f"crash-harness: the reference apply recorded {[e[1] for e in self.ref_events]}, not one SchemaChanged")
+        remove_db(ref)
+        ctx.note(f"schema reference: one SchemaChanged over {len(self.pre)} events in {dt:.2f}s")
+
+    def args(self, db: str) -> list[str]:
+        return ["schema", db, "apply", "--service", self.changed, "--actor", "crash-harness"]
+
+    def typical(self) -> float:
+        return median(self.durations, 3.0)
+
+    def state(self, what: str) -> str:
+        """'none' or 'all', checked: verify, the events, the Trees table's columns and `schema --json` agree."""
+        self.ctx.runner.verify(self.db)
+        now = snapshot(self.db)
+        if now[:len(self.pre)] != self.pre:
+            fail(f"{what}: the log's events before the apply changed or vanished")
+        added = event_content(self.db, after=len(self.pre))
+        c = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            column = any(r[1] == "Notes" for r in c.execute("PRAGMA table_info(p_layer_0)"))
+        finally:
+            c.close()
+        p = self.ctx.runner.run(["schema", self.db, "--json"])
+        if p.returncode != 0:
+            fail(f"{what}: schema --json exited {p.returncode}: {p.stderr.strip()[:300]}")
+        try:
+            layers = json.loads(p.stdout).get("layers", [])
+        except json.JSONDecodeError:
+            fail(f"{what}: schema --json is not JSON: {p.stdout[:200]}")
+        shown = any(f.get("name") == "Notes" for l in layers if l.get("name") == "Trees" for f in l.get("fields", []))
+        if not added:
+            if column or shown:
+                fail(f"{what}: no SchemaChanged, but the Trees table has Notes ({column}) or the schema shows it ({shown}): half applied")
+            return "none"
+        if added != self.ref_events:
+            fail(f"{what}: the change differs from an uninterrupted apply: {describe_diff(added, self.ref_events)}")
+        if not column or not shown:
+            fail(f"{what}: SchemaChanged recorded, but the Trees table has Notes: {column}, the schema shows it: {shown}: half applied")
+        return "all"
+
+    def iterate(self, it: int) -> dict:
+        run = self.ctx.runner
+        copy_db(self.template, self.db)
+        info = self.kill(self.args(self.db), self.db)
+        info["outcome"] = self.state("after the kill")
+        if info["killed"]:
+            self.outcomes[info["outcome"]] += 1
+        if not info["killed"] and info["outcome"] != "all":
+            fail("schema apply exited 0 but the change is not there")
+        p = run.run(self.args(self.db))
+        if p.returncode != 0:
+            fail(f"re-running schema apply exited {p.returncode}: {p.stderr.strip()[:300]}")
+        if self.state("after the re-run") != "all":
+            fail("re-running schema apply did not finish the change")
+        before = snapshot(self.db)
+        p = run.run(self.args(self.db))
+        if p.returncode != 0 or snapshot(self.db) != before:
+            fail(f"a third schema apply exited {p.returncode} or wrote events: {p.stderr.strip()[:300]}")
+        remove_db(self.db)
+        return info
+
+
 SCENARIO_CLASSES = {"record": RecordScenario, "rebuild": RebuildScenario, "init": InitScenario,
-                    "export": ExportScenario, "import": ImportScenario}
+                    "export": ExportScenario, "import": ImportScenario, "schema": SchemaScenario}
 # The scenarios that work on the record log (`ChainLog`), in one lane.
 CHAIN_LANE = ("record", "rebuild", "export")
 
@@ -968,7 +1080,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sessions", type=int, help="sessions per generated script (short 200, long 300)")
     ap.add_argument("--chain", type=int, help="scripts per log before it is reset to the baseline (short 4, long 8)")
     ap.add_argument("--trees", type=int, help="trees in the generated init baseline (short 20000, long 50000)")
-    ap.add_argument("--only", help="comma-separated scenarios to run (record,rebuild,export,init,import)")
+    ap.add_argument("--only", help="comma-separated scenarios to run (record,rebuild,export,init,import,schema)")
     ap.add_argument("--jobs", type=int, default=2, help="lanes run in parallel: 2 (default) or 1")
     ap.add_argument("--keep-going", action="store_true", help="continue after a failed check")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -994,7 +1106,7 @@ def main(argv=None) -> int:
     print(f"crash-harness: seed {a.seed}, binary {a.editlog} (sha256 {bin_sha}…), work dir {work}", flush=True)
 
     only = set(a.only.split(",")) if a.only else None
-    names = [n for n in ("record", "rebuild", "export", "init", "import") if only is None or n in only]
+    names = [n for n in ("record", "rebuild", "export", "init", "import", "schema") if only is None or n in only]
     if not names:
         print("crash-harness: no scenario selected", file=sys.stderr)
         return 2
@@ -1007,7 +1119,7 @@ def main(argv=None) -> int:
         quota[max(quota, key=lambda n: weights[n])] += 1
     # Lanes: the record/rebuild/export log and the init and import runs are independent; with --jobs 2
     # they run in parallel (each lane is sequential and seeded on its own).
-    lanes = [[n for n in CHAIN_LANE if n in names], [n for n in ("init", "import") if n in names]]
+    lanes = [[n for n in CHAIN_LANE if n in names], [n for n in ("init", "import", "schema") if n in names]]
     lanes = [l for l in lanes if l]
 
     lock = threading.Lock()
@@ -1102,7 +1214,7 @@ def main(argv=None) -> int:
         elif isinstance(s, InitScenario):
             extra = (f"; log complete {s.outcomes['complete']}, absent {s.outcomes['absent']}; "
                      f"stale .partial files left by killed inits: {s.partials_left}")
-        elif isinstance(s, ImportScenario):
+        elif isinstance(s, (ImportScenario, SchemaScenario)):
             extra = f"; committed before the kill {s.outcomes['all']}, rolled back {s.outcomes['none']}"
         elif isinstance(s, ExportScenario):
             extra = (f"; bundle in place and recorded for the peer {s.outcomes['recorded']}, in place but not recorded "
