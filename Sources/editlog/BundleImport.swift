@@ -69,6 +69,14 @@ struct BundleImportCommand: ParsableCommand {
             if m.originLogId == editLog.logId && r.imported == 0 { out("the bundle holds this log's own events: nothing to import") }
             out("imported \(r.imported) events (\(r.alreadyPresent) already here) from log \(m.originLogId); \(r.blobs) new attachment blobs")
             if let f = r.firstPosition, let l = r.lastPosition { out("positions \(f)...\(l) of this log") }
+            if let p = r.schemaPosition {
+                out("adopted the bundle's schema additions at position \(p) (SchemaChanged, cause import:\(m.originLogId)):")
+                for c in r.schemaChanges { out("  \(c.text)") }
+            }
+            if !r.removedFields.isEmpty || r.unprojectedValues > 0 {
+                out("fields this log lacks (\(r.removedFields.isEmpty ? "removed by the bundle's log" : "removed here: " + r.removedFields.joined(separator: ", "))): "
+                    + "\(r.unprojectedValues) values kept in the imported events' history, not projected")
+            }
             out("\(r.decisions) merge decisions, \(r.conflicts.count) conflicts (policy \(policy.rawValue)), \(r.derived) values derived again")
             if !r.conflicts.isEmpty {
                 out(table(["conflict", "kind", "feature", "field", "local", "remote", "winner"], r.conflicts.map { c in
