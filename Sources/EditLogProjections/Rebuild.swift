@@ -19,10 +19,22 @@ public enum Projections {
     public static func replay(from source: Database, into target: Database, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
         let projector = Projector(logId: try EventStore.logId(in: source))
         let total = try EventReading.count(source)
+        // On one connection, a schema change's table reshape cannot drop a table while the events' statement is
+        // stepped (SQLite: "database table is locked"): the read stops before it, and goes on after it.
+        let shared = source.sqliteConnection == target.sqliteConnection
         try projector.writingAside(to: target, readingFrom: source) {
-            try EventReading.forEach(source, forProjection: true) { e in
-                try projector.apply(e, target)
-                if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
+            var after: Int64 = 0
+            while true {
+                var held: RecordedEvent?
+                try EventReading.forEach(source, after: after, forProjection: true,
+                                         until: shared ? { $0.type == EventType.schemaChanged.rawValue } : nil) { e in
+                    try projector.apply(e, target)
+                    after = e.position
+                    if let progress, e.position % 10_000 == 0 { progress(e.position, total) }
+                } stopped: { held = $0 }
+                guard let held else { break }
+                try projector.apply(held, target)
+                after = held.position
             }
             try projector.flush(target)
         }

@@ -17,10 +17,25 @@ public enum EventReading {
     /// With `forProjection`, events are decoded for a `Projector` (`decode(_:forProjection:)`).
     public static func forEach(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
                                cached: Bool = false, forProjection: Bool = false, _ body: (RecordedEvent) throws -> Void) throws {
+        try forEach(db, after: after, where: clause, arguments: arguments, cached: cached, forProjection: forProjection, until: nil, body) { _ in }
+    }
+
+    /// `forEach` that stops at the first event `until` selects: `stopped` gets it after the statement is done with
+    /// (not passed to `body`), so the caller may change the schema before it reads on from there.
+    public static func forEach(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
+                               cached: Bool = false, forProjection: Bool = false, until: ((RecordedEvent) -> Bool)?,
+                               _ body: (RecordedEvent) throws -> Void, stopped: (RecordedEvent) throws -> Void) throws {
         let sql = "SELECT \(columns) FROM events WHERE position > ?\(clause.map { " AND (\($0))" } ?? "") ORDER BY position"
         var args: StatementArguments = [after]
         args += arguments
-        try step(db, sql: sql, arguments: args, cached: cached) { try body(try decode($0, forProjection: forProjection)); return true }
+        var held: RecordedEvent?
+        try step(db, sql: sql, arguments: args, cached: cached) { row in
+            let e = try decode(row, forProjection: forProjection)
+            if let until, until(e) { held = e; return false }
+            try body(e)
+            return true
+        }
+        if let held { try stopped(held) }
     }
 
     /// Steps a statement over `columns`, handing each row to `body` until it returns false. With `cached`, the

@@ -1,4 +1,5 @@
 import EditLog
+import EditLogProjections
 import Foundation
 import GRDB
 import Testing
@@ -81,6 +82,32 @@ import Testing
         try log.rebuild()
         #expect(try log.projectionDigest() == digest)
         #expect(try log.verify().problems.isEmpty)
+    }
+
+    /// A rebuild whose events are read on the connection it writes (a copy of the events in one database): the reshape
+    /// at the change cannot drop a table while the events' statement is stepped, so the read stops before it.
+    @Test func aRebuildReadingItsOwnConnectionPassesAChange() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path)
+        var s = try ServiceEdits.trees()
+        s.addString("Trees", "Notes")
+        s.remove("Trees", "PlantedBy")
+        _ = try apply(log, s)
+        _ = try edit(log, "Notes", #""after""#)
+        let digest = try log.projectionDigest()
+        log.close()
+        let memory = try DatabaseQueue()
+        try memory.writeWithoutTransaction { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [tmp.path])
+            try db.execute(sql: "CREATE TABLE events AS SELECT * FROM src.events")
+            try db.execute(sql: "CREATE TABLE log_meta AS SELECT * FROM src.log_meta")
+            try db.execute(sql: "DETACH DATABASE src")
+        }
+        let rebuilt = try memory.write { db in
+            try Projections.rebuild(db)
+            return try Projections.digest(db).digest
+        }
+        #expect(rebuilt == digest)
     }
 
     @Test func aFieldTheLogsRulesWriteCannotBeRemoved() throws {
