@@ -60,9 +60,12 @@ public struct DiffResult: Sendable, Hashable {
     /// and its values' changes are left out of `changes`), altered.
     public var schemaChanges: [SchemaChangeRecord] = []
 
+    /// `schemaChanges` only when the window has any: a window without one reads as it did before schema changes existed.
     public var json: JSONValue {
-        ["from": from.json, "to": to.json, "clock": .string(clock.rawValue), "events": .int(Int64(events)), "changes": .array(changes.map(\.json)),
-         "schemaChanges": .array(schemaChanges.map(\.json))]
+        var o: [String: JSONValue] = ["from": from.json, "to": to.json, "clock": .string(clock.rawValue), "events": .int(Int64(events)),
+                                      "changes": .array(changes.map(\.json))]
+        if !schemaChanges.isEmpty { o["schemaChanges"] = .array(schemaChanges.map(\.json)) }
+        return .object(o)
     }
 
     /// A GeoJSON FeatureCollection of the changed features, geometry as `export` writes it (`Geometry.geoJSON`;
