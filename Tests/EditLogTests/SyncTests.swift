@@ -462,12 +462,11 @@ extension SyncTests {
             let th = TempPath("hub"), td = TempPath("device"), tm = TempPath("mismatch")
             let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
             defer { hub.value.close(); device.value.close() }
-            // A log whose Trees have a field the service does not.
-            var service = try Fixture.json("service.json")
-            if case .object(var root) = service, case .array(var layers)? = root["layers"], case .object(var trees) = layers[0], case .array(var fields)? = trees["fields"] {
-                fields.append(["name": "ExtraNotes", "type": "esriFieldTypeString", "alias": "Extra", "length": 50, "nullable": true, "editable": true])
-                trees["fields"] = .array(fields); layers[0] = .object(trees); root["layers"] = .array(layers); service = .object(root)
-            }
+            // A log whose Trees.PlantedBy is an integer where the service has a string (a field a service removed is
+            // followed, SyncSchemaChangeTests; a type that differs cannot be).
+            var edits = try ServiceEdits.trees()
+            edits.field("Trees", "PlantedBy") { $0["type"] = "esriFieldTypeInteger"; $0["length"] = nil }
+            let service = JSONValue.object(edits.doc)
             let mismatch = Unchecked(try EditLog.create(at: tm.path, service: [("service.json", service)], webmap: try Fixture.json("webmap.json"),
                                                         rules: try InputFiles.rules(Paths.trees + "/rules.json")))
             defer { mismatch.value.close() }
@@ -492,8 +491,10 @@ extension SyncTests {
                 let other = url.replacingOccurrences(of: "/Trees/FeatureServer", with: "/Nothing/FeatureServer")
                 await expectError(.invalidInput, "refused") { _ = try await SyncRig.sync(device.value, other) }
                 await expectError(.invalidInput, "token") { _ = try await SyncRig.sync(device.value, url, token: "tok-wrong") }
-                // The message says which side lacks the field: the service, not this log.
-                await expectError(.invalidInput, "field Trees.ExtraNotes is in this log's schema but not in the service's") { _ = try await SyncRig.sync(mismatch.value, url) }
+                // The message names the field and the change, and says sync stopped before it pulled.
+                await expectError(.invalidInput, "stopped before pulling and wrote nothing: field Trees.PlantedBy: type esriFieldTypeInteger → esriFieldTypeString") {
+                    _ = try await SyncRig.sync(mismatch.value, url)
+                }
                 // A server 500 on the first request.
                 let flaky = FlakyTransport { _, n in n == 1 ? .status500 : nil }
                 await expectError(.io, "500") { _ = try await SyncRig.sync(device.value, url, transport: flaky) }
