@@ -318,4 +318,35 @@ extension HubNodeTests {
             }
         }
     }
+
+    /// A schema change recorded through one node (as `editlog schema postgres://… apply` does) reaches the store before
+    /// it commits; the other node's copy adopts it when it catches up (its table reshaped, its schema the new one), and
+    /// a device syncing through that node adopts it too and pulls the value set through the first.
+    @Test func aSchemaChangeThroughOneNodeReachesTheOtherAndItsDevices() async throws {
+        try await Self.withHub { store in
+            let d1 = TempPath("node1"), d2 = TempPath("node2")
+            let n1 = Unchecked(try Self.node(store, d1, seed: 81)), n2 = Unchecked(try Self.node(store, d2, seed: 82))
+            defer { n1.value.close(); n2.value.close() }
+            let td = TempPath("device")
+            let device = Unchecked(try SyncRig.device(td, name: "device", seed: 33))
+            defer { device.value.close() }
+            try await Self.serve(n2.value) { url2 in
+                _ = try await SyncRig.sync(device.value, url2)
+                var edits = try ServiceEdits.trees()
+                edits.addString("Trees", "Notes")
+                let update = try n1.value.replica.changeSchema(service: edits.documents, cause: Cause.schemaApply, source: "service.json", actor: "admin", device: "node1")
+                let position = try #require(update.position)
+                try SyncRig.set(n1.value.replica, SyncRig.tree1, [("Notes", #""pruned""#)], at: "2026-06-05T10:00:00Z", actor: "ann", session: "n1-notes")
+                let stored = try await Self.expectWholeStore(store)
+                #expect(stored.first { $0.position == position }?.type == EventType.schemaChanged.rawValue)
+                _ = try n2.value.catchUp()
+                #expect(try n2.value.replica.schemaInForce().schema.layer(id: 0)?.field("Notes") != nil)
+                #expect(try n2.value.replica.attributes(SyncRig.tree1)["Notes"] == .string("pruned"))
+                let r = try await SyncRig.sync(device.value, url2)
+                #expect(r.schemaChanges.map(\.text) == ["field-added Trees.Notes: esriFieldTypeString(200)"], "\(r.json.serialized())")
+                #expect(try device.value.attributes(SyncRig.tree1)["Notes"] == .string("pruned"))
+                #expect(try n2.value.replica.verify().ok)
+            }
+        }
+    }
 }
