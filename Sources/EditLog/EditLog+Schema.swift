@@ -15,6 +15,8 @@ public struct SchemaVersion: Sendable {
     public var device: String
     /// Client time when given, else the time it was recorded.
     public var time: String
+    /// When this log recorded it.
+    public var recordedTime: String
     public var schema: ServiceSchema
     /// What it changed from the schema before it (none for the first).
     public var changes: [SchemaChange]
@@ -57,7 +59,7 @@ extension EditLog {
                 do { conflicts.append(try Conflict(json: c)) } catch { throw e.fields.corrupt(error.message) }
             }
             versions.append(SchemaVersion(position: e.position, type: e.type, cause: e.cause, actor: e.actor, device: e.device,
-                                          time: e.clientTime ?? e.recordedTime, schema: s,
+                                          time: e.clientTime ?? e.recordedTime, recordedTime: e.recordedTime, schema: s,
                                           changes: versions.last.map { $0.schema.changes(to: s) } ?? [],
                                           source: e.payload["source"]?.stringValue, conflicts: conflicts))
         }

@@ -12,8 +12,11 @@ final class LogHandles: @unchecked Sendable {
     /// (`followSchema`: a change `schema apply`, a sync or this server recorded is served from the next request on).
     var schema: ServiceSchema { schemaLock.withLock { current.schema } }
     var documents: [JSONValue] { schemaLock.withLock { current.documents } }
+    /// When the schema in force was recorded (epoch ms): every layer's `editingInfo.schemaLastEditDate`, which ArcGIS
+    /// clients compare to know that their copy of the definitions is stale.
+    var schemaEditDate: Int64? { schemaLock.withLock { current.editDate } }
     private let schemaLock = NSLock()
-    private var current: (position: Int64, schema: ServiceSchema, documents: [JSONValue])
+    private var current: (position: Int64, schema: ServiceSchema, documents: [JSONValue], editDate: Int64?)
     private let writer: EditLog
     /// The writer's injected clock and ids: a service edit's time and session id come from here, as a
     /// `record` of the log's own would.
@@ -41,7 +44,8 @@ final class LogHandles: @unchecked Sendable {
         self.through = through
         self.path = writer.path
         let inForce = try? writer.schemaInForce()
-        self.current = (inForce?.position ?? 0, writer.schema, (try? writer.serviceDocuments()) ?? [])
+        self.current = (inForce?.position ?? 0, writer.schema, (try? writer.serviceDocuments()) ?? [],
+                        (try? writer.schemaVersions().last).flatMap { $0.map { Timestamp.parse($0.recordedTime) } ?? nil })
         self.keep = max(1, keep)
         if (try? writer.setAutoCheckpoint(pages: 0)) != nil {
             checkpointer = try? EditLog.open(at: writer.path)
@@ -68,7 +72,8 @@ final class LogHandles: @unchecked Sendable {
             let now = try log.schemaInForce()
             guard now.position != schemaLock.withLock({ current.position }) else { return }
             let documents = try log.serviceDocuments()
-            schemaLock.withLock { current = (now.position, now.schema, documents) }
+            let editDate = try log.schemaVersions().last.flatMap { Timestamp.parse($0.recordedTime) }
+            schemaLock.withLock { current = (now.position, now.schema, documents, editDate) }
         }
     }
 

@@ -68,6 +68,12 @@ extension FeatureService {
         d["advancedQueryCapabilities"] = .object(advanced)
         d["supportsStatistics"] = false
         d["capabilities"] = .string(layer.capabilities.names.joined(separator: ","))
+        // The time of the schema in force, so a client's cached definitions are known to be stale after a change.
+        if let date = handles.schemaEditDate {
+            var editing = d["editingInfo"]?.objectValue ?? [:]
+            editing["schemaLastEditDate"] = .int(date)
+            d["editingInfo"] = .object(editing)
+        }
         // Every layer is archived: the log answers any moment since its earliest event time (`historicMoment`).
         d["isDataArchived"] = true
         d["archivingInfo"] = archivingInfo()

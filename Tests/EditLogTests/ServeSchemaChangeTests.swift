@@ -15,11 +15,15 @@ import Testing
         Array(try Fixture.globalIds("Trees").filter { $0 != SyncRig.tree1 }.prefix(n))
     }
 
+    /// The served Trees definition.
+    static func served(_ url: String) async throws -> JSONValue {
+        let r = try await HTTPTransport().get(url + "/0", query: [("f", "json"), ("token", SyncRig.token)])
+        return try JSONParser.parse(r.body)
+    }
+
     /// The served Trees definition's field names.
     static func servedFields(_ url: String) async throws -> [String] {
-        let r = try await HTTPTransport().get(url + "/0", query: [("f", "json"), ("token", SyncRig.token)])
-        let json = try JSONParser.parse(r.body)
-        return json["fields"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
+        try await served(url)["fields"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
     }
 
     /// One update of a tree through the service's layer applyEdits; its result (`success`, `error`).
@@ -63,11 +67,16 @@ import Testing
             #expect(first.schemaChanges.isEmpty)
             // Before the change: not served, and an edit of it is refused by name.
             #expect(try await !Self.servedFields(url).contains("Notes"))
+            let definedAt = try #require(try await Self.served(url)["editingInfo"]?["schemaLastEditDate"]?.intValue)
             let early = try await Self.update(url, t[0], #""Notes":"too early""#)
             #expect(early["success"] == false && (early["error"]?["description"]?.stringValue ?? "").contains("Notes"), "\(early.serialized())")
 
             let change = try Self.apply(hub) { $0.addString("Trees", "Notes") }
             #expect(change.changes.map(\.text) == ["field-added Trees.Notes: esriFieldTypeString(200)"])
+            // The layer says its schema changed (ArcGIS clients refresh their definitions on a later schemaLastEditDate).
+            let changedAt = try #require(try await Self.served(url)["editingInfo"]?["schemaLastEditDate"]?.intValue)
+            let recorded = try hub.schemaVersions().last.flatMap { Timestamp.parse($0.recordedTime) }
+            #expect(changedAt > definedAt && changedAt == recorded)
             try SyncRig.set(hub, SyncRig.tree1, [("Notes", #""hollow trunk""#)], at: "2026-06-03T09:00:00Z", actor: "hank", session: "h-notes")
             // After it: served, and accepted.
             #expect(try await Self.servedFields(url).contains("Notes"))
