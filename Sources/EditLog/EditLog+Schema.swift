@@ -1,3 +1,4 @@
+import EditLogAudit
 import EditLogCore
 import EditLogMerge
 import EditLogProjections
@@ -43,25 +44,17 @@ extension EditLog {
 
     /// This log's own schema events, oldest first (imported logs' schema events are records, not this log's schemas).
     public func schemaVersions() throws(EditLogError) -> [SchemaVersion] {
-        let events = try read { db in
-            var out: [RecordedEvent] = []
-            try EventReading.forEach(db, stream: StreamName.schema) { if $0.origin.logId == logId { out.append($0) } }
-            return out
-        }
+        let all = try read { db in try SchemaTimeline.all(db) }
         var versions: [SchemaVersion] = []
-        for e in events {
-            let s: ServiceSchema
-            do { s = try Projector.decodeSchema(e.payload) } catch {
-                throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(path): position \(e.position)")
-            }
+        for v in all {
+            guard let e = v.event else { continue }
             var conflicts: [Conflict] = []
             for c in e.payload["conflicts"]?.arrayValue ?? [] {
                 do { conflicts.append(try Conflict(json: c)) } catch { throw e.fields.corrupt(error.message) }
             }
             versions.append(SchemaVersion(position: e.position, type: e.type, cause: e.cause, actor: e.actor, device: e.device,
-                                          time: e.clientTime ?? e.recordedTime, recordedTime: e.recordedTime, schema: s,
-                                          changes: versions.last.map { $0.schema.changes(to: s) } ?? [],
-                                          source: e.payload["source"]?.stringValue, conflicts: conflicts))
+                                          time: e.clientTime ?? e.recordedTime, recordedTime: e.recordedTime, schema: v.schema,
+                                          changes: v.changes, source: e.payload["source"]?.stringValue, conflicts: conflicts))
         }
         guard !versions.isEmpty else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
         return versions

@@ -54,12 +54,20 @@ public struct SchemaTimeline: Sendable {
         if let logId { clause += " AND origin_log = ?"; args += [logId] }
         let changes = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE \(clause)", arguments: args) ?? 0
         guard changes > 0 else { return SchemaTimeline(versions: [Version(position: 0, event: nil, schema: newest, changes: [])]) }
-        var versions: [Version] = []
+        let versions = try all(db)
+        guard !versions.isEmpty else { return SchemaTimeline(versions: [Version(position: 0, event: nil, schema: newest, changes: [])]) }
+        return SchemaTimeline(versions: versions)
+    }
+
+    /// Every schema event of this log (its `SchemaDefined`, then each `SchemaChanged`; imported logs' are their records),
+    /// oldest first, each decoded, with what it changed: the one reading of them (`EditLog.schemaVersions` too).
+    public static func all(_ db: Database) throws -> [Version] {
         var own = "stream = ?"
         var ownArgs: StatementArguments = [StreamName.schema]
-        if let logId { own += " AND origin_log = ?"; ownArgs += [logId] }
+        if let logId = try EventStore.logId(in: db) { own += " AND origin_log = ?"; ownArgs += [logId] }
         var events: [RecordedEvent] = []
         try EventReading.forEach(db, where: own, arguments: ownArgs) { events.append($0) }
+        var versions: [Version] = []
         for e in events {
             let s: ServiceSchema
             do { s = try Projector.decodeSchema(e.payload) } catch {
@@ -67,8 +75,7 @@ public struct SchemaTimeline: Sendable {
             }
             versions.append(Version(position: e.position, event: e, schema: s, changes: versions.last.map { $0.schema.changes(to: s) } ?? []))
         }
-        guard !versions.isEmpty else { return SchemaTimeline(versions: [Version(position: 0, event: nil, schema: newest, changes: [])]) }
-        return SchemaTimeline(versions: versions)
+        return versions
     }
 
     /// The index of the version in force after event `position` (the first when none is yet).
