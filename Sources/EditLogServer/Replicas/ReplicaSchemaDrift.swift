@@ -33,13 +33,15 @@ struct ReplicaSchemaDrift {
 
     var isEmpty: Bool { removedFields.isEmpty && removedLayers.isEmpty }
 
+    /// What `ServiceSchema.changes` (the one diff of two schemas) says was removed of the replica's layers.
     init(replicaSchema then: ServiceSchema, now: ServiceSchema, layers: [Int]) {
-        for id in layers {
-            guard let old = then.layer(id: id) else { continue }
-            guard let new = now.layer(id: id) else { removedLayers[id] = old.name; continue }
-            var gone: [String: String] = [:]
-            for f in old.fields where new.field(f.name) == nil { gone[f.name.lowercased()] = f.name }
-            if !gone.isEmpty { removedFields[id] = gone }
+        let wanted = Set(layers)
+        for c in then.changes(to: now) where wanted.contains(c.layer) {
+            switch c.kind {
+            case .layerRemoved: removedLayers[c.layer] = c.layerName
+            case .fieldRemoved: if let f = c.field { removedFields[c.layer, default: [:]][f.lowercased()] = f }
+            default: continue
+            }
         }
     }
 
