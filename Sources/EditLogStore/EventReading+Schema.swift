@@ -20,7 +20,8 @@ extension EventReading {
     }
 
     /// The position of log `logId`'s newest own schema event (`ownSchemaEvent`'s), read through the stream index.
+    /// Every read and write transaction of a handle asks it, so its statement is prepared once per connection.
     public static func ownSchemaPosition(_ db: Database, logId: String) throws -> Int64? {
-        try Int64.fetchOne(db, sql: "SELECT MAX(position) FROM events WHERE stream = ? AND origin_log = ?", arguments: [StreamName.schema, logId])
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(position) FROM events WHERE stream = ? AND origin_log = ?"), arguments: [StreamName.schema, logId])
     }
 }
