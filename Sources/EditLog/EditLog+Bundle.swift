@@ -87,10 +87,10 @@ extension EditLog {
     public func importBundle(at path: String, policy: MergePolicy = .lastInWins, trust: [[UInt8]] = [], actor: String, device: String,
                              limits: BundleLimits = .default, progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> (report: ImportReport, contents: BundleContents) {
         // The schema in force (another handle's change included) before, and the one the import may have recorded after.
-        try read { _ in }
+        _ = try schemaInForce()
         let result = try Importer.importBundle(at: path, into: store, schema: schema, geocoder: geocoder, policy: policy, trust: trust, actor: actor, device: device,
                                                limits: limits, indexDeferral: indexDeferral, progress: progress)
-        if result.report.schemaPosition != nil { try read { _ in } }
+        if result.report.schemaPosition != nil { _ = try schemaInForce() }
         return result
     }
 }

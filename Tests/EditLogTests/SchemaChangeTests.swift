@@ -23,6 +23,14 @@ import Testing
         try DatabaseQueue(path: path).read { db in try db.columns(in: table).map(\.name) }
     }
 
+    /// The Trees columns of a GeoPackage replayed as of `position`.
+    func replayedTreesColumns(_ log: EditLog, at position: Int64, _ tmp: TempPath) throws -> [String] {
+        let out = tmp.path + "-\(position).gpkg"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        _ = try log.replay(asOf: .position(position), to: out)
+        return try columns(out, "Trees")
+    }
+
     @Test func anAddedFieldGetsItsColumnAndTakesValuesOnlyFromItsChange() throws {
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path)
@@ -46,12 +54,8 @@ import Testing
         try log.rebuild()
         #expect(try log.projectionDigest() == digest)
         // Replay: before the change the GeoPackage has no Notes column; after it, it has.
-        let early = tmp.path + "-early.gpkg", late = tmp.path + "-late.gpkg"
-        defer { for p in [early, late] { try? FileManager.default.removeItem(atPath: p) } }
-        _ = try log.replay(asOf: .position(before), to: early)
-        _ = try log.replay(asOf: .position(try log.lastPosition()), to: late)
-        #expect(!(try columns(early, "Trees")).contains("Notes"))
-        #expect(try columns(late, "Trees").contains("Notes"))
+        #expect(!(try replayedTreesColumns(log, at: before, tmp)).contains("Notes"))
+        #expect(try replayedTreesColumns(log, at: try log.lastPosition(), tmp).contains("Notes"))
         // History shows the value at its position; the versions list both schemas.
         #expect(try log.history(globalId: tree).entries.contains { $0.field == "Notes" && $0.new == .string("leaning") })
         let versions = try log.schemaVersions()
@@ -72,12 +76,8 @@ import Testing
         let refused = try log.reject(#"{"op":"edit","layer":"Trees","globalId":"\#(tree)"}"#, #"{"op":"set","field":"PlantedBy","value":"x"}"#, #"{"op":"finish"}"#)
         #expect(refused.message.contains("PlantedBy"), "\(refused.message)")
         #expect(try log.history(globalId: tree).entries.contains { $0.field == "PlantedBy" && $0.new == .string("Friends of Trees") })
-        let early = tmp.path + "-early.gpkg", late = tmp.path + "-late.gpkg"
-        defer { for p in [early, late] { try? FileManager.default.removeItem(atPath: p) } }
-        _ = try log.replay(asOf: .position(edited), to: early)
-        _ = try log.replay(asOf: .position(try log.lastPosition()), to: late)
-        #expect(try columns(early, "Trees").contains("PlantedBy"))
-        #expect(!(try columns(late, "Trees")).contains("PlantedBy"))
+        #expect(try replayedTreesColumns(log, at: edited, tmp).contains("PlantedBy"))
+        #expect(!(try replayedTreesColumns(log, at: try log.lastPosition(), tmp)).contains("PlantedBy"))
         let digest = try log.projectionDigest()
         try log.rebuild()
         #expect(try log.projectionDigest() == digest)

@@ -108,72 +108,75 @@ import Testing
         }.map(\.position)
     }
 
-    @Test(arguments: [false, true])
-    func aTokenThatExpiresMidSyncIsRenewedOnceAndTheSyncCompletes(status498: Bool) async throws {
+    /// A hub that logs users in, its log, and a device log in a folder of its own (removed after `body`) with one
+    /// local edit (tree1's SiteWidth).
+    static func withLoginRig(_ body: (_ hubSide: LoginHub, _ hub: Unchecked<EditLog>, _ device: Unchecked<EditLog>, _ deviceDir: String) async throws -> Void) async throws {
         let hubSide = try LoginHub()
-        let deviceDir = try Self.makeDir("sync-login-device")
+        let deviceDir = try makeDir("sync-login-device")
         defer { try? FileManager.default.removeItem(atPath: deviceDir) }
         let th = TempPath("hub")
         let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try Self.device(in: deviceDir))
         defer { hub.value.close(); device.value.close(); _ = th }
-        // Both sides changed: the pull brings the hub's tree, the push (after the token expired) sends the device's.
         try SyncRig.set(device.value, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
-        let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
-        let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
-        try await hubSide.serve(hub.value) { url in
-            let transport = ExpiringTransport(hub: hubSide, status498: status498)
-            let client = try FeatureServiceClient(url: url, user: Self.user, password: Self.password, transport: transport)
-            let report = try await SyncEngine(log: device.value, client: client, options: SyncOptions(policy: .lastInWins, actor: "device_operator", device: "test")).run()
-            #expect(report.pulled.contains { $0.globalId == fromHub.tree })
-            #expect(report.pushed.contains { $0.globalId == fromDevice.tree })
-            // The first applyEdits was refused (expired), nothing else; one login at the start and exactly one again.
-            #expect(transport.refused.count == 1 && transport.refused.first?.hasSuffix("/applyEdits") == true, "\(transport.refused)")
-            #expect(transport.tokenRequests == 2)
-            #expect(await client.login?.logins == 2)
-            let hubState = try SyncRig.userState(hub.value), deviceState = try SyncRig.userState(device.value)
-            #expect(hubState == deviceState, "\(SyncRig.differences(hubState, deviceState).prefix(5))")
-            // The device's edits are the logged-in user's sessions on the hub.
-            #expect(try hub.value.sessions(actor: Self.user).count >= 1)
-            // The password went to the token service only: in no other request.
-            let leaks = transport.sent.filter { !$0.url.hasSuffix("/generateToken") && $0.params.contains { $0.1.contains(Self.password) } }
-            #expect(leaks.isEmpty, "\(leaks.map(\.url))")
+        try await body(hubSide, hub, device, deviceDir)
+    }
+
+    @Test(arguments: [false, true])
+    func aTokenThatExpiresMidSyncIsRenewedOnceAndTheSyncCompletes(status498: Bool) async throws {
+        try await Self.withLoginRig { hubSide, hub, device, deviceDir in
+            // Both sides changed: the pull brings the hub's tree, the push (after the token expired) sends the device's.
+            let fromDevice = try SyncRig.addTree(device.value, 100, actor: "dana", at: "2026-06-02T10:00:00Z")
+            let fromHub = try SyncRig.addTree(hub.value, 200, actor: "hank", at: "2026-06-01T11:00:00Z")
+            try await hubSide.serve(hub.value) { url in
+                let transport = ExpiringTransport(hub: hubSide, status498: status498)
+                let client = try FeatureServiceClient(url: url, user: Self.user, password: Self.password, transport: transport)
+                let report = try await SyncEngine(log: device.value, client: client, options: SyncOptions(policy: .lastInWins, actor: "device_operator", device: "test")).run()
+                #expect(report.pulled.contains { $0.globalId == fromHub.tree })
+                #expect(report.pushed.contains { $0.globalId == fromDevice.tree })
+                // The first applyEdits was refused (expired), nothing else; one login at the start and exactly one again.
+                #expect(transport.refused.count == 1 && transport.refused.first?.hasSuffix("/applyEdits") == true, "\(transport.refused)")
+                #expect(transport.tokenRequests == 2)
+                #expect(await client.login?.logins == 2)
+                let hubState = try SyncRig.userState(hub.value), deviceState = try SyncRig.userState(device.value)
+                #expect(hubState == deviceState, "\(SyncRig.differences(hubState, deviceState).prefix(5))")
+                // The device's edits are the logged-in user's sessions on the hub.
+                #expect(try hub.value.sessions(actor: Self.user).count >= 1)
+                // The password went to the token service only: in no other request.
+                let leaks = transport.sent.filter { !$0.url.hasSuffix("/generateToken") && $0.params.contains { $0.1.contains(Self.password) } }
+                #expect(leaks.isEmpty, "\(leaks.map(\.url))")
+            }
+            device.value.close()
+            #expect(Self.filesHolding(Self.password, under: deviceDir).isEmpty)
+            let reopened = try EditLog.open(at: deviceDir + "/device.sqlite")
+            defer { reopened.close() }
+            #expect(try Self.eventsHolding(Self.password, in: reopened).isEmpty)
         }
-        device.value.close()
-        #expect(Self.filesHolding(Self.password, under: deviceDir).isEmpty)
-        let reopened = try EditLog.open(at: deviceDir + "/device.sqlite")
-        defer { reopened.close() }
-        #expect(try Self.eventsHolding(Self.password, in: reopened).isEmpty)
     }
 
     @Test func aWrongPasswordIsAClearErrorAndWritesNothing() async throws {
-        let hubSide = try LoginHub()
-        let deviceDir = try Self.makeDir("sync-login-device")
-        defer { try? FileManager.default.removeItem(atPath: deviceDir) }
-        let th = TempPath("hub")
-        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try Self.device(in: deviceDir))
-        defer { hub.value.close(); device.value.close(); _ = th }
-        try SyncRig.set(device.value, SyncRig.tree1, [("SiteWidth", "10")], at: "2026-05-01T10:00:00Z", actor: "dana", session: "d-1")
-        let wrong = "not-her-password"
-        try await hubSide.serve(hub.value) { url in
-            let head = try device.value.lastPosition(), hubHead = try hub.value.lastPosition()
-            for (name, password) in [(Self.user, wrong), ("mallory", Self.password)] {
-                let client = try FeatureServiceClient(url: url, user: name, password: password, transport: ExpiringTransport(hub: hubSide, status498: false))
-                do {
-                    _ = try await SyncEngine(log: device.value, client: client, options: SyncOptions(policy: .lastInWins)).run()
-                    Issue.record("a wrong password synced")
-                } catch let e as EditLogError {
-                    #expect(e.kind == .invalidInput, "\(e)")
-                    // Names the user and the service, says what the service said, never the password.
-                    #expect(e.description.contains(name) && e.description.contains(url), "\(e)")
-                    #expect(e.description.contains("Invalid username or password"), "\(e)")
-                    #expect(!e.description.contains(password), "\(e)")
+        try await Self.withLoginRig { hubSide, hub, device, deviceDir in
+            let wrong = "not-her-password"
+            try await hubSide.serve(hub.value) { url in
+                let head = try device.value.lastPosition(), hubHead = try hub.value.lastPosition()
+                for (name, password) in [(Self.user, wrong), ("mallory", Self.password)] {
+                    let client = try FeatureServiceClient(url: url, user: name, password: password, transport: ExpiringTransport(hub: hubSide, status498: false))
+                    do {
+                        _ = try await SyncEngine(log: device.value, client: client, options: SyncOptions(policy: .lastInWins)).run()
+                        Issue.record("a wrong password synced")
+                    } catch let e as EditLogError {
+                        #expect(e.kind == .invalidInput, "\(e)")
+                        // Names the user and the service, says what the service said, never the password.
+                        #expect(e.description.contains(name) && e.description.contains(url), "\(e)")
+                        #expect(e.description.contains("Invalid username or password"), "\(e)")
+                        #expect(!e.description.contains(password), "\(e)")
+                    }
                 }
+                #expect(try device.value.lastPosition() == head)
+                #expect(try hub.value.lastPosition() == hubHead)
             }
-            #expect(try device.value.lastPosition() == head)
-            #expect(try hub.value.lastPosition() == hubHead)
+            device.value.close()
+            #expect(Self.filesHolding(wrong, under: deviceDir).isEmpty)
         }
-        device.value.close()
-        #expect(Self.filesHolding(wrong, under: deviceDir).isEmpty)
     }
 
     @Test func aServiceWithoutATokenServiceIsRefusedByName() async throws {
