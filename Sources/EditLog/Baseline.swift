@@ -11,7 +11,7 @@ public struct BaselineSet: Sendable {
 }
 
 enum Baseline {
-    struct Feature { var layer: Int; var globalId: String; var payload: JSONValue }
+    struct Feature { var layer: Int; var globalId: String; var event: FeatureBaselined }
 
     /// Checks every feature (GlobalID, known fields, typed values, geometry) before anything is written.
     static func prepare(_ sets: [BaselineSet], schema: ServiceSchema) throws(EditLogError) -> [Feature] {
@@ -49,13 +49,14 @@ enum Baseline {
                     if field.type.isUnsupportedInPopup { clean[field.name] = v; continue }
                     do { clean[field.name] = try FieldValidator.normalize(v, for: f2, layer: layer.name) } catch { throw error.at(path) }
                 }
-                var payload: [String: JSONValue] = ["layer": .int(Int64(layer.id)), "globalId": .string(gid), "attributes": .object(clean)]
+                var event = FeatureBaselined(layer: layer.id, globalId: gid, attributes: clean, geometry: nil)
                 if let g = f["geometry"], !g.isNull {
                     guard !layer.isTable, let gt = layer.geometryType else { throw EditLogError(.invalidInput, "\(layer.name) is a table; features have no geometry", at: path) }
                     try Geometry.validate(g, geometryType: gt, at: path)
-                    payload["geometry"] = g
+                    event.geometry = g
+                    event.namesGeometry = true
                 }
-                out.append(Feature(layer: layer.id, globalId: gid, payload: .object(payload)))
+                out.append(Feature(layer: layer.id, globalId: gid, event: event))
             }
         }
         return out

@@ -101,8 +101,8 @@ extension EditLog {
     /// The service documents the log's schema was decoded from, exactly as stored in its newest
     /// own `SchemaDefined` event (never one imported from another log): `[{"name": …, "json": …}]`.
     public func serviceDocuments() throws(EditLogError) -> [JSONValue] {
-        let event = try read { db in try EventReading.ownSchemaEvent(db) }
-        return event?.payload["service"]?.arrayValue ?? []
+        guard let event = try read({ db in try EventReading.ownSchemaEvent(db) }), let defs = try event.body.schemaDefinitions else { return [] }
+        return defs.service.map { .object(["name": .string($0.name), "json": $0.json]) }
     }
 }
 

@@ -30,8 +30,7 @@ extension EditLog {
             }
             let last = commands.last
             let ctx = EventContext(actor: last?.actor ?? "unknown", device: last?.device ?? "unknown", clientTime: last?.at)
-            try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.scripts, type: .scriptRecorded,
-                                   payload: ["sha256": .string(sha256), "name": .string(name), "lines": .int(Int64(commands.count))],
+            try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.scripts, body: ScriptRecorded(sha256: sha256, name: name, lines: Int64(commands.count)).body,
                                    context: ctx, session: nil, cause: Cause.system))
             for e in system(unit.appended) { try unit.emit(e.newEvent(id: unit.ids.next(), context: ctx)) }
             return RecordResult(events: unit.appended, alreadyRecordedAt: nil)

@@ -124,8 +124,8 @@ extension EditLog {
         guard let schemaEvent = try Replay.schemaEvent(log, atOrBefore: position) else {
             throw EditLogError(.notFound, "the log has no schema at or before position \(position)")
         }
-        let schema = try Projector.decodeSchema(schemaEvent.payload)
-        let layers = try Exporter.layers(refs, schema: schema, schemaPayload: schemaEvent.payload)
+        guard let definitions = try schemaEvent.body.schemaDefinitions else { throw schemaEvent.corrupt("is not a schema event") }
+        let layers = try Exporter.layers(refs, schema: try definitions.decode(), definitions: definitions)
         let keep = Set(layers.map(\.table))
         try ProjectionTables.dropLayerTables(state, keeping: keep)
         var summary = ExportSummary(format: .sqlite)
@@ -138,8 +138,8 @@ extension EditLog {
         guard let schemaEvent = try Replay.schemaEvent(log, atOrBefore: position) else {
             throw EditLogError(.notFound, "the log has no schema at or before position \(position)")
         }
-        let schema = try Projector.decodeSchema(schemaEvent.payload)
-        let layers = try Exporter.layers(refs, schema: schema, schemaPayload: schemaEvent.payload)
+        guard let definitions = try schemaEvent.body.schemaDefinitions else { throw schemaEvent.corrupt("is not a schema event") }
+        let layers = try Exporter.layers(refs, schema: try definitions.decode(), definitions: definitions)
         let lastChange = try EventReading.recordedTime(log, position: position) ?? schemaEvent.recordedTime
         return try Exporter.write(state, layers: layers, to: out, format: format, lastChange: lastChange, overwrite: overwrite, progress: progress)
     }

@@ -24,7 +24,8 @@ extension EditLog {
         guard let schemaEvent = events.first, schemaEvent.position == 1, schemaEvent.type == EventType.schemaDefined.rawValue else {
             throw EditLogError(.corrupt, "a log's first event must be its SchemaDefined event", at: "log \(logId)")
         }
-        let schema = try Projector.decodeSchema(schemaEvent.payload)
+        guard case .schemaDefined(let defined) = try schemaEvent.body else { throw schemaEvent.corrupt("is not a SchemaDefined event") }
+        let schema = try defined.definitions.decode()
         let store = try EventStore.create(at: path, logId: logId, clock: clock, ids: ids)
         let log = EditLog(store: store, schema: schema)
         do {

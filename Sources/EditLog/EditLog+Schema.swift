@@ -48,13 +48,11 @@ extension EditLog {
         var versions: [SchemaVersion] = []
         for v in all {
             guard let e = v.event else { continue }
-            var conflicts: [Conflict] = []
-            for c in e.payload["conflicts"]?.arrayValue ?? [] {
-                do { conflicts.append(try Conflict(json: c)) } catch { throw e.fields.corrupt(error.message) }
-            }
+            var conflicts: [Conflict] = [], source: String?
+            if case .schemaChanged(let c) = try e.body { conflicts = c.conflicts; source = c.source }
             versions.append(SchemaVersion(position: e.position, type: e.type, cause: e.cause, actor: e.actor, device: e.device,
                                           time: e.clientTime ?? e.recordedTime, recordedTime: e.recordedTime, schema: v.schema,
-                                          changes: v.changes, source: e.payload["source"]?.stringValue, conflicts: conflicts))
+                                          changes: v.changes, source: source, conflicts: conflicts))
         }
         guard !versions.isEmpty else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
         return versions

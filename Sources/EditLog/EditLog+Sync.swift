@@ -7,17 +7,16 @@ import Foundation
 import GRDB
 
 /// An event of this log's own about a system stream (sync state), appended with the log's ids and clock.
-public struct SystemEvent: Sendable, Hashable {
+public struct SystemEvent: Sendable {
     public var stream: String
-    public var type: EventType
-    public var payload: JSONValue
+    public var body: EventBody
     public var cause: String
-    public init(stream: String, type: EventType, payload: JSONValue, cause: String) {
-        self.stream = stream; self.type = type; self.payload = payload; self.cause = cause
+    public init(stream: String, _ payload: some EventPayload, cause: String) {
+        self.stream = stream; self.body = payload.body; self.cause = cause
     }
 
     func newEvent(id: UUID, context: EventContext) -> NewEvent {
-        NewEvent(id: id, stream: stream, type: type, payload: payload, context: context, session: nil, cause: cause)
+        NewEvent(id: id, stream: stream, body: body, context: context, session: nil, cause: cause)
     }
 }
 

@@ -41,12 +41,6 @@ public final class EditLog {
 
     // MARK: Create and open
 
-    /// The payload of the `SchemaDefined` event: the service documents, web map and rules exactly as given
-    /// (geocoder tables inlined), so replay always decodes the same schema.
-    public static func schemaPayload(service: [(name: String, json: JSONValue)], webmap: JSONValue?, rules: JSONValue?) -> JSONValue {
-        Projector.schemaPayload(service: service, webmap: webmap, rules: rules)
-    }
-
     /// Creates a log for a feature service, optionally loading baseline feature sets, all in one transaction.
     /// On any error the file is removed: nothing is written.
     public static func create(at path: String, service: [(name: String, json: JSONValue)], webmap: JSONValue? = nil, rules: JSONValue? = nil,
@@ -54,7 +48,8 @@ public final class EditLog {
                               clock: any LogClock = SystemClock(), ids: (any IDGenerator)? = nil, logId: String? = nil,
                               progress: ((Int, Int) -> Void)? = nil) throws(EditLogError) -> EditLog {
         let schema = try ArcGISSchemaDecoder.decode(service: service, webmap: webmap, rules: rules)
-        let payload = schemaPayload(service: service, webmap: webmap, rules: rules)
+        // The documents, web map and rules exactly as given (geocoder tables inlined), so replay decodes the same schema.
+        let defined = SchemaDefined(SchemaDefinitions(service: service, webmap: webmap, rules: rules))
         let prepared = try Baseline.prepare(baseline, schema: schema)
         if FileManager.default.fileExists(atPath: path) {
             throw EditLogError(.conflict, "\(path) already exists; EditLog never overwrites a log")
@@ -69,11 +64,10 @@ public final class EditLog {
         do {
             let ctx = EventContext(actor: actor, device: device, clientTime: nil)
             try log.write { unit in
-                try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.schema, type: .schemaDefined, payload: payload, context: ctx, session: nil,
+                try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.schema, body: defined.body, context: ctx, session: nil,
                                        cause: Cause.system), expected: .noStream)
                 for (k, f) in prepared.enumerated() {
-                    let e = NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: f.layer, globalId: f.globalId), type: .featureBaselined,
-                                     payload: f.payload, context: ctx, session: nil, cause: Cause.baseline)
+                    let e = NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: f.layer, globalId: f.globalId), body: f.event.body, context: ctx, session: nil, cause: Cause.baseline)
                     try unit.emit(e, expected: .noStream)
                     if k % 1000 == 0 { progress?(k, prepared.count) }
                 }
@@ -101,7 +95,10 @@ public final class EditLog {
             try EventReading.ownSchemaEvent(db)
         }
         guard let event else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
-        do { return EditLog(store: store, schema: try Projector.decodeSchema(event.payload), schemaPosition: event.position) } catch {
+        do throws(EditLogError) {
+            guard let defs = try event.body.schemaDefinitions else { throw event.corrupt("is not a schema event") }
+            return EditLog(store: store, schema: try defs.decode(), schemaPosition: event.position)
+        } catch {
             throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(path): position \(event.position)")
         }
     }
@@ -154,7 +151,10 @@ public final class EditLog {
     func refreshSchema(_ db: Database) throws -> Bool {
         guard let newest = try EventReading.ownSchemaPosition(db, logId: logId), newest != schemaPosition else { return false }
         guard let e = try EventReading.ownSchemaEvent(db) else { return false }
-        do { schema = try Projector.decodeSchema(e.payload) } catch {
+        do throws(EditLogError) {
+            guard let defs = try e.body.schemaDefinitions else { throw e.corrupt("is not a schema event") }
+            schema = try defs.decode()
+        } catch {
             throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(path): position \(e.position)")
         }
         schemaPosition = e.position

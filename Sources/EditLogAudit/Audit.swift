@@ -196,7 +196,7 @@ public enum Audit {
                     out.append(h)
                 }
             case .sessionCommitted(let c):
-                for (k, ch) in c.changes.raw.sorted(by: { $0.key < $1.key }) { add(k, ch["old"] ?? .null, ch["new"] ?? .null) }
+                for (k, o, n) in c.changes.sorted { add(k, o, n) }
                 for a in c.attachments.added { add("@attachment", .null, .string(a.name)) }
                 for a in c.attachments.renamed { add("@attachment", a.old, .string(a.new)) }
                 for a in c.attachments.removed { add("@attachment", a.name, .null) }
@@ -204,16 +204,16 @@ public enum Audit {
                 // A commit that changed nothing (not even editor tracking) still touched the feature.
                 if out.count == before { add("@session", "open", "committed") }
             case .featureDerived(let x):
-                for (k, ch) in x.changes.raw.sorted(by: { $0.key < $1.key }) { add(k, ch["old"] ?? .null, ch["new"] ?? .null) }
+                for (k, o, n) in x.changes.sorted { add(k, o, n) }
                 track()
             case .conflictResolved(let r):
-                for (k, ch) in r.changes.raw.sorted(by: { $0.key < $1.key }) { add(k, ch["old"] ?? .null, ch["new"] ?? .null) }
+                for (k, o, n) in r.changes.sorted { add(k, o, n) }
                 track()
             case .featureDeleted:
                 if effect?.row == .delete { add("@deleted", false, true) }
-            case .sessionStep(.sessionCanceled):
+            case .sessionCanceled:
                 add("@session", "open", "canceled")
-            case .sessionStep(.sessionAbandoned):
+            case .sessionAbandoned:
                 add("@session", "open", "abandoned")
             default: break
             }

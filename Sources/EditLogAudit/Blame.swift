@@ -88,8 +88,11 @@ public struct BlameFold: Sendable {
 
     /// The conflict a hand resolution resolved (`ConflictResolved`), or whose resolution a rule derived after.
     static func resolvedConflict(_ e: RecordedEvent) -> String? {
-        guard e.eventType == .conflictResolved || e.eventType == .featureDerived else { return nil }
-        return e.payload["conflictId"]?.stringValue
+        switch try? e.body {
+        case .conflictResolved(let r)?: r.conflictId
+        case .featureDerived(let d)?: d.conflictId
+        default: nil
+        }
     }
 
     /// Sets a field unless this log's merge decision kept the local value.

@@ -63,26 +63,22 @@ public struct ConflictFold: Sendable {
 
     /// Folds one event (other types are ignored). A decision or resolution that does not decode is `.corrupt` at its position.
     public mutating func apply(_ e: RecordedEvent) throws {
-        switch e.eventType {
-        case .mergeDecided?:
-            let d: MergeDecision
-            do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw e.fields.corrupt(error.message) }
+        guard let type = e.eventType, Self.types.contains(type) else { return }
+        switch try e.body {
+        case .mergeDecided(let d):
             for c in d.conflicts {
                 index[c.id] = records.count
                 records.append(ConflictRecord(conflict: c, decidedIn: d.log, position: e.position, decidedBy: e.actor,
                                               decidedAt: clock.time(of: e), resolutions: []))
             }
-        case .schemaChanged?:
+        case .schemaChanged(let s):
             // The local values a schema change could not keep (this log's own changes; another's are its records).
-            for json in e.payload["conflicts"]?.arrayValue ?? [] {
-                let c: Conflict
-                do throws(EditLogError) { c = try Conflict(json: json) } catch { throw e.fields.corrupt(error.message) }
+            for c in s.conflicts {
                 index[c.id] = records.count
                 records.append(ConflictRecord(conflict: c, decidedIn: e.origin.logId, position: e.position, decidedBy: e.actor,
                                               decidedAt: clock.time(of: e), resolutions: []))
             }
-        case .conflictResolved?:
-            let x = try ConflictResolved(e.fields)
+        case .conflictResolved(let x):
             guard let id = x.conflictId, let i = index[id] else { return }
             records[i].resolutions.append(ConflictResolution(position: e.position, take: x.take ?? "value", value: x.value, actor: e.actor,
                                                              device: e.device, time: clock.time(of: e), log: e.origin.logId))

@@ -207,10 +207,8 @@ public struct DiffFold: Sendable {
     public mutating func apply(_ e: RecordedEvent, decision: MergeDecision? = nil) throws {
         guard let type = e.eventType, Self.foldedTypes.contains(type), let (layerId, globalId) = StreamName.parseFeature(e.stream) else { return }
         if type == .featureDerived { derivedEvents += 1 }
-        let body = try EventBody(e)
-        if case .mergeDecided(let payload) = body {
-            let d: MergeDecision
-            do { d = try MergeDecision(json: payload) } catch { throw e.fields.corrupt(error.message) }
+        let body = try e.body
+        if case .mergeDecided(let d) = body {
             guard let ownLog, d.log == ownLog, let effect = FeatureEffect.of(standalone: d), effect.revives || effect.row == .deleteAgain else { return }
             events += 1
             Self.apply(standalone: effect, e, detail: detail, to: &features[globalId, default: Feature(layer: layerId)], counting: &edited)
@@ -489,17 +487,16 @@ struct DecisionLookup {
         defer { previous = e }
         guard let ownLog, e.origin.logId != ownLog, e.position > 1, e.type != EventType.mergeDecided.rawValue else { return nil }
         let before = e.position - 1
-        let payload: JSONValue
+        let decided: RecordedEvent
         if let previous, previous.position == before {
             guard previous.type == EventType.mergeDecided.rawValue else { return nil }
-            payload = previous.payload
+            decided = previous
         } else if let scannedAfter, before > scannedAfter {
             return nil
         } else {
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT type, payload FROM events WHERE position = ?"), arguments: [before]),
-                  (row[0] as String) == EventType.mergeDecided.rawValue else { return nil }
-            payload = try JSONParser.parse(row[1] as String)
+            guard let found = try EventReading.first(db, where: "position = ? AND type = ?", arguments: [before, EventType.mergeDecided.rawValue]) else { return nil }
+            decided = found
         }
-        return try EffectFold.decision(about: e, before: payload, ownLog: ownLog)
+        return try EffectFold.decision(about: e, before: decided, ownLog: ownLog)
     }
 }

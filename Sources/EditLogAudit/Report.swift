@@ -195,17 +195,18 @@ public struct AuditReport: Sendable {
                 return
             case .featureDeleted?:
                 if let (l, g) = StreamName.parseFeature(e.stream) {
-                    deletes.append((e.position, l, g, e.payload["attributes"] ?? .null, e.actor))
+                    guard case .featureDeleted(let d) = try e.body else { return }
+                    deletes.append((e.position, l, g, .object(d.attributes), e.actor))
                 }
             case .featureDerived?:
-                let x = try FeatureDerived(e.fields)
+                guard case .featureDerived(let x) = try e.body else { return }
                 // Causes, features and field lists repeat across derived edits: one copy of each is kept.
                 let fields = x.changes.names.sorted()
                 var trigger: Derived.Trigger?
                 if e.session == nil {
                     if let id = x.conflictId {
                         trigger = .resolution(conflictId: id)
-                    } else if let source = e.payload["import"]?.stringValue {
+                    } else if let source = x.importSource {
                         trigger = .merge(source: interned.string(source))
                     } else if let d = Self.deleteBehind(x.globalId, among: deletes, actor: e.actor) {
                         trigger = .delete(position: d.position, layer: schema.layer(id: d.layer)?.name ?? "layer \(d.layer)", globalId: d.globalId, name: nil)

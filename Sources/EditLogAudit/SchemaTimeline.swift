@@ -70,7 +70,10 @@ public struct SchemaTimeline: Sendable {
         var versions: [Version] = []
         for e in events {
             let s: ServiceSchema
-            do { s = try Projector.decodeSchema(e.payload) } catch {
+            do throws(EditLogError) {
+                guard let defs = try e.body.schemaDefinitions else { throw e.corrupt("is not a schema event") }
+                s = try defs.decode()
+            } catch {
                 throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "position \(e.position)")
             }
             versions.append(Version(position: e.position, event: e, schema: s, changes: versions.last.map { $0.schema.changes(to: s) } ?? []))

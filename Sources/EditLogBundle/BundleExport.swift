@@ -265,13 +265,13 @@ public enum BundleExport {
                 }
             } catch let e as EditLogError { throw e.location == nil ? e.at(store.path) : e } catch { throw EditLogError.wrapping(error, at: store.path) }
             let manifest = BundleManifest(
-                originLogId: store.logId, schemaFingerprint: SchemaFingerprint.of(schemaPayload: schemaEvent.payload), fromPosition: from,
+                originLogId: store.logId, schemaFingerprint: SchemaFingerprint.of(schemaEvent), fromPosition: from,
                 toPosition: until, eventCount: pass.count, firstEventHash: pass.firstHash.map(Hex.encode), lastEventHash: pass.lastHash.map(Hex.encode),
                 blobCount: Int64(present.count), blobBytes: present.reduce(0) { $0 + $1.1 },
                 creator: "editlog \(EditLogVersion.current)" + (options.user.map { " (user \($0))" } ?? ""),
                 createdAt: Timestamp.format(milliseconds: now), since: options.since.description, layers: options.layers?.names)
             found = (manifest, pass.count, present, missing)
-            return (manifest.json.serializedBytes() + [0x0A], schemaEvent.payload.serializedBytes())
+            return (manifest.json.serializedBytes() + [0x0A], schemaEvent.canonicalPayload)
         }
 
         // Pass 2: the bundle.

@@ -274,7 +274,7 @@ struct ReadState {
         if let lineBytes, e.chainHashMatches(previous: previous, payload: lineBytes, using: &encoder) {
             canonical = lineBytes
         } else {
-            canonical = e.payload.serializedBytes()
+            canonical = e.canonicalPayload
             guard e.chainHashMatches(previous: previous, payload: canonical, using: &encoder) else {
                 throw EditLogError(.corrupt, "the event's hash does not match its contents and previousHash: the event was changed", at: at)
             }
@@ -302,7 +302,7 @@ struct ReadState {
         // schema.json is the schema in force at the bundle's end: the exporting log's last schema event, when the bundle
         // holds one (its own: another log's, imported with its events, is a record there).
         if e.stream == StreamName.schema, e.origin.logId == manifest.originLogId {
-            lastOwnSchema = (e.position, SchemaFingerprint.of(schemaPayload: e.payload))
+            lastOwnSchema = (e.position, SchemaFingerprint.of(canonicalPayload: canonical))
         }
         count += 1
         if first == nil { first = e.hash }

@@ -54,10 +54,10 @@ public struct ExportLayer: Sendable {
 }
 
 public enum Exporter {
-    /// The spatial reference of a layer in the `SchemaDefined` payload: its definition's
+    /// The spatial reference of a layer in a schema event's definitions: its definition's
     /// `extent.spatialReference` or `spatialReference` (`latestWkid` first), else the service's;
     /// 4326 when the documents give none.
-    public static func wkid(of layer: LayerSchema, schemaPayload: JSONValue?) -> Int? {
+    public static func wkid(of layer: LayerSchema, definitions: SchemaDefinitions?) -> Int? {
         guard !layer.isTable, layer.geometryType != nil else { return nil }
         func wkid(_ sr: JSONValue?) -> Int? {
             guard let sr else { return nil }
@@ -77,12 +77,12 @@ public enum Exporter {
                 break
             }
         }
-        if let schemaPayload { walk(schemaPayload) }
+        if let definitions { walk(definitions.document) }
         return wkid(definition?["extent"]?["spatialReference"]) ?? wkid(definition?["spatialReference"]) ?? serviceWide ?? 4326
     }
 
     /// The layers to export: those named (name or id), or every layer of the schema.
-    public static func layers(_ refs: [String], schema: ServiceSchema, schemaPayload: JSONValue?) throws -> [ExportLayer] {
+    public static func layers(_ refs: [String], schema: ServiceSchema, definitions: SchemaDefinitions?) throws -> [ExportLayer] {
         var chosen: [LayerSchema] = []
         if refs.isEmpty { chosen = schema.layers } else {
             for r in refs {
@@ -90,7 +90,7 @@ public enum Exporter {
                 if !chosen.contains(where: { $0.id == l.id }) { chosen.append(l) }
             }
         }
-        return chosen.map { ExportLayer(schema: $0, wkid: wkid(of: $0, schemaPayload: schemaPayload)) }
+        return chosen.map { ExportLayer(schema: $0, wkid: wkid(of: $0, definitions: definitions)) }
     }
 
     /// Writes the projection tables of `state` (a replay, or the live log) to `out` in `format`.

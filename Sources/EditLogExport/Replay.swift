@@ -47,7 +47,8 @@ public enum Replay {
     /// The schema that applied after event `position` (this log's newest `SchemaDefined` at or before it).
     public static func schema(_ db: Database, atOrBefore position: Int64) throws -> ServiceSchema? {
         guard let e = try schemaEvent(db, atOrBefore: position) else { return nil }
-        do { return try Projector.decodeSchema(e.payload) } catch {
+        guard let defs = try e.body.schemaDefinitions else { throw e.corrupt("is not a schema event") }
+        do { return try defs.decode() } catch {
             throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "position \(e.position)")
         }
     }

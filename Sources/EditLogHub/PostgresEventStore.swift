@@ -178,7 +178,7 @@ public final class PostgresEventStore: EventStoreEngine {
             let version = versions[e.stream] ?? 0
             try e.expected.check(stream: e.stream, current: version)
             let position = head.position + 1
-            let payload = e.payload.serializedBytes()
+            let payload = e.canonicalPayload
             let recorded = e.recordedTime ?? Timestamp.format(milliseconds: clock.now())
             let values = e.hashValues(position: position, streamVersion: version + 1, payload: payload, recorded: recorded, logId: logId)
             let hash = EventHash.compute(using: &encoder, previous: head.hash, values)
@@ -192,10 +192,9 @@ public final class PostgresEventStore: EventStoreEngine {
             head = StoreHead(position: position, hash: hash)
             versions[e.stream] = version + 1
             stored[e.id] = position
-            outcomes.append(.appended(RecordedEvent(
-                position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type, payload: e.payload, actor: e.actor,
-                device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime, recordedTime: recorded,
-                origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: hash) : e.origin!, hash: hash)))
+            outcomes.append(.appended(e.recorded(position: position, streamVersion: version + 1, recorded: recorded,
+                                                 origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: hash) : e.origin!,
+                                                 hash: hash)))
         }
         try await flush()
         // The head moved and the nodes notified (delivered at commit) in one statement.

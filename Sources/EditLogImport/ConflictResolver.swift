@@ -45,12 +45,10 @@ public struct ConflictResolver {
     public func resolve(in unit: inout WriteUnit) throws -> RecordedEvent {
         let c = conflict
         guard let (layer, f, value) = write else {
-            let payload: JSONValue = .object([
-                "conflictId": .string(c.id), "layer": .int(Int64(c.layer)), "globalId": .string(c.globalId), "take": .string(ConflictChoice.local.name),
-                "value": .null, "changes": .object([:]),
-            ])
-            return try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: c.layer, globalId: c.globalId), type: .conflictResolved,
-                                          payload: payload, context: context, session: nil, cause: Cause.resolution))
+            let closed = ConflictResolved(layer: c.layer, globalId: c.globalId, conflictId: c.id, field: nil, take: ConflictChoice.local.name, value: .null,
+                                          changes: FieldChanges())
+            return try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: c.layer, globalId: c.globalId), body: closed.body,
+                                          context: context, session: nil, cause: Cause.resolution))
         }
         let world = unit.world
         guard let current = try world.feature(layer: layer.id, globalId: c.globalId) else {
@@ -61,27 +59,25 @@ public struct ConflictResolver {
         }
         try Self.requireParent(of: layer, key: f, value: value, world: world, conflict: c.id, choice: choice)
         let old = current.attributes[f.name] ?? .null
-        let payload: JSONValue = .object([
-            "conflictId": .string(c.id), "layer": .int(Int64(layer.id)), "globalId": .string(c.globalId), "field": .string(f.name),
-            "take": .string(choice.name), "value": value,
-            "changes": .object(old == value ? [:] : [f.name: .object(["old": old, "new": value])]),
-        ])
-        let r = try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: c.globalId), type: .conflictResolved,
-                                       payload: payload, context: context, session: nil, cause: Cause.resolution))
+        let resolved = ConflictResolved(layer: layer.id, globalId: c.globalId, conflictId: c.id, field: f.name, take: choice.name, value: value,
+                                        changes: FieldChanges(old == value ? [:] : [f.name: .init(old: old, new: value)]))
+        let r = try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: c.globalId), body: resolved.body,
+                                       context: context, session: nil, cause: Cause.resolution))
         // The rules see the resolved value as they see a session's commit: a rollup of the parent it left and of
         // the one it joined, when the field is a child's.
         guard old != value else { return r }
         try unit.derive(after: .committed(layer: layer.id, globalId: c.globalId, kind: .edit, before: current.attributes, session: nil),
                         context: context) { p in
             var p = p
-            var derived = p.payload.objectValue ?? [:]
-            derived["conflictId"] = .string(c.id)
-            p.payload = .object(derived)
+            if case .featureDerived(var d) = p.body {
+                d.conflictId = c.id
+                p.body = d.body
+            }
             p.session = nil
             return p
         }
         // A parent kept for the record it pointed at before may have nothing to keep it any more.
-        try unit.release(deleted: [], left: WriteUnit.parentsLeft(layer: Int64(layer.id), changes: payload["changes"], schema: unit.schema), context: context)
+        try unit.release(deleted: [], left: WriteUnit.parentsLeft(layer: layer.id, changes: resolved.changes, schema: unit.schema), context: context)
         return r
     }
 

@@ -28,11 +28,11 @@ extension Importer {
             guard let e = try EventReading.ownSchemaEvent(db) else {
                 throw EditLogError(.corrupt, "the log has no SchemaDefined event", at: path)
             }
-            return SchemaFingerprint.of(schemaPayload: e.payload)
+            return SchemaFingerprint.of(e)
         }
         var theirs: ServiceSchema?
         if reader.manifest.schemaFingerprint != ours {
-            do { theirs = try Projector.decodeSchema(reader.schema) } catch { throw EditLogError(.invalidInput, "the bundle's schema.json cannot be read: \(error.message)", at: path) }
+            do { theirs = try SchemaDefinitions(json: reader.schema).decode() } catch { throw EditLogError(.invalidInput, "the bundle's schema.json cannot be read: \(error.message)", at: path) }
         }
         let total = reader.manifest.eventCount
         var done: Int64 = 0
@@ -91,7 +91,8 @@ extension Importer {
         let own = try EventStore.logId(in: db)
         try EventReading.forEach(db, stream: StreamName.schema) { e in
             guard own == nil || e.origin.logId == own else { return }
-            history.append(try Projector.decodeSchema(e.payload))
+            guard let defs = try e.body.schemaDefinitions else { throw e.corrupt("is not a schema event") }
+            history.append(try defs.decode())
             current = e
         }
         guard let current else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
@@ -102,7 +103,8 @@ extension Importer {
         }
         report.removedFields = adoption.removedHere.compactMap { c in c.field.map { "\(c.layerName).\($0)" } }
         guard !adoption.adopted.isEmpty else { return }
-        let docs = ServiceDocuments.adopting(adoption.adopted, into: serviceDocuments(current.payload), from: serviceDocuments(documents), theirSchema: theirs)
+        let docs = ServiceDocuments.adopting(adoption.adopted, into: try current.body.schemaDefinitions?.service ?? [],
+                                                from: try SchemaDefinitions(json: documents).service, theirSchema: theirs)
         let (plan, e) = try unit.changeSchema(service: docs, cause: Cause.schemaImport(from: origin), source: source, context: context)
         // The documents joined must change exactly what was adopted (nothing of this log's own is lost on the way).
         guard Set(plan.changes.map(\.text)) == Set(adoption.adopted.map(\.text)), let e else {
@@ -113,10 +115,5 @@ extension Importer {
         report.schemaPosition = e.position
         report.firstPosition = e.position
         report.lastPosition = e.position
-    }
-
-    /// A schema event's service documents (`Projector.decodeSchema` reads them the same way).
-    static func serviceDocuments(_ payload: JSONValue) -> [(name: String, json: JSONValue)] {
-        (payload["service"]?.arrayValue ?? []).map { ($0["name"]?.stringValue ?? "service", $0["json"] ?? .null) }
     }
 }

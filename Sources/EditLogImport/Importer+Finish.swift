@@ -30,7 +30,7 @@ extension Importer {
                                     field: nil, attachmentId: nil, base: .string(p.globalId),
                                     local: childIsLocal ? kept : del, remote: childIsLocal ? del : kept,
                                     policy: engine.policy, winner: childIsLocal ? .local : .remote)]
-            let e = NewEvent(id: unit.ids.next(), stream: stream, type: .mergeDecided, payload: d.json, context: context,
+            let e = NewEvent(id: unit.ids.next(), stream: stream, body: d.body, context: context,
                              session: nil, cause: Cause.merge(from: remoteLog))
             let r = try unit.emit(e)
             appended(r)
@@ -105,14 +105,13 @@ extension Importer {
         var emitted = 0
         func derive(after trigger: RuleEngine.Trigger) throws {
             let derived = try unit.derive(after: trigger, context: context) { p in
-                if let g = p.payload["globalId"]?.stringValue, created(g) { return nil }
-                var p = p
-                var payload = p.payload.objectValue ?? [:]
-                payload["import"] = .string(source)
+                guard case .featureDerived(var d) = p.body, !created(d.globalId) else { return nil }
+                d.importSource = source
                 // Derived again here, not written by anyone: the editor tracking stays the latest write's (so logs that
                 // merged the same events show the same editors, whichever derived again).
-                payload["keepTracking"] = true
-                p.payload = .object(payload)
+                d.keepsTracking = true
+                var p = p
+                p.body = d.body
                 return p
             }
             for r in derived { appended(r) }
@@ -128,8 +127,8 @@ extension Importer {
                 // Debug builds (the tests) check the skip: deriving would have given nothing that is kept.
                 for before in befores {
                     for p in try rules.derive(after: .committed(layer: lid, globalId: g, kind: .edit, before: before, session: nil)) {
-                        guard let other = p.payload["globalId"]?.stringValue, created(other) else {
-                            throw EditLogError(.corrupt, "the import skipped deriving again after \(g), which derives \(p.payload.serialized())")
+                        guard case .featureDerived(let d) = p.body, created(d.globalId) else {
+                            throw EditLogError(.corrupt, "the import skipped deriving again after \(g), which derives \(p.body.json.serialized())")
                         }
                     }
                 }
@@ -224,8 +223,7 @@ extension Importer {
     /// Appends and applies a standalone decision of this log about a record (revived with its parent, or deleted again):
     /// its stream is no longer as its own log wrote it, and the rules derive again after it (a rollup of its parent).
     mutating func recordStandalone(_ d: MergeDecision, layer: LayerSchema, before: FeatureSnapshot, from logId: String, unit: inout WriteUnit) throws {
-        let r = try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: d.globalId), type: .mergeDecided,
-                                       payload: d.json, context: context, session: nil, cause: Cause.merge(from: logId)))
+        let r = try unit.emit(NewEvent(id: unit.ids.next(), stream: StreamName.feature(layer: layer.id, globalId: d.globalId), body: d.body, context: context, session: nil, cause: Cause.merge(from: logId)))
         let key = GlobalIDKey(d.globalId)
         track(r, key: key)
         appended(r)

@@ -36,8 +36,7 @@ extension Importer {
             if e.type == EventType.featureDeleted.rawValue {
                 deletes.append((e.cause, Author(e)))
             } else {
-                let d: MergeDecision
-                do throws(EditLogError) { d = try MergeDecision(json: e.payload) } catch { throw e.fields.corrupt(error.message) }
+                guard case .mergeDecided(let d) = try e.body else { return }
                 guard d.log == ownLog else { return }
                 switch d.liveness {
                 case .keptLive?: s.keptBy = d

@@ -255,9 +255,9 @@ public struct Importer {
     /// feature, name, content type and bytes: two logs made from one service's data) applies as a no-op; another
     /// one is refused, naming both, since an attachment's identity is its GlobalID and the two cannot both keep it.
     func checkAddedAttachments(_ e: RecordedEvent, feature: (layer: Int, globalId: String), _ world: ProjectedState) throws {
-        guard let added = e.payload["attachments"]?["added"]?.arrayValue, !added.isEmpty else { return }
-        for a in added {
-            guard let s = SessionState.StagedAttachment(json: a), let here = try world.attachment(globalId: s.attachmentId) else { continue }
+        guard case .sessionCommitted(let c) = try e.body, !c.attachments.added.isEmpty else { return }
+        for s in c.attachments.added {
+            guard let here = try world.attachment(globalId: s.attachmentId) else { continue }
             if here.parentLayer == feature.layer, here.parentGlobalId == feature.globalId, here.name == s.name, here.contentType == s.contentType,
                here.sha256 == s.sha256 { continue }
             let layerName = { (id: Int) in self.schema.layer(id: id)?.name ?? "layer \(id)" }
@@ -271,7 +271,7 @@ public struct Importer {
     static let merged: Set<EventType> = [.featureBaselined, .sessionCommitted, .featureDeleted, .conflictResolved, .featureDerived]
 
     /// Imports one event of another log. Events must come in their origin order (a bundle's order).
-    /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (saves serializing it again); `guess`, its
+    /// `canonicalPayload`, when given, must be `e.canonicalPayload` (saves serializing it again); `guess`, its
     /// hash in this log computed ahead (`ChainGuess`: taken only if it holds). Once appended, `e` is the event as this
     /// log recorded it (its position, stream version and hash here; `Appender.appendImported(_:canonicalPayload:…)`).
     public mutating func importEvent(_ e: inout RecordedEvent, canonicalPayload: [UInt8]? = nil, guess: ChainGuess? = nil, unit: inout WriteUnit) throws {
@@ -345,8 +345,8 @@ public struct Importer {
             }
             // A feature new to this log has nothing to merge with: its history is not read. Its attachments are read
             // only for an event that renames or removes some (the only ones the engine looks them up for).
-            let atts = e.payload["attachments"]
-            let attachmentsNeeded = before != nil && (atts?["renamed"]?.arrayValue?.isEmpty == false || atts?["removed"]?.arrayValue?.isEmpty == false)
+            var attachmentsNeeded = false
+            if before != nil, case .sessionCommitted(let c) = try e.body { attachmentsNeeded = !c.attachments.renamed.isEmpty || !c.attachments.removed.isEmpty }
             let local = LocalFeature(layer: layer.id, globalId: feature.globalId, snapshot: before,
                                      attachments: !attachmentsNeeded ? [:] : Dictionary(try world.attachments(of: feature.globalId, includeDeleted: true).map { ($0.globalId, ($0.name, $0.deleted)) },
                                                                                          uniquingKeysWith: { a, _ in a }),
@@ -359,7 +359,7 @@ public struct Importer {
             }
             if !decision.isPlain {
                 for i in decision.conflicts.indices { decision.conflicts[i].id = unit.ids.next().lowercasedString }
-                let d = NewEvent(id: unit.ids.next(), stream: e.stream, type: .mergeDecided, payload: decision.json, context: context,
+                let d = NewEvent(id: unit.ids.next(), stream: e.stream, body: decision.body, context: context,
                                  session: nil, cause: Cause.merge(from: e.origin.logId))
                 let r = try unit.emit(d)
                 track(r, key: key)
@@ -396,7 +396,7 @@ public struct Importer {
         // `index(forKey:)`: the subscript would copy the entry out (its keys array with it).
         let version = key.flatMap { touched.index(forKey: $0) }.flatMap { touched.values[$0].version >= 0 ? Int64(touched.values[$0].version) : nil }
         if version == nil, let knownStreams, !knownStreams.mayContain(e.stream) { try unit.noteNewStream(e.stream) }
-        if try unit.emitImported(&e, canonicalPayload: canonicalPayload ?? e.payload.serializedBytes(), streamVersion: version, guess: guess) != nil {
+        if try unit.emitImported(&e, canonicalPayload: canonicalPayload ?? e.canonicalPayload, streamVersion: version, guess: guess) != nil {
             report.alreadyPresent += 1
             return
         }
@@ -483,7 +483,8 @@ public struct Importer {
              .sessionResumed, .sessionCanceled, .sessionAbandoned, .featureDerived:
             return true
         case .sessionCommitted:
-            return e.payload["kind"]?.stringValue != "create"
+            guard case .sessionCommitted(let c)? = try? e.body else { return false }
+            return !c.isCreate
         default:
             return false
         }
@@ -565,13 +566,13 @@ public struct Importer {
 extension Importer.Touched {
     /// The relationship keys (a destination's foreign keys) a commit changes, with their old values, by field name.
     static func keyChanges(of layer: LayerSchema, _ e: RecordedEvent) -> [(field: String, old: JSONValue)] {
-        guard let changes = e.payload["changes"]?.objectValue, !changes.isEmpty else { return [] }
+        guard let changes = (try? e.body)?.fieldChanges?.byField, !changes.isEmpty else { return [] }
         var out: [(field: String, old: JSONValue)] = []
         for r in layer.relationships where r.role == .destination {
             guard let fk = layer.field(named: r.keyField)?.name else { continue }
             let key = fk.lowercased()
             guard let change = changes.first(where: { $0.key.lowercased() == key })?.value else { continue }
-            out.append((fk, change["old"] ?? .null))
+            out.append((fk, change.old))
         }
         return out
     }

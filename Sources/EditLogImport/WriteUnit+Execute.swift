@@ -15,7 +15,11 @@ extension WriteUnit {
             guard let cause = c.cause else { return try self.emit(pending, context: ctx) }
             try self.emit(pending.map { p in
                 var p = p
-                if p.type == .sessionStarted || p.type == .sessionCommitted || (p.type == .featureDeleted && p.cause == Cause.delete) { p.cause = cause }
+                switch p.body {
+                case .sessionStarted, .sessionCommitted: p.cause = cause
+                case .featureDeleted where p.cause == Cause.delete: p.cause = cause
+                default: break
+                }
                 return p
             }, context: ctx)
         }
@@ -44,16 +48,19 @@ extension WriteUnit {
             let committed = try decider.finish(s)
             try emit(committed)
             try derive(after: .committed(layer: s.layerId, globalId: s.globalId, kind: s.kind, before: before, session: s.id), context: ctx)
-            let left = committed.filter { $0.type == .sessionCommitted }.flatMap { Self.parentsLeft(layer: $0.payload["layer"]?.intValue, changes: $0.payload["changes"], schema: schema) }
+            let left = committed.flatMap { p -> [(layer: Int, globalId: String)] in
+                guard case .sessionCommitted(let c) = p.body else { return [] }
+                return Self.parentsLeft(layer: c.layer, changes: c.changes, schema: schema)
+            }
             try release(deleted: [], left: left, context: ctx)
         case .delete(let layer, let gid):
             let pending = try decider.delete(layer: layer, globalId: gid, session: c.session)
             try emit(pending)
             var deleted: [(layer: Int, globalId: String)] = []
-            for p in pending where p.type == .featureDeleted {
-                guard let l = p.payload["layer"]?.intValue, let g = p.payload["globalId"]?.stringValue else { continue }
-                try derive(after: .deleted(layer: Int(l), globalId: g, attributes: p.payload["attributes"]?.objectValue ?? [:], session: c.session), context: ctx)
-                deleted.append((Int(l), g))
+            for p in pending {
+                guard case .featureDeleted(let d) = p.body else { continue }
+                try derive(after: .deleted(layer: d.layer, globalId: d.globalId, attributes: d.attributes, session: c.session), context: ctx)
+                deleted.append((d.layer, d.globalId))
             }
             try release(deleted: deleted, left: [], context: ctx)
         case .resume, .abandon:

@@ -17,12 +17,12 @@ extension WriteUnit {
 extension WriteUnit {
     /// The parents (by GlobalID key) a change of a record (a commit's or a resolution's `changes`) pointed it away from:
     /// the old values of the relationship keys it changed (`release`'s `left`).
-    public static func parentsLeft(layer id: Int64?, changes: JSONValue?, schema: ServiceSchema) -> [(layer: Int, globalId: String)] {
-        guard let id, let layer = schema.layer(id: Int(id)), let changes = changes?.objectValue, !changes.isEmpty else { return [] }
+    public static func parentsLeft(layer id: Int, changes: FieldChanges, schema: ServiceSchema) -> [(layer: Int, globalId: String)] {
+        guard let layer = schema.layer(id: id), !changes.isEmpty else { return [] }
         var out: [(layer: Int, globalId: String)] = []
         for rel in layer.relationships where rel.role == .destination {
             guard let fk = layer.field(named: rel.keyField)?.name.lowercased(),
-                  let old = changes.first(where: { $0.key.lowercased() == fk })?.value["old"]?.stringValue.flatMap(GlobalID.normalize),
+                  let old = changes.byField.first(where: { $0.key.lowercased() == fk })?.value.old.stringValue.flatMap(GlobalID.normalize),
                   let (parent, _) = schema.counterpart(of: rel, in: layer) else { continue }
             out.append((parent.id, old))
         }

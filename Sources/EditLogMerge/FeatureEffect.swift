@@ -58,7 +58,7 @@ public struct FeatureEffect: Sendable {
         case .attributes(let a):
             for (k, v) in a where keptFields.isEmpty || !keptFields.contains(k) { try body(k, .null, v) }
         case .changes(let c):
-            for (k, ch) in c.raw where keptFields.isEmpty || !keptFields.contains(k) { try body(k, ch["old"] ?? .null, ch["new"] ?? .null) }
+            for (k, ch) in c.byField where keptFields.isEmpty || !keptFields.contains(k) { try body(k, ch.old, ch.new) }
         case .none:
             return
         }
@@ -198,9 +198,8 @@ public struct EffectFold: Sendable, Hashable {
 
     /// The next event; `.corrupt` at its position when its payload is not what its type says.
     public mutating func next(_ e: RecordedEvent) throws(EditLogError) -> Step {
-        let body = try EventBody(e)
-        if case .mergeDecided(let payload) = body {
-            let d = try Self.readDecision(payload, at: e.position)
+        let body = try e.body
+        if case .mergeDecided(let d) = body {
             guard let ownLog, d.log == ownLog else { return Step(body: body, decision: d, effect: nil) }
             if let target = d.event {
                 pending[target] = d
@@ -215,8 +214,7 @@ public struct EffectFold: Sendable, Hashable {
     /// Starting after `last` (a replay from a checkpoint): a decision of this log recorded there still applies to
     /// the next event. `.corrupt` at its position when it is a decision that cannot be read.
     public mutating func resume(after last: RecordedEvent) throws(EditLogError) {
-        guard last.eventType == .mergeDecided else { return }
-        let d = try Self.readDecision(last.payload, at: last.position)
+        guard case .mergeDecided(let d) = try last.body else { return }
         guard d.log == ownLog, let target = d.event else { return }
         pending[target] = d
     }
@@ -224,18 +222,12 @@ public struct EffectFold: Sendable, Hashable {
     /// This log's decision about `e`, given the event just before it (where the importer records it): for readers
     /// that do not read every event in order (`diff` by type, from a window's start). `.corrupt` at the position
     /// before `e` when that decision cannot be read.
-    public static func decision(about e: RecordedEvent, before payload: JSONValue, ownLog: String) throws(EditLogError) -> MergeDecision? {
-        let d = try readDecision(payload, at: e.position - 1)
+    public static func decision(about e: RecordedEvent, before previous: RecordedEvent, ownLog: String) throws(EditLogError) -> MergeDecision? {
+        guard case .mergeDecided(let d) = try previous.body else { return nil }
         guard d.log == ownLog, d.event == e.id.lowercasedString else { return nil }
         return d
     }
 
-    /// A stored `MergeDecided` payload; `.corrupt` at `position` when it is not one.
-    static func readDecision(_ payload: JSONValue, at position: Int64) throws(EditLogError) -> MergeDecision {
-        do { return try MergeDecision(json: payload) } catch {
-            throw PayloadReader(payload, type: EventType.mergeDecided.rawValue, position: position).corrupt(error.message)
-        }
-    }
 }
 
 extension MergeDecision {

@@ -13,7 +13,7 @@ extension MergeEngine {
     public func decidesPlainly(_ remote: RecordedEvent, snapshot: FeatureSnapshot) -> Bool {
         guard !snapshot.deleted, let type = remote.eventType, type == .conflictResolved || Self.isPlainShape(remote, type) else { return false }
         // A payload its type cannot read is not plain: `decide` reports it.
-        guard let body = try? EventBody(remote) else { return false }
+        guard let body = try? remote.body else { return false }
         let changes: FieldChanges
         switch body {
         case .featureDerived:
@@ -26,9 +26,9 @@ extension MergeEngine {
             return false
         }
         let skip = excluded[snapshot.layerId] ?? []
-        for (f, change) in changes.raw {
+        for (f, change) in changes.byField {
             let l = snapshot.attributes[f] ?? .null
-            if l == (change["new"] ?? .null) || skip.contains(f) || l == (change["old"] ?? .null) || lacks(snapshot.layerId, f) { continue }
+            if l == change.new || skip.contains(f) || l == change.old || lacks(snapshot.layerId, f) { continue }
             return false
         }
         return true
@@ -39,16 +39,14 @@ extension MergeEngine {
     /// field is kept only against a later local writer), or a commit that neither creates (a create of a feature
     /// this log holds is merged as an update) nor renames or removes attachments (decided against this log's). Such
     /// a commit is still decided field by field against what the feature holds (`decidesPlainly`), unless the caller
-    /// knows the feature holds the commit's old values (the importer, for a feature it created). Reads the payload's
-    /// members only: a commit without `changes` is not plain.
+    /// knows the feature holds the commit's old values (the importer, for a feature it created). A payload its type
+    /// cannot read is not plain (`decide` reports it).
     public static func isPlainShape(_ e: RecordedEvent, _ type: EventType) -> Bool {
-        switch type {
-        case .featureDerived:
+        switch try? e.body {
+        case .featureDerived?:
             return true
-        case .sessionCommitted:
-            if e.payload["kind"]?.stringValue == "create" { return false }
-            if let atts = e.payload["attachments"], atts["renamed"]?.arrayValue?.isEmpty == false || atts["removed"]?.arrayValue?.isEmpty == false { return false }
-            return e.payload["changes"]?.objectValue != nil
+        case .sessionCommitted(let c)?:
+            return !c.isCreate && c.attachments.renamed.isEmpty && c.attachments.removed.isEmpty
         default:
             return false
         }

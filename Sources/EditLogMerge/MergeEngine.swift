@@ -53,7 +53,7 @@ public struct MergeEngine: Sendable {
     public func decide(_ remote: RecordedEvent, local: LocalFeature) throws(EditLogError) -> MergeDecision {
         var d = MergeDecision(log: ownLog, event: remote.id.lowercasedString, layer: local.layer, globalId: local.globalId)
         guard remote.eventType != nil else { return d }
-        let body = try EventBody(remote)
+        let body = try remote.body
         let w = Author(remote)
         let skip = excluded[local.layer] ?? []
         func conflict(_ kind: ConflictKind, field: String? = nil, attachment: String? = nil, base: JSONValue,
@@ -125,8 +125,8 @@ public struct MergeEngine: Sendable {
             default: return d
             }
             d.keepTracking = !local.history.lastTracked.isBefore(w)
-            for (f, change) in changes.raw.sorted(by: { $0.key < $1.key }) {
-                let base = change["old"] ?? .null, r = change["new"] ?? .null, l = snap.attributes[f] ?? .null
+            for (f, base, r) in changes.sorted {
+                let l = snap.attributes[f] ?? .null
                 let lw = local.history.fieldWriters[f]
                 if l == r || lacks(local.layer, f) { continue }
                 if skip.contains(f) {
@@ -157,8 +157,8 @@ public struct MergeEngine: Sendable {
             // An older rule value keeps the tracking (one derived again after an import, marked so, leaves it anyway).
             d.keepTracking = !x.keepsTracking && !local.history.lastTracked.isBefore(w)
             guard deciding == .lastInWins else { return d }
-            for (f, change) in x.changes.raw.sorted(by: { $0.key < $1.key }) {
-                let l = local.value(f), r = change["new"] ?? .null
+            for (f, _, r) in x.changes.sorted {
+                let l = local.value(f)
                 if l != r, !lacks(local.layer, f), !local.history.fieldWriters[f].isBefore(w) { d.skipFields.append(f) }
             }
 

@@ -55,17 +55,6 @@ public final class Projector {
     /// Sets the schema when the projection tables already exist (incremental use).
     public func setSchema(_ s: ServiceSchema) { schema = s }
 
-    /// Decodes the schema recorded by a `SchemaDefined` event.
-    public static func decodeSchema(_ payload: JSONValue) throws(EditLogError) -> ServiceSchema {
-        var docs: [(name: String, json: JSONValue)] = []
-        for d in payload["service"]?.arrayValue ?? [] {
-            docs.append((d["name"]?.stringValue ?? "service", d["json"] ?? .null))
-        }
-        let webmap = payload["webmap"].flatMap { $0.isNull ? nil : $0 }
-        let rules = payload["rules"].flatMap { $0.isNull ? nil : $0 }
-        return try ArcGISSchemaDecoder.decode(service: docs, webmap: webmap, rules: rules)
-    }
-
     /// Applies one event. A payload that lacks what its type needs, a layer the schema does not have, or a
     /// session step without its session is `.corrupt` naming the position: never skipped, so rebuild,
     /// incremental and `verify` all see it.
@@ -79,38 +68,36 @@ public final class Projector {
         switch step.body {
         case .unknown:
             return  // a type from a newer EditLog changes no projection here (an older build can still read the log)
-        case .schemaDefined(let payload):
+        case .schemaDefined(let s):
             // Another log's schema, imported with its events, never replaces this log's (the import checked they agree).
             if schema != nil, let logId, e.origin.logId != logId { return }
-            try adopt(payload, e, db)
-        case .schemaChanged(let payload):
+            try adopt(s.definitions, e, db)
+        case .schemaChanged(let s):
             // Another log's change, imported with its events, is a record: this log adopts what its events need by a
             // change of its own (`Cause.schemaImport`).
             if let logId, e.origin.logId != logId { return }
-            try adopt(payload, e, db)
-        case .sessionStarted:
+            try adopt(s.definitions, e, db)
+        case .sessionStarted(let started):
             let session = try e.requireSession()
-            let st: SessionState
-            do { st = try SessionState(started: e.payload, session: session, actor: e.actor, device: e.device, position: e.position) } catch {
-                throw error.at("position \(e.position)")
-            }
-            _ = try e.fields.layer(in: schema)
+            let st = SessionState(started: started, session: session, actor: e.actor, device: e.device, position: e.position)
+            _ = try e.layer(started.layer, in: schema)
             // `index(forKey:)`: a subscript compared with nil copies the whole value out first.
             if pendingSessions.index(forKey: session) != nil || openSessions.index(forKey: session) != nil {
-                throw e.fields.corrupt("opens session \(session) a second time")
+                throw e.corrupt("opens session \(session) a second time")
             }
             openSessions[session] = st
             pendingSessions[session] = PendingSession(inserted: true, startedPosition: st.startedPosition, state: nil, openedBy: e.actor,
                                                       startedTime: e.clientTime ?? e.recordedTime)
             sessionRowsStale = true
-        case .sessionStep(let type):
-            try updateSession(e, type, db)
+        case .attributeStaged, .relationStaged, .attachmentStaged, .attachmentRenameStaged, .attachmentDetachStaged, .sessionResumed,
+             .sessionCanceled, .sessionAbandoned:
+            try updateSession(e, step.body, db)
         case .sessionCommitted:
-            try updateSession(e, .sessionCommitted, db)
+            try updateSession(e, step.body, db)
             if let effect = step.effect { try write(effect, e, db) }
         case .featureBaselined, .featureDeleted, .featureDerived, .conflictResolved, .mergeDecided:
             if let effect = step.effect { try write(effect, e, db) }
-        case .syncPulled, .syncPushed, .replica:
+        case .syncPulled, .syncPushed, .replicaCreated, .replicaSynchronized, .replicaUnregistered:
             return  // sync state: read from the events by `editlog sync`; no projection
         case .scriptRecorded(let s):
             // The same script recorded by two logs (both imported here) is one row: the first.
@@ -123,9 +110,9 @@ public final class Projector {
     /// fields changed gets its table reshaped (`ProjectionTables.reshapeLayer`), in this transaction. A removed layer's
     /// table stays as it is (its features stay in history). Rebuild and incremental run this same function at the same
     /// event, so their tables stay equal.
-    func adopt(_ payload: JSONValue, _ e: RecordedEvent, _ db: Database) throws {
+    func adopt(_ definitions: SchemaDefinitions, _ e: RecordedEvent, _ db: Database) throws {
         let s: ServiceSchema
-        do { s = try Projector.decodeSchema(payload) } catch { throw e.fields.corrupt("the schema cannot be decoded: \(error.message)") }
+        do { s = try definitions.decode() } catch { throw e.corrupt("the schema cannot be decoded: \(error.message)") }
         // Rows folded under the old layout are written with it first.
         if schema != nil { try flush(db) }
         try exclusive {
@@ -151,7 +138,7 @@ public final class Projector {
             try setDeleted(false, feature: f.revives ? f : nil, attachments: f.revivedAttachments, e, db)
         }
         // The effect's layer as the schema has it (the payload's reader names what is wrong when it does not).
-        func layer() throws -> LayerSchema { try schema?.layer(id: f.layer) ?? e.fields.layer(in: schema) }
+        func layer() throws -> LayerSchema { try schema?.layer(id: f.layer) ?? e.layer(f.layer, in: schema) }
         switch f.row {
         case .create:
             try insertFeature(e, try layer(), f, db)
@@ -190,7 +177,7 @@ public final class Projector {
         }
     }
 
-    func updateSession(_ e: RecordedEvent, _ type: EventType, _ db: Database) throws {
+    func updateSession(_ e: RecordedEvent, _ body: EventBody, _ db: Database) throws {
         let session = try e.requireSession()
         // The open session's state is taken out of `openSessions` (its pending row holds none meanwhile), so the
         // step below changes it in place: a shared copy made every staged step copy the whole staged list.
@@ -203,16 +190,16 @@ public final class Projector {
             st = pending
         } else {
             guard let row = try exclusive({ try Row.fetchOne(db.cachedStatement(sql: "SELECT state, started_position FROM p_sessions WHERE id = ?"), arguments: [session]) }) else {
-                throw e.fields.corrupt("names session \(session), which no SessionStarted event opened")
+                throw e.corrupt("names session \(session), which no SessionStarted event opened")
             }
             st = try ProjectedState.decodeSession(state: row[0], startedPosition: row[1], id: session)
         }
-        do { try st.apply(type: type, payload: e.payload, actor: e.actor, device: e.device) } catch {
+        do { try st.apply(body, actor: e.actor, device: e.device) } catch {
             if wasOpen { openSessions[session] = st }  // `apply` checks before it changes anything
             throw error.at("position \(e.position)")
         }
         let ended = st.status != .open
-        if ended || type == .sessionResumed { sessionRowsStale = true }
+        if ended || { if case .sessionResumed = body { true } else { false } }() { sessionRowsStale = true }
         if let i = pendingSessions.index(forKey: session) {
             // An open session's pending row takes its state from `openSessions` when it is written.
             pendingSessions.values[i].state = ended ? st : nil
@@ -248,7 +235,7 @@ public final class Projector {
 
     func insertFeature(_ e: RecordedEvent, _ layer: LayerSchema, _ f: FeatureEffect, _ db: Database) throws {
         let g = f.globalId
-        if let i = pendingFeatures.index(forKey: g), pendingFeatures.values[i].inserted { throw e.fields.corrupt("creates feature \(g) a second time") }
+        if let i = pendingFeatures.index(forKey: g), pendingFeatures.values[i].inserted { throw e.corrupt("creates feature \(g) a second time") }
         let tracked = layer.editorTrackingValues(of: e, f.tracking)
         try fold(layer, globalId: g, insertAt: e.position) { c, row in
             // Each field's value is the tracked one, else the given one, else NULL: every attribute column NULL, then
@@ -290,7 +277,7 @@ public final class Projector {
                     // export): kept in the event, not projected. This log's own events name only fields it had.
                     if isOthers(e) { unprojectedValues += 1; return }
                     if f.ignoresUnknownFields { return }
-                    throw e.fields.corrupt("changes field \"\(k)\", which layer \(layer.name) does not have as an attribute")
+                    throw e.corrupt("changes field \"\(k)\", which layer \(layer.name) does not have as an attribute")
                 }
                 row[i] = Projector.databaseValue(new)?.databaseValue ?? .null
             }
@@ -317,7 +304,7 @@ public final class Projector {
     func setDeleted(_ deleted: Bool, feature f: FeatureEffect?, attachments: [String], _ e: RecordedEvent, _ db: Database) throws {
         if let f {
             guard let layer = schema?.layer(id: f.layer) else {
-                throw e.fields.corrupt("\(deleted ? "deletes again" : "revives") a feature of layer \(f.layer), which the schema does not have")
+                throw e.corrupt("\(deleted ? "deletes again" : "revives") a feature of layer \(f.layer), which the schema does not have")
             }
             try fold(layer, globalId: f.globalId, insertAt: nil) { c, row in
                 row[c.deleted] = (deleted ? 1 : 0).databaseValue

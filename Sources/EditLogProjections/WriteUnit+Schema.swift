@@ -13,8 +13,8 @@ public struct SchemaChangePlan {
     public var changes: [SchemaChange]
     /// Local values the change cannot keep as they were (recorded in the event).
     public var conflicts: [Conflict]
-    /// The `SchemaChanged` payload: the whole new definitions in `SchemaDefined`'s shape, the changes, conflicts and source.
-    public var payload: JSONValue
+    /// The `SchemaChanged` event's body: the whole new definitions, the changes, conflicts and source (nil: no change).
+    public var event: SchemaChanged?
 
     /// Plans definitions `service` (ArcGIS REST documents, as `init` takes them) as the schema after `old`, the one in
     /// force in `db` (this log's newest own schema event gives the web map and rules, which stay). Refuses a change that
@@ -24,20 +24,18 @@ public struct SchemaChangePlan {
                             conflicts: (_ old: ServiceSchema, _ changes: [SchemaChange], _ world: ProjectedState, _ ids: any IDGenerator) throws -> [Conflict])
         throws -> SchemaChangePlan {
         guard let current = try EventReading.ownSchemaEvent(db) else { throw EditLogError(.corrupt, "the log has no schema event") }
-        let webmap = current.payload["webmap"].flatMap { $0.isNull ? nil : $0 }, rules = current.payload["rules"].flatMap { $0.isNull ? nil : $0 }
+        guard let defs = try current.body.schemaDefinitions else { throw current.corrupt("is not a schema event") }
+        let webmap = defs.webmap, rules = defs.rules
         let first = try decodeDefinitions(service, webmap: webmap, rules: rules, source: source)
         let changes = old.changes(to: first)
-        guard !changes.isEmpty else { return SchemaChangePlan(schema: first, changes: [], conflicts: [], payload: .null) }
+        guard !changes.isEmpty else { return SchemaChangePlan(schema: first, changes: [], conflicts: [], event: nil) }
         // What the change adds joins the pop-ups (`WebMapEdits`), so the new schema is decoded with them.
         let popups = WebMapEdits.adding(changes, of: first, to: webmap)
         let new = try decodeDefinitions(service, webmap: popups, rules: rules, source: source)
         try refuseDataLoss(changes, old: old, world: world, source: source)
         let found = try conflicts(old, changes, world, ids)
-        var payload = Projector.schemaPayload(service: service, webmap: popups, rules: rules).objectValue ?? [:]
-        payload["changes"] = .array(changes.map(\.json))
-        payload["conflicts"] = .array(found.map(\.json))
-        payload["source"] = source.map { .string($0) } ?? .null
-        return SchemaChangePlan(schema: new, changes: changes, conflicts: found, payload: .object(payload))
+        let event = SchemaChanged(SchemaDefinitions(service: service, webmap: popups, rules: rules), changes: changes, conflicts: found, source: source)
+        return SchemaChangePlan(schema: new, changes: changes, conflicts: found, event: event)
     }
 
     static func decodeDefinitions(_ service: [(name: String, json: JSONValue)], webmap: JSONValue?, rules: JSONValue?, source: String?) throws(EditLogError) -> ServiceSchema {
@@ -74,20 +72,8 @@ extension WriteUnit {
                                       conflicts: (_ old: ServiceSchema, _ changes: [SchemaChange], _ world: ProjectedState, _ ids: any IDGenerator) throws -> [Conflict] = { _, _, _, _ in [] })
         throws -> (plan: SchemaChangePlan, event: RecordedEvent?) {
         let plan = try SchemaChangePlan.make(db, service: service, source: source, old: schema, world: world, ids: ids, conflicts: conflicts)
-        guard !plan.changes.isEmpty else { return (plan, nil) }
-        let e = try emit(NewEvent(id: ids.next(), stream: StreamName.schema, type: .schemaChanged, payload: plan.payload, context: context, session: nil, cause: cause))
+        guard let event = plan.event else { return (plan, nil) }
+        let e = try emit(NewEvent(id: ids.next(), stream: StreamName.schema, body: event.body, context: context, session: nil, cause: cause))
         return (plan, e)
-    }
-}
-
-extension Projector {
-    /// The payload of a `SchemaDefined` event (and the definitions of a `SchemaChanged`): the service documents, web map
-    /// and rules exactly as given (geocoder tables inlined), so replay always decodes the same schema (`decodeSchema`).
-    public static func schemaPayload(service: [(name: String, json: JSONValue)], webmap: JSONValue?, rules: JSONValue?) -> JSONValue {
-        .object([
-            "service": .array(service.map { .object(["name": .string($0.name), "json": $0.json]) }),
-            "webmap": webmap ?? .null,
-            "rules": rules ?? .null,
-        ])
     }
 }

@@ -66,7 +66,7 @@ public struct WriteUnit {
     /// An event a decider or a rule gave, emitted as this log's with a new id, in `context`.
     @discardableResult
     public mutating func emit(_ p: PendingEvent, context: EventContext) throws -> RecordedEvent {
-        try emit(NewEvent(id: appender.ids.next(), stream: p.stream, type: p.type, payload: p.payload, context: context, session: p.session, cause: p.cause),
+        try emit(NewEvent(id: appender.ids.next(), stream: p.stream, body: p.body, context: context, session: p.session, cause: p.cause),
                  blob: p.blob)
     }
 

@@ -122,7 +122,7 @@ public struct Appender {
 
     /// Appends an event first recorded in another log (a bundle import, a sync pull), keeping its origin.
     /// An event whose id is already stored is not appended again: the outcome says so, for the caller to count.
-    /// `canonicalPayload`, when given, must be `e.payload.serializedBytes()` (a bundle's reader has it already).
+    /// `canonicalPayload`, when given, must be the event's canonical payload (a bundle's reader has it already).
     /// `streamVersion`, when given, must be the stream's current version (an import tracks the streams it created,
     /// more of them than `versionLimit` keeps): it is not looked up, and it is not remembered either. `guess`, when
     /// given, is the event's hash computed ahead (`ChainGuess`): taken when it was computed for this position, stream
@@ -148,7 +148,7 @@ public struct Appender {
         let version = try version(of: e.stream, known: known)
         try e.expected.check(stream: e.stream, current: version)
         let position = headPosition + 1
-        let payload = canonicalPayload ?? e.payload.serializedBytes()
+        let payload = canonicalPayload ?? e.canonicalPayload
         let recorded = e.recordedTime ?? nowString()
         let values = e.hashValues(position: position, streamVersion: version + 1, payload: payload, recorded: recorded, logId: logId)
         let hash = try hash(of: values, guess: guess, id: e.id)
@@ -157,10 +157,8 @@ public struct Appender {
         }
         if let blob { try storeBlob(blob) }
         moveHead(to: position, hash: hash, stream: e.stream, version: version + 1, known: known)
-        let recordedEvent = RecordedEvent(
-            position: position, id: e.id, stream: e.stream, streamVersion: version + 1, type: e.type, payload: e.payload,
-            actor: e.actor, device: e.device, session: e.session, cause: e.cause, clientTime: e.clientTime, recordedTime: recorded,
-            origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: hash) : e.origin!, hash: hash)
+        let recordedEvent = e.recorded(position: position, streamVersion: version + 1, recorded: recorded,
+                                       origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: hash) : e.origin!, hash: hash)
         if keepsAppended { appended.append(recordedEvent) }
         return .appended(recordedEvent)
     }
@@ -175,7 +173,7 @@ public struct Appender {
     /// Appends `e`, an event first recorded in another log, in place: it keeps its id, stream, type, payload, actor,
     /// device, session, cause, times and origin, and its position, stream version and hash become this log's. An
     /// import appends a million of them: nothing of the event is copied (the other `appendImported` makes a new event,
-    /// a hashed copy and a recorded copy of every text). `canonicalPayload` must be `e.payload.serializedBytes()`;
+    /// a hashed copy and a recorded copy of every text). `canonicalPayload` must be `e.canonicalPayload`;
     /// `streamVersion` and `guess` as for the other. Returns the position of the event already stored under `e`'s id
     /// (then nothing was written and `e` is unchanged), or nil once it is appended.
     public mutating func appendImported(_ e: inout RecordedEvent, canonicalPayload: [UInt8], streamVersion known: Int64? = nil,

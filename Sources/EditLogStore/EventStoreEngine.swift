@@ -51,7 +51,9 @@ public struct EventAppend: Sendable {
     public var id: UUID
     public var stream: String
     public var type: String
-    public var payload: JSONValue
+    /// What it says: a writer's body (no JSON in between), or the payload of an event recorded elsewhere, as read.
+    public var body: EventBody?
+    public var payload: JSONValue?
     public var actor: String
     public var device: String
     public var session: String?
@@ -62,7 +64,7 @@ public struct EventAppend: Sendable {
     public var recordedTime: String?
 
     public init(_ e: NewEvent, expected: ExpectedVersion = .any) {
-        id = e.id; stream = e.stream; type = e.type.rawValue; payload = e.payload; actor = e.context.actor; device = e.context.device
+        id = e.id; stream = e.stream; type = e.typeName; body = e.body; actor = e.context.actor; device = e.context.device
         session = e.session; cause = e.cause; clientTime = e.context.clientTime; self.expected = expected
     }
 
@@ -72,6 +74,19 @@ public struct EventAppend: Sendable {
         id = e.id; stream = e.stream; type = e.type; payload = e.payload; actor = e.actor; device = e.device
         session = e.session; cause = e.cause; clientTime = e.clientTime; self.expected = expected
         origin = e.origin; recordedTime = e.recordedTime
+    }
+
+    /// The canonical payload bytes (the chain hashes them; the row stores them).
+    public var canonicalPayload: [UInt8] { body?.canonicalBytes ?? payload!.serializedBytes() }
+
+    /// The event as appended at `position` with `streamVersion`, `recorded` and `hash`, `origin` its origin.
+    public func recorded(position: Int64, streamVersion: Int64, recorded: String, origin: EventOrigin, hash: [UInt8]) -> RecordedEvent {
+        if let body {
+            return RecordedEvent(position: position, id: id, stream: stream, streamVersion: streamVersion, body: body, actor: actor, device: device,
+                                 session: session, cause: cause, clientTime: clientTime, recordedTime: recorded, origin: origin, hash: hash)
+        }
+        return RecordedEvent(position: position, id: id, stream: stream, streamVersion: streamVersion, type: type, payload: payload!, actor: actor,
+                             device: device, session: session, cause: cause, clientTime: clientTime, recordedTime: recorded, origin: origin, hash: hash)
     }
 
     /// Whether, appended at `position` to log `logId`, the event is that log's own: it has no origin, or its origin is

@@ -428,9 +428,9 @@ extension SyncEngine {
         if let changed { changedSinceBase = changed } else { changedSinceBase = try changedStreams(after: basePosition) }
         let origin = "service:" + client.serviceKey
         var out: [PendingChange] = []
-        func event(_ stream: String, _ type: EventType, _ payload: JSONValue, actor: String, time: String?, session: String?) -> RecordedEvent {
-            let bytes = payload.serializedBytes()
-            return RecordedEvent(position: 0, id: Self.unstamped, stream: stream, streamVersion: 0, type: type.rawValue, payload: payload,
+        func event(_ stream: String, _ payload: some EventPayload, actor: String, time: String?, session: String?) -> RecordedEvent {
+            let body = payload.body, bytes = body.canonicalBytes
+            return RecordedEvent(position: 0, id: Self.unstamped, stream: stream, streamVersion: 0, body: body,
                                  actor: actor, device: client.serviceKey, session: session, cause: Cause.syncPull, clientTime: time, recordedTime: "",
                                  origin: EventOrigin(logId: origin, position: 0, hash: EventHash.sha256(bytes)), hash: [])
         }
@@ -452,16 +452,16 @@ extension SyncEngine {
                 // Attachments the service has and this log never had (a detached one stays detached here).
                 let mine = here[rf.globalId]?.attachments ?? []
                 let known = Set(mine.map(\.globalId))
-                var added: [JSONValue] = [], blobs: [[UInt8]] = []
+                var added: [SessionState.StagedAttachment] = [], blobs: [[UInt8]] = []
                 for a in atts[rf.globalId] ?? [] where !known.contains(a.globalId) {
                     guard let oid = a.parentObjectId ?? rf.objectId else { continue }
                     let bytes = try await client.bytes("\(layer.id)/\(oid)/attachments/\(a.id)")
                     blobs.append(bytes)
-                    added.append(["attachmentId": .string(a.globalId), "name": .string(a.name), "contentType": .string(a.contentType),
-                                  "size": .int(Int64(bytes.count)), "sha256": .string(Hex.encode(EventHash.sha256(bytes))), "preferredSize": "actual"])
+                    added.append(.init(attachmentId: a.globalId, name: a.name, contentType: a.contentType, size: Int64(bytes.count),
+                                       sha256: Hex.encode(EventHash.sha256(bytes)), preferredSize: "actual"))
                 }
                 // Attachments both have, renamed there since the common base, or there at the base and gone there now.
-                var renamed: [JSONValue] = [], removed: [JSONValue] = []
+                var renamed: [AttachmentChanges.Renamed] = [], removed: [AttachmentChanges.Removed] = []
                 if local != nil, layer.hasAttachments {
                     var theirs: [String: RemoteAttachment] = [:]
                     for a in atts[rf.globalId] ?? [] { theirs[a.globalId] = a }
@@ -472,39 +472,37 @@ extension SyncEngine {
                         if let r = theirs[a.globalId] {
                             let old = base?[a.globalId]
                             if old == r.name { continue }  // the service kept the base name: the rename is this log's (pushed next)
-                            renamed.append(["attachmentId": .string(a.globalId), "old": JSONValue(old ?? a.name), "new": .string(r.name)])
+                            renamed.append(.init(attachmentId: a.globalId, old: JSONValue(old ?? a.name), new: r.name))
                         } else if let old = base?[a.globalId] {
-                            removed.append(["attachmentId": .string(a.globalId), "name": .string(old)])
+                            removed.append(.init(attachmentId: a.globalId, name: .string(old)))
                         }
                     }
                 }
-                let attachments: JSONValue = ["added": .array(added), "renamed": .array(renamed), "removed": .array(removed)]
-                var started: [String: JSONValue] = ["layer": .int(Int64(layer.id)), "globalId": .string(rf.globalId)]
-                var committed: [String: JSONValue] = ["layer": .int(Int64(layer.id)), "globalId": .string(rf.globalId), "attachments": attachments]
+                let attachments = AttachmentChanges(added: added, renamed: renamed, removed: removed)
+                let started: SessionStarted, committed: SessionCommitted
                 var fields: [String] = []
                 if local == nil {
-                    var changes: [String: JSONValue] = [:]
-                    for (k, v) in rf.attributes where !v.isNull { changes[k] = ["old": .null, "new": v]; fields.append(k) }
-                    started["kind"] = "create"; committed["kind"] = "create"
-                    if let g = rf.geometry { started["geometry"] = g; committed["geometry"] = g }
-                    committed["changes"] = .object(changes)
+                    var changes = FieldChanges()
+                    for (k, v) in rf.attributes where !v.isNull { changes[k] = .init(old: .null, new: v); fields.append(k) }
+                    started = SessionStarted(layer: layer.id, globalId: rf.globalId, kind: .create, geometry: rf.geometry)
+                    committed = SessionCommitted(layer: layer.id, globalId: rf.globalId, isCreate: true, changes: changes, geometry: rf.geometry, attachments: attachments)
                 } else {
                     let current = local!
                     let base = try baseAttributes(layer, rf.globalId, basePosition: basePosition, changedSinceBase.contains(stream), current: current, log)
-                    var changes: [String: JSONValue] = [:]
+                    var changes = FieldChanges()
                     for (k, r) in rf.attributes where !derived.contains(k) && !open.contains(k) {
                         let b = base?[k] ?? .null, l = current.attributes[k] ?? .null
                         if RemoteValues.same(r, b) || RemoteValues.same(r, l) { continue }
-                        changes[k] = ["old": b, "new": r]; fields.append(k)
+                        changes[k] = .init(old: b, new: r); fields.append(k)
                     }
                     if changes.isEmpty && added.isEmpty && renamed.isEmpty && removed.isEmpty { continue }  // nothing new: an echo of this log's push, or already here
-                    started["kind"] = "edit"; committed["kind"] = "edit"
-                    committed["changes"] = .object(changes)
+                    started = SessionStarted(layer: layer.id, globalId: rf.globalId, kind: .edit)
+                    committed = SessionCommitted(layer: layer.id, globalId: rf.globalId, isCreate: false, changes: changes, geometry: nil, attachments: attachments)
                 }
                 fields.sort()
                 out.append(PendingChange(change: SyncChange(layer: layer.id, globalId: rf.globalId, kind: local == nil ? "add" : "update", fields: fields, objectId: rf.objectId),
-                                         events: [event(stream, .sessionStarted, .object(started), actor: actor, time: time, session: session),
-                                                  event(stream, .sessionCommitted, .object(committed), actor: actor, time: time, session: session)],
+                                         events: [event(stream, started, actor: actor, time: time, session: session),
+                                                  event(stream, committed, actor: actor, time: time, session: session)],
                                          blobs: blobs, attachments: added.count + renamed.count + removed.count))
             }
         }
@@ -523,9 +521,9 @@ extension SyncEngine {
                 let base = try baseAttributes(layer, g, basePosition: basePosition, changedSinceBase.contains(stream), current: local, log) ?? local.attributes
                 var attrs: [String: JSONValue] = [:]
                 for f in layer.attributeFields { attrs[f.name] = base[f.name] ?? .null }
-                let payload: JSONValue = ["layer": .int(Int64(layer.id)), "globalId": .string(g), "attributes": .object(attrs)]
+                let deleted = FeatureDeleted(layer: layer.id, globalId: g, attributes: attrs)
                 out.append(PendingChange(change: SyncChange(layer: layer.id, globalId: g, kind: "delete", fields: [], objectId: d.objectId ?? state.objectIds[layer.id]?.first { $0.value == g }?.key),
-                                         events: [event(stream, .featureDeleted, payload, actor: "service", time: nil, session: nil)], blobs: []))
+                                         events: [event(stream, deleted, actor: "service", time: nil, session: nil)], blobs: []))
             }
         }
         return out
@@ -597,17 +595,9 @@ extension SyncEngine {
         if pending.isEmpty && newMappings.isEmpty && !(always && pull.toGen != state.serverGen) { return (0, 0, [:]) }
         var pending = pending
         stamp(&pending, toGen: pull.toGen)
-        var payload: [String: JSONValue] = ["service": .string(client.serviceKey), "mode": .string(pull.mode),
-                                            "fromServerGen": pull.fromGen.map(JSONValue.int) ?? .null,
-                                            "serverGen": partial ? .null : pull.toGen.map(JSONValue.int) ?? .null,
-                                            "changes": .array(pending.map(\.change.json))]
-        if partial {
-            payload["partial"] = true
-            if let g = pull.toGen { payload["windowServerGen"] = .int(g) }
-        }
-        if let d = pull.lastEditDate { payload["lastEditDate"] = .int(d) }
-        if let id = pull.replicaId { payload["replicaId"] = .string(id) }
-        payload["objectIds"] = Self.objectIdsJSON(newMappings)
+        var pulled = SyncPulled(service: client.serviceKey, mode: pull.mode, fromServerGen: pull.fromGen, serverGen: partial ? nil : pull.toGen,
+                                changes: pending.map(\.change.json), lastEditDate: pull.lastEditDate, objectIds: ObjectIdMappings(newMappings),
+                                partial: partial, windowServerGen: partial ? pull.toGen : nil, replicaId: pull.replicaId)
         let source = "sync:" + client.serviceKey
         // ArcGIS's "last in wins": this log's upload is the last in (`LastInRule.upload`).
         let r = try log.importEvents(policy: options.policy, rule: .upload, actor: options.actor, device: options.device, source: source, { event, blob in
@@ -616,9 +606,9 @@ extension SyncEngine {
                 for e in p.events { try event(e) }
             }
         }, closing: { r in
-            payload["imported"] = .int(Int64(r.imported))
-            payload["conflicts"] = .array(r.conflicts.map { .string($0.id) })
-            return [SystemEvent(stream: StreamName.sync, type: .syncPulled, payload: .object(payload), cause: Cause.sync)]
+            pulled.imported = Int64(r.imported)
+            pulled.conflicts = r.conflicts.map(\.id)
+            return [SystemEvent(stream: StreamName.sync, pulled, cause: Cause.sync)]
         })
         report.imported += r.imported
         report.conflicts += r.conflicts
@@ -645,11 +635,4 @@ extension SyncEngine {
         }
     }
 
-    static func objectIdsJSON(_ m: [Int: [Int64: String]]) -> JSONValue {
-        var o: [String: JSONValue] = [:]
-        for (l, pairs) in m where !pairs.isEmpty {
-            o[String(l)] = .array(pairs.sorted { $0.key < $1.key }.map { [.int($0.key), .string($0.value)] })
-        }
-        return .object(o)
-    }
 }

@@ -103,12 +103,9 @@ extension SyncEngine {
         } else if let pulledGen, pulledGen != state.serverGen {
             gen = pulledGen
         }
-        var payload: [String: JSONValue] = ["service": .string(client.serviceKey), "agreedPosition": .int(agreed), "sincePosition": .int(since),
-                                            "pushed": .array(report.pushed.map(\.json)), "results": .array(results),
-                                            "objectIds": Self.objectIdsJSON(objectIds)]
-        if let gen { payload["serverGen"] = .int(gen) }
-        if let editMoment { payload["editMoment"] = .int(editMoment) }
-        try log.appendSystemEvents([SystemEvent(stream: StreamName.sync, type: .syncPushed, payload: .object(payload), cause: Cause.sync)],
+        let pushed = SyncPushed(service: client.serviceKey, agreedPosition: agreed, sincePosition: since, pushed: report.pushed.map(\.json), results: results,
+                                objectIds: ObjectIdMappings(objectIds), serverGen: gen, editMoment: editMoment)
+        try log.appendSystemEvents([SystemEvent(stream: StreamName.sync, pushed, cause: Cause.sync)],
                                    actor: options.actor, device: options.device)
         return true
     }

@@ -18,18 +18,23 @@ struct SyncState {
 
     init(events: [RecordedEvent], service: String) throws(EditLogError) {
         for e in events {
-            let r: SyncRecorded
-            switch try EventBody(e) {
-            case .syncPulled(let x), .syncPushed(let x): r = x
+            let mappings: ObjectIdMappings
+            switch try e.body {
+            case .syncPulled(let x):
+                guard x.service == service else { continue }
+                if let g = x.serverGen { serverGen = g }
+                if let id = x.replicaId { replicaId = id }
+                if let d = x.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
+                mappings = x.objectIds
+            case .syncPushed(let x):
+                guard x.service == service else { continue }
+                if let g = x.serverGen { serverGen = g }
+                agreedPosition = x.agreedPosition
+                mappings = x.objectIds
             default: continue
             }
-            guard r.service == service else { continue }
             runs += 1
-            if let g = r.serverGen { serverGen = g }
-            if let id = r.payload["replicaId"]?.stringValue { replicaId = id }
-            if let d = r.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
-            if e.type == EventType.syncPushed.rawValue, let p = r.agreedPosition { agreedPosition = p }
-            for (l, pairs) in r.objectIds { for (oid, g) in pairs { objectIds[l, default: [:]][oid] = g } }
+            for (l, pairs) in mappings.byLayer { for (oid, g) in pairs { objectIds[l, default: [:]][oid] = g } }
         }
     }
 }

@@ -161,8 +161,8 @@ struct ConflictsResolve: ParsableCommand {
             let editLog = try log.open()
             let e = try editLog.resolveConflict(id: id, take: choice, actor: actor, device: device)
             if json.json { out(e.json.serialized()); return }
-            if let field = e.payload["field"]?.stringValue {
-                out("resolved: position \(e.position), \(field) = \(e.payload["value"]?.serialized() ?? "null")")
+            if case .conflictResolved(let r) = try e.body, let field = r.field {
+                out("resolved: position \(e.position), \(field) = \(r.value.serialized())")
             } else {
                 out("closed as this log holds it: position \(e.position) (nothing changed)")
             }

@@ -79,8 +79,12 @@ struct Demo: AsyncParsableCommand {
                 do throws(EditLogError) { r = try log.record(commands, name: s, sha256: InputFiles.sha256(bytes)) } catch { throw error.at(s) }
                 let actors = Set(commands.map(\.actor)).sorted()
                 let count = { (t: String) in r.events.filter { $0.type == t }.count }
-                for e in r.events where e.type == "SessionCommitted" || e.type == "FeatureDerived" {
-                    if let g = e.payload["globalId"]?.stringValue, e.stream.hasPrefix("0:") { touched[g, default: 0] += 1 }
+                for e in r.events where e.stream.hasPrefix("0:") {
+                    switch try e.body {
+                    case .sessionCommitted(let c): touched[c.globalId, default: 0] += 1
+                    case .featureDerived(let d): touched[d.globalId, default: 0] += 1
+                    default: break
+                    }
                 }
                 say("• \(s): \(actors.joined(separator: ", ")) — \(commands.count) steps → \(r.events.count) events; committed \(count("SessionCommitted")), canceled \(count("SessionCanceled")), abandoned \(count("SessionAbandoned")), rule updates \(count("FeatureDerived")), deletions \(count("FeatureDeleted")), photos \(count("AttachmentStaged"))")
                 scriptResults.append(["script": .string(s), "events": .int(Int64(r.events.count))])

@@ -70,16 +70,18 @@ struct ReplicasShow: ParsableCommand {
             let queries = JSONValue.object(r.layerQueries).serialized()
             out("  layers \(r.layers.map(String.init).joined(separator: ", ")); queries \(queries); area \(r.geometry?.serialized() ?? "everywhere")")
             out("  sync model \(r.syncModel), attachments \(r.returnAttachments ? "yes" : "no"), generation \(r.createdGen) → \(r.serverGen); \(r.closed ? "closed by \(r.closedBy ?? "?")" : "open")")
-            out("  sent: " + (r.created["features"]?.objectValue ?? [:]).sorted { $0.key < $1.key }.map { "layer \($0.key): \($0.value.intValue ?? 0)" }.joined(separator: ", "))
+            let sent = r.created.features.sorted { $0.key < $1.key }.map { "layer \($0.key): \($0.value.intValue ?? 0)" }
+            out("  sent: " + sent.joined(separator: ", "))
             for s in r.syncs {
-                let p = s.payload
-                let up = p["uploaded"]
-                func n(_ k: String) -> Int { up?[k]?.arrayValue?.count ?? 0 }
-                out("  synchronize at \(Timestamp.human(s.at)) (position \(s.position)) by \(p["user"]?.stringValue ?? "?"), \(p["syncDirection"]?.stringValue ?? "?") from generation \(p["fromServerGen"]?.intValue.map(String.init) ?? "-")")
-                out("    uploaded \(n("adds")) adds, \(n("updates")) updates, \(n("deletes")) deletes, \(up?["attachments"]?.intValue ?? 0) attachment edits in \(up?["sessions"]?.arrayValue?.count ?? 0) sessions")
-                let d = p["downloaded"]
-                out("    sent \(d?["adds"]?.intValue ?? 0) adds, \(d?["updates"]?.intValue ?? 0) updates, \(d?["deletes"]?.intValue ?? 0) deletes")
-                for o in p["overwrote"]?.arrayValue ?? [] {
+                let p = s.record
+                let up = p.uploaded
+                func n(_ k: String) -> Int { up[k]?.arrayValue?.count ?? 0 }
+                let from = p.fromServerGen.map(String.init) ?? "-"
+                out("  synchronize at \(Timestamp.human(s.at)) (position \(s.position)) by \(p.user), \(p.syncDirection) from generation \(from)")
+                out("    uploaded \(n("adds")) adds, \(n("updates")) updates, \(n("deletes")) deletes, \(up["attachments"]?.intValue ?? 0) attachment edits in \(up["sessions"]?.arrayValue?.count ?? 0) sessions")
+                let d = p.downloaded
+                out("    sent \(d["adds"]?.intValue ?? 0) adds, \(d["updates"]?.intValue ?? 0) updates, \(d["deletes"]?.intValue ?? 0) deletes")
+                for o in p.overwrote {
                     out("    overwrote \(o["globalId"]?.stringValue ?? "?") \(o["field"]?.stringValue ?? "?"): \(short(o["service"] ?? .null)) by \(o["serviceActor"]?.stringValue ?? "?") → \(short(o["upload"] ?? .null))")
                 }
             }

@@ -15,7 +15,7 @@ import Testing
 
     static func effect(_ type: EventType, _ payload: JSONValue, _ d: MergeDecision?) throws -> FeatureEffect? {
         let e = E.event(type, payload: payload, minute: 1, log: "there", originPosition: 7, id: 7)
-        return FeatureEffect.of(e, try EventBody(e), decision: d)
+        return FeatureEffect.of(e, try e.body, decision: d)
     }
 
     static let change: JSONValue = ["Condition": ["old": "Good", "new": "Poor"], "PlantedBy": ["old": .null, "new": "bob"]]
@@ -40,7 +40,7 @@ import Testing
         payload["field"] = nil
         var noField = e
         noField.payload = .object(payload)
-        closed = try #require(FeatureEffect.of(noField, try EventBody(noField), decision: nil))
+        closed = try #require(FeatureEffect.of(noField, try noField.body, decision: nil))
         #expect(closed.row == .none && closed.tracking == .keep, "closed as this log held it: nothing changes")
     }
 

@@ -252,11 +252,12 @@ import Testing
         let schema = try ArcGISSchemaDecoder.decode(service: [("service.json", layer)], webmap: nil, rules: nil)
         let trees = schema.layer("Trees")!, species = schema.layer("Species")!
         let own: JSONValue = ["layers": [["id": 0, "name": "Trees", "fields": [], "extent": ["spatialReference": ["wkid": 102100, "latestWkid": 3857]]]]]
-        #expect(Exporter.wkid(of: trees, schemaPayload: own) == 3857)
+        func defs(_ doc: JSONValue) -> SchemaDefinitions { SchemaDefinitions(service: [("service.json", doc)], webmap: nil, rules: nil) }
+        #expect(Exporter.wkid(of: trees, definitions: defs(own)) == 3857)
         let root: JSONValue = ["spatialReference": ["wkid": 2913], "layers": [["id": 0, "name": "Trees", "fields": []]]]
-        #expect(Exporter.wkid(of: trees, schemaPayload: root) == 2913)
-        #expect(Exporter.wkid(of: trees, schemaPayload: ["layers": []]) == 4326)
-        #expect(Exporter.wkid(of: species, schemaPayload: own) == nil)
+        #expect(Exporter.wkid(of: trees, definitions: defs(root)) == 2913)
+        #expect(Exporter.wkid(of: trees, definitions: defs(["layers": []])) == 4326)
+        #expect(Exporter.wkid(of: species, definitions: defs(own)) == nil)
     }
 }
 

@@ -100,7 +100,7 @@ struct ServerReplicaTests {
             // The record: every event of the log validates against its schema, the replica's included.
             let records = try ReplicaRecord.all(log.value.streamEvents(StreamName.replicas))
             #expect(records.count == 1 && records[0].syncs.count == 2 && records[0].user == "alice_pdx")
-            #expect(records[0].syncs[0].payload["overwrote"]?.at(0)?["field"] == "Condition")
+            #expect(records[0].syncs[0].record.overwrote.first?["field"] == "Condition")
             let validator = SchemaFilesTests.validator()
             var checked = 0
             _ = try log.value.events(LogFilter()) { e in
@@ -173,7 +173,7 @@ struct ServerReplicaTests {
             let s = try await Self.post(client, "synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(gen)), ("rollbackOnFailure", "false"), ("edits", edits)])
             let results = s.json["editResults"]?.at(0)?["updateResults"]?.arrayValue ?? []
             #expect(results.map { $0["success"] } == [true, false], "\(s.text.prefix(600))")
-            let record = try #require(try ReplicaRecord.all(log.value.streamEvents(StreamName.replicas)).first?.syncs.first?.payload)
+            let record = try #require(try ReplicaRecord.all(log.value.streamEvents(StreamName.replicas)).first?.syncs.first?.record.json)
             #expect(record["uploaded"]?["updates"]?.arrayValue?.compactMap { $0["globalId"]?.stringValue } == [good], "\(record.serialized())")
             #expect(try log.value.attributes(good)["DBH"]?.doubleValue == 7)
             #expect(try log.value.attributes(bad)["Condition"]?.stringValue != "Splendid")

@@ -64,16 +64,17 @@ import Testing
             // Adjusted: the rollup of the parent, emitted and projected.
             let out = try unit.derive(after: trigger, context: Self.ctx) { p in
                 var p = p
-                var o = p.payload.objectValue ?? [:]
-                o["note"] = "adjusted"
-                p.payload = .object(o)
+                guard case .featureDerived(var d) = p.body else { return nil }
+                d.conflictId = "adjusted"
+                p.body = d.body
                 return p
             }
             #expect(out.count == 1)
             let r = try #require(out.first)
             #expect(r.type == EventType.featureDerived.rawValue && r.stream == StreamName.feature(layer: trees.id, globalId: tree))
             #expect(r.cause == Cause.rule("tree-latest-inspection") && r.actor == "unit-test")
-            #expect(r.payload["note"] == "adjusted")
+            guard case .featureDerived(let d) = try r.body else { Issue.record("not a FeatureDerived body"); return }
+            #expect(d.conflictId == "adjusted" && r.payload["conflictId"] == "adjusted")
             #expect(try unit.world.feature(layer: trees.id, globalId: tree)?.attributes["DBH"]?.doubleValue == 77.25)
             // Derived again from the state that holds it: nothing changes.
             #expect(try unit.derive(after: trigger, context: Self.ctx).isEmpty)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Who and when, as the client says.
 public struct EventContext: Sendable, Hashable {
@@ -12,19 +13,21 @@ public struct EventContext: Sendable, Hashable {
 }
 
 /// An event not yet in the log (Eventuous' "new event"): no position, no hash.
-public struct NewEvent: Sendable, Hashable {
+public struct NewEvent: Sendable {
     public var id: UUID
     public var stream: String
-    public var type: EventType
-    public var payload: JSONValue
+    /// What it says (its type is the body's).
+    public var body: EventBody
     public var context: EventContext
     public var session: String?
     public var cause: String
 
-    public init(id: UUID, stream: String, type: EventType, payload: JSONValue, context: EventContext, session: String?, cause: String) {
-        self.id = id; self.stream = stream; self.type = type; self.payload = payload
+    public init(id: UUID, stream: String, body: EventBody, context: EventContext, session: String?, cause: String) {
+        self.id = id; self.stream = stream; self.body = body
         self.context = context; self.session = session; self.cause = cause
     }
+
+    public var typeName: String { body.typeName }
 }
 
 /// Where an event was first recorded; kept forever as it travels between logs.
@@ -51,7 +54,6 @@ public struct RecordedEvent: Sendable, Hashable {
     @usableFromInline struct Facts: Sendable, Hashable {
         @usableFromInline var stream: String
         @usableFromInline var type: String
-        @usableFromInline var payload: JSONValue
         @usableFromInline var actor: String
         @usableFromInline var device: String
         @usableFromInline var session: String?
@@ -60,23 +62,51 @@ public struct RecordedEvent: Sendable, Hashable {
         @usableFromInline var recordedTime: String
         @usableFromInline var origin: EventOrigin
     }
-    /// The facts, never changed once boxed (a `let`: a field read from it needs no retain).
+    /// The facts, never changed once boxed (a `let`: a field read from it needs no retain), and the payload: as read
+    /// (`raw`, its body decoded on first use and kept) or as a writer gave it (`given`, no JSON in between).
     @usableFromInline final class Box: Sendable {
         @usableFromInline let facts: Facts
-        init(_ facts: Facts) { self.facts = facts }
+        let raw: JSONValue?
+        let given: EventBody?
+        let decoded = Mutex<Result<EventBody, EditLogError>?>(nil)
+        init(_ facts: Facts, raw: JSONValue?, given: EventBody?) { self.facts = facts; self.raw = raw; self.given = given }
     }
     @usableFromInline var box: Box
 
-    /// A new box with `change` applied to the facts (setters only: rare).
+    /// A new box with `change` applied to the facts (setters only: rare); the payload stays.
     private mutating func change(_ body: (inout Facts) -> Void) {
         var f = box.facts
         body(&f)
-        box = Box(f)
+        box = Box(f, raw: box.raw, given: box.given)
     }
 
     public var stream: String { @inlinable get { box.facts.stream } set { change { $0.stream = newValue } } }
     public var type: String { @inlinable get { box.facts.type } set { change { $0.type = newValue } } }
-    public var payload: JSONValue { @inlinable get { box.facts.payload } set { change { $0.payload = newValue } } }
+    /// The payload as JSON (for what shows or exports it whole; readers use `body`). Setting it (tests forging a
+    /// payload) drops the body, which is read from the new payload.
+    public var payload: JSONValue {
+        get { box.raw ?? box.given!.json }
+        set { box = Box(box.facts, raw: newValue, given: nil) }
+    }
+
+    /// What the event says, typed: the writer's body, or the payload read once (`.corrupt` at this event's position
+    /// when it is not what its type says) and kept for every later reader.
+    public var body: EventBody {
+        get throws(EditLogError) {
+            if let given = box.given { return given }
+            let result = box.decoded.withLock { cached in
+                if let cached { return cached }
+                let r: Result<EventBody, EditLogError>
+                do throws(EditLogError) { r = .success(try EventBody(type: box.facts.type, payload: box.raw ?? .null, position: position)) } catch { r = .failure(error) }
+                cached = r
+                return r
+            }
+            return try result.get()
+        }
+    }
+
+    /// The canonical payload bytes: the body's as written, or the payload read, serialized.
+    public var canonicalPayload: [UInt8] { box.given?.canonicalBytes ?? box.raw!.serializedBytes() }
     public var actor: String { @inlinable get { box.facts.actor } set { change { $0.actor = newValue } } }
     public var device: String { @inlinable get { box.facts.device } set { change { $0.device = newValue } } }
     public var session: String? { @inlinable get { box.facts.session } set { change { $0.session = newValue } } }
@@ -89,14 +119,31 @@ public struct RecordedEvent: Sendable, Hashable {
                 actor: String, device: String, session: String?, cause: String, clientTime: String?, recordedTime: String,
                 origin: EventOrigin, hash: [UInt8]) {
         self.position = position; self.id = id; self.streamVersion = streamVersion; self.hash = hash
-        box = Box(Facts(stream: stream, type: type, payload: payload, actor: actor, device: device, session: session, cause: cause,
-                        clientTime: clientTime, recordedTime: recordedTime, origin: origin))
+        box = Box(Facts(stream: stream, type: type, actor: actor, device: device, session: session, cause: cause,
+                        clientTime: clientTime, recordedTime: recordedTime, origin: origin), raw: payload, given: nil)
+    }
+
+    /// An event whose payload is a writer's body (its type is the body's).
+    public init(position: Int64, id: UUID, stream: String, streamVersion: Int64, body: EventBody,
+                actor: String, device: String, session: String?, cause: String, clientTime: String?, recordedTime: String,
+                origin: EventOrigin, hash: [UInt8]) {
+        self.position = position; self.id = id; self.streamVersion = streamVersion; self.hash = hash
+        // A payload given as stored (`.unknown`) is read by its type's codec when asked, as one read from a log is.
+        var raw: JSONValue?, given: EventBody? = body
+        if case .unknown(_, let p) = body { raw = p; given = nil }
+        box = Box(Facts(stream: stream, type: body.typeName, actor: actor, device: device, session: session, cause: cause,
+                        clientTime: clientTime, recordedTime: recordedTime, origin: origin), raw: raw, given: given)
     }
 
     /// Equal when every value is.
     public static func == (a: RecordedEvent, b: RecordedEvent) -> Bool {
         a.position == b.position && a.id == b.id && a.streamVersion == b.streamVersion && a.hash == b.hash
-            && (a.box === b.box || a.box.facts == b.box.facts)
+            && (a.box === b.box || (a.box.facts == b.box.facts && samePayload(a.box, b.box)))
+    }
+
+    private static func samePayload(_ a: Box, _ b: Box) -> Bool {
+        if let x = a.raw, let y = b.raw { return x == y }
+        return (a.given.map(\.canonicalBytes) ?? a.raw!.serializedBytes()) == (b.given.map(\.canonicalBytes) ?? b.raw!.serializedBytes())
     }
 
     public func hash(into h: inout Hasher) {

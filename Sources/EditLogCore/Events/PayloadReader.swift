@@ -48,22 +48,24 @@ public struct PayloadReader: Sendable {
         return v
     }
 
-    /// The layer a payload names, as the schema has it.
-    public func layer(in schema: ServiceSchema?) throws(EditLogError) -> LayerSchema {
-        guard let schema else { throw corrupt("comes before the log's schema") }
-        let id = try int("layer")
-        guard let l = schema.layer(id: Int(id)) else { throw corrupt("names layer \(id), which the schema does not have") }
-        return l
-    }
 }
 
 extension RecordedEvent {
-    /// The payload's reader, locating errors at this event's position.
-    public var fields: PayloadReader { PayloadReader(payload, type: type, position: position) }
+    /// A `.corrupt` error about this event, at its position.
+    public func corrupt(_ message: String) -> EditLogError {
+        EditLogError(.corrupt, "\(type) event: \(message)", at: "position \(position)")
+    }
+
+    /// Layer `id` of `schema`, which this event names; `.corrupt` when there is no schema yet or it lacks the layer.
+    public func layer(_ id: Int, in schema: ServiceSchema?) throws(EditLogError) -> LayerSchema {
+        guard let schema else { throw corrupt("comes before the log's schema") }
+        guard let l = schema.layer(id: id) else { throw corrupt("names layer \(id), which the schema does not have") }
+        return l
+    }
 
     /// The session an event belongs to; an error when a session event has none.
     public func requireSession() throws(EditLogError) -> String {
-        guard let s = session else { throw fields.corrupt("has no session") }
+        guard let s = session else { throw corrupt("has no session") }
         return s
     }
 }

@@ -71,7 +71,7 @@ extension RecordedEvent {
 
     /// The columns the chain hash covers, as stored: a locally recorded event stores no origin hash (its origin is
     /// itself, so `origin.hash == hash`); an imported one stores the hash it had in its first log.
-    public var hashValues: EventHash.Values { hashValues(payload: payload.serializedBytes()) }
+    public var hashValues: EventHash.Values { hashValues(payload: canonicalPayload) }
 
     /// `hashValues` with the payload's canonical bytes given (a caller that has them serializes once).
     public func hashValues(payload canonical: [UInt8]) -> EventHash.Values {
@@ -81,8 +81,8 @@ extension RecordedEvent {
     }
 
     /// Whether `hash` is this event's chain hash after `previous` (the hash of the event before it in its log).
-    /// `payload`, when given, must be `self.payload.serializedBytes()`.
+    /// `payload`, when given, must be `canonicalPayload`.
     public func chainHashMatches(previous: [UInt8], payload canonical: [UInt8]? = nil, using encoder: inout EventHash.Encoder) -> Bool {
-        EventHash.compute(using: &encoder, previous: previous, hashValues(payload: canonical ?? payload.serializedBytes())) == hash
+        EventHash.compute(using: &encoder, previous: previous, hashValues(payload: canonical ?? canonicalPayload)) == hash
     }
 }

@@ -45,7 +45,7 @@ public struct RuleEngine {
                         // same children must derive the same value.
                         return da != db ? da < db : a.globalId < b.globalId
                     }) else { continue }
-                    var changes: [String: JSONValue] = [:]
+                    var changes = FieldChanges()
                     for copy in fields {
                         let raw = latest.attributes[copy.source] ?? .null
                         guard let f = parent.field(copy.target) else { continue }
@@ -53,23 +53,24 @@ public struct RuleEngine {
                         let v: JSONValue
                         if raw.isNull { v = .null } else if let n = try? FieldValidator.normalize(raw, for: f, layer: parent.name) { v = n } else { continue }
                         let o = p.attributes[f.name] ?? .null
-                        if o != v { changes[f.name] = ["old": o, "new": v] }
+                        if o != v { changes[f.name] = .init(old: o, new: v) }
                     }
                     if !changes.isEmpty {
-                        out.append(derived(rule, layer: parent.id, globalId: p.globalId, changes: changes, session: session,
-                                           extra: ["from": .string(latest.globalId)]))
+                        let d = FeatureDerived(layer: parent.id, globalId: p.globalId, rule: rule.name, changes: changes, from: latest.globalId)
+                        out.append(PendingEvent(stream: StreamName.feature(layer: parent.id, globalId: p.globalId), d, session: session,
+                                                cause: Cause.rule(rule.name)))
                     }
                 }
             case (.pointInPolygonLookup(let layer, let field, let polygonLayer, let polygonField), .committed(let l, let g, .create, _, let s)) where l == layer:
                 guard let f = try world.feature(layer: l, globalId: g), let pt = Geometry.point(f.geometry) else { continue }
                 let hit = try world.features(layer: polygonLayer, containing: pt.x, pt.y).first { Geometry.polygon($0.geometry, contains: pt.x, pt.y) }
                 guard let value = hit?.attributes[polygonField], !value.isNull else { continue }
-                try appendIfChanged(rule, f, field: field, value: value, session: s, extra: ["polygon": .string(hit!.globalId)], into: &out)
+                try appendIfChanged(rule, f, field: field, value: value, session: s, polygon: hit!.globalId, into: &out)
             case (.reverseGeocode(let layer, let field, let table), .committed(let l, let g, .create, _, let s)) where l == layer:
                 guard let f = try world.feature(layer: l, globalId: g), let pt = Geometry.point(f.geometry) else { continue }
                 let geocoder: any ReverseGeocoder = geocoderOverride ?? table
                 guard let address = geocoder.reverseGeocode(x: pt.x, y: pt.y) else { continue }
-                try appendIfChanged(rule, f, field: field, value: .string(address), session: s, extra: [:], into: &out)
+                try appendIfChanged(rule, f, field: field, value: .string(address), session: s, into: &out)
             default:
                 continue
             }
@@ -77,18 +78,15 @@ public struct RuleEngine {
         return out
     }
 
-    func appendIfChanged(_ rule: Rule, _ f: FeatureSnapshot, field: String, value: JSONValue, session: String?, extra: [String: JSONValue], into out: inout [PendingEvent]) throws {
+    func appendIfChanged(_ rule: Rule, _ f: FeatureSnapshot, field: String, value: JSONValue, session: String?, from: String? = nil, polygon: String? = nil,
+                         into out: inout [PendingEvent]) throws {
         guard let layer = world.schema.layer(id: f.layerId), let fs = layer.field(field),
               let v = try? FieldValidator.normalize(value, for: fs, layer: layer.name) else { return }
         let old = f.attributes[fs.name] ?? .null
         guard old != v else { return }
-        out.append(derived(rule, layer: f.layerId, globalId: f.globalId, changes: [fs.name: ["old": old, "new": v]], session: session, extra: extra))
+        let d = FeatureDerived(layer: f.layerId, globalId: f.globalId, rule: rule.name, changes: FieldChanges([fs.name: .init(old: old, new: v)]),
+                               from: from, polygon: polygon)
+        out.append(PendingEvent(stream: StreamName.feature(layer: f.layerId, globalId: f.globalId), d, session: session, cause: Cause.rule(rule.name)))
     }
 
-    func derived(_ rule: Rule, layer: Int, globalId: String, changes: [String: JSONValue], session: String?, extra: [String: JSONValue]) -> PendingEvent {
-        var payload: [String: JSONValue] = ["layer": .int(Int64(layer)), "globalId": .string(globalId), "rule": .string(rule.name), "changes": .object(changes)]
-        for (k, v) in extra { payload[k] = v }
-        return PendingEvent(stream: StreamName.feature(layer: layer, globalId: globalId), type: .featureDerived,
-                            payload: .object(payload), session: session, cause: Cause.rule(rule.name))
-    }
 }

@@ -2,7 +2,11 @@
 /// stored in the first event on stream `$schema`. Two logs with the same fingerprint were created from the same
 /// service documents, web map and rules.
 public enum SchemaFingerprint {
-    public static func of(schemaPayload payload: JSONValue) -> String {
-        Hex.encode(EventHash.sha256(payload.serializedBytes()))
-    }
+    public static func of(schemaPayload payload: JSONValue) -> String { of(canonicalPayload: payload.serializedBytes()) }
+
+    /// The fingerprint of a schema event's canonical payload bytes.
+    public static func of(canonicalPayload bytes: [UInt8]) -> String { Hex.encode(EventHash.sha256(bytes)) }
+
+    /// The fingerprint of schema event `e`.
+    public static func of(_ e: RecordedEvent) -> String { of(canonicalPayload: e.canonicalPayload) }
 }

@@ -57,8 +57,8 @@ extension SchemaChange {
     /// What a `SchemaChanged` event changed, each change's `text` ("field-added Trees.Notes: esriFieldTypeString(200)"),
     /// read from its `changes` (`log` prints it in place of the payload, whose definitions are whole); nil for another event.
     public static func summary(of e: RecordedEvent) -> String? {
-        guard e.eventType == .schemaChanged else { return nil }
-        let changes = (e.payload["changes"]?.arrayValue ?? []).compactMap(SchemaChange.init(json:))
+        guard case .schemaChanged(let c)? = try? e.body else { return nil }
+        let changes = c.changes
         return changes.isEmpty ? "no change" : changes.map(\.text).joined(separator: "; ")
     }
 }

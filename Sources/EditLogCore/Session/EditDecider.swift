@@ -165,11 +165,11 @@ public struct EditDecider {
         if let s = try reading({ try world.openSession(layer: l.id, globalId: g) }) {
             throw EditLogError(.conflict, "\(l.name) \(g) already has an open session \(s.id) (\(s.actor))")
         }
-        var payload: [String: JSONValue] = ["layer": .int(Int64(l.id)), "globalId": .string(g), "kind": "create"]
+        var started = SessionStarted(layer: l.id, globalId: g, kind: .create)
         if let gt = l.geometryType, !l.isTable {
             guard let geometry else { throw EditLogError(.validation, "a new \(l.name) feature needs a geometry (\(gt))") }
             try Geometry.validate(geometry, geometryType: gt, at: "\(l.name) geometry")
-            payload["geometry"] = geometry
+            started.geometry = geometry
         } else if geometry != nil {
             throw EditLogError(.validation, "\(l.name) is a table: its records have no geometry")
         }
@@ -181,14 +181,14 @@ public struct EditDecider {
                 throw EditLogError(.notFound, "parent \(origin.name) \(pg) does not exist")
             }
             try requireParentsIdle([(origin, p)], child: "cannot add a \(l.name) record")
-            payload["parent"] = ["relationship": .int(Int64(rel.id)), "globalId": .string(pg)]
+            started.parent = (rel.id, pg)
         }
         let stream = StreamName.feature(layer: l.id, globalId: g)
-        var events = [PendingEvent(stream: stream, type: .sessionStarted, payload: .object(payload), session: sessionId, cause: Cause.session)]
+        var events = [PendingEvent(stream: stream, started, session: sessionId, cause: Cause.session)]
         for name in attributes.keys.sorted() {
             let f = try stageableField(l, name)
             let v = try FieldValidator.normalize(attributes[name] ?? .null, for: f, layer: l.name)
-            events.append(PendingEvent(stream: stream, type: .attributeStaged, payload: ["field": .string(f.name), "value": v], session: sessionId, cause: Cause.session))
+            events.append(PendingEvent(stream: stream, AttributeStaged(field: f.name, value: v), session: sessionId, cause: Cause.session))
         }
         return events
     }
@@ -207,16 +207,14 @@ public struct EditDecider {
             throw EditLogError(.conflict, "\(l.name) \(g) already has an open session \(s.id) (\(s.actor)); one open session per feature")
         }
         try requireParentsIdle(try parents(of: l, attributes: f.attributes), child: "cannot edit \(l.name) \(g)")
-        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: g), type: .sessionStarted,
-                             payload: ["layer": .int(Int64(l.id)), "globalId": .string(g), "kind": "edit"], session: sessionId, cause: Cause.session)]
+        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: g), SessionStarted(layer: l.id, globalId: g, kind: .edit), session: sessionId, cause: Cause.session)]
     }
 
     public func set(_ s: SessionState, field: String, value: JSONValue) throws(EditLogError) -> [PendingEvent] {
         let l = try layer(of: s)
         let f = try stageableField(l, field)
         let v = try FieldValidator.normalize(value, for: f, layer: l.name)
-        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), type: .attributeStaged,
-                             payload: ["field": .string(f.name), "value": v], session: s.id, cause: Cause.session)]
+        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), AttributeStaged(field: f.name, value: v), session: s.id, cause: Cause.session)]
     }
 
     public func relate(_ s: SessionState, relationship: String, globalId rawGid: String) throws(EditLogError) -> [PendingEvent] {
@@ -226,8 +224,7 @@ public struct EditDecider {
         guard let p = try reading({ try world.feature(layer: origin.id, globalId: g) }), !p.deleted else {
             throw EditLogError(.notFound, "related record \(origin.name) \(g) does not exist")
         }
-        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), type: .relationStaged,
-                             payload: ["relationship": .int(Int64(rel.id)), "globalId": .string(g)], session: s.id, cause: Cause.session)]
+        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), RelationStaged(relationship: rel.id, globalId: g), session: s.id, cause: Cause.session)]
     }
 
     public func attach(_ s: SessionState, attachmentId: String, name: String, contentType: String, data: [UInt8], preferredSize: String) throws(EditLogError) -> [PendingEvent] {
@@ -243,8 +240,7 @@ public struct EditDecider {
         }
         let sha = Hex.encode(EventHash.sha256(data))
         let staged = SessionState.StagedAttachment(attachmentId: a, name: name, contentType: contentType, size: Int64(data.count), sha256: sha, preferredSize: preferredSize)
-        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), type: .attachmentStaged,
-                             payload: staged.json, session: s.id, cause: Cause.session, blob: data)]
+        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), AttachmentStaged(staged), session: s.id, cause: Cause.session, blob: data)]
     }
 
     func existingAttachment(_ s: SessionState, _ rawId: String) throws(EditLogError) -> String {
@@ -262,30 +258,25 @@ public struct EditDecider {
     public func renameAttachment(_ s: SessionState, attachmentId: String, name: String) throws(EditLogError) -> [PendingEvent] {
         let a = try existingAttachment(s, attachmentId)
         if let msg = Self.validAttachmentName(name) { throw EditLogError(.validation, msg) }
-        return [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), type: .attachmentRenameStaged,
-                             payload: ["attachmentId": .string(a), "name": .string(name)], session: s.id, cause: Cause.session)]
+        return [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), AttachmentRenameStaged(attachmentId: a, name: name), session: s.id, cause: Cause.session)]
     }
 
     public func detach(_ s: SessionState, attachmentId: String) throws(EditLogError) -> [PendingEvent] {
         let a = try existingAttachment(s, attachmentId)
-        return [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), type: .attachmentDetachStaged,
-                             payload: ["attachmentId": .string(a)], session: s.id, cause: Cause.session)]
+        return [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), AttachmentDetachStaged(attachmentId: a), session: s.id, cause: Cause.session)]
     }
 
     public func cancel(_ s: SessionState) -> [PendingEvent] {
-        [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), type: .sessionCanceled,
-                      payload: ["discarded": .int(Int64(s.staged.count + s.relations.count + s.attachmentsAdded.count + s.renames.count + s.detaches.count))],
+        [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), SessionCanceled(discarded: Int64(s.staged.count + s.relations.count + s.attachmentsAdded.count + s.renames.count + s.detaches.count)),
                       session: s.id, cause: Cause.session)]
     }
 
     public func abandon(_ s: SessionState) -> [PendingEvent] {
-        [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), type: .sessionAbandoned,
-                      payload: ["openedBy": .string(s.actor)], session: s.id, cause: Cause.session)]
+        [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), SessionAbandoned(openedBy: s.actor), session: s.id, cause: Cause.session)]
     }
 
     public func resume(_ s: SessionState) -> [PendingEvent] {
-        [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), type: .sessionResumed,
-                      payload: ["previousActor": .string(s.actor), "previousDevice": .string(s.device)], session: s.id, cause: Cause.session)]
+        [PendingEvent(stream: StreamName.feature(layer: s.layerId, globalId: s.globalId), SessionResumed(previousActor: s.actor, previousDevice: s.device), session: s.id, cause: Cause.session)]
     }
 
     /// Validates everything (aggregating every problem, like `RichPopupManagerError.invalidPopup`) and commits:
@@ -342,29 +333,23 @@ public struct EditDecider {
         if !errors.isEmpty {
             throw EditLogError.aggregate(errors, context: "cannot finish session \(s.id) on \(l.name) \(s.globalId)")
         }
-        var changes: [String: JSONValue] = [:]
+        var changes = FieldChanges()
         for f in l.attributeFields {
             let o = old[f.name] ?? .null, n = new[f.name] ?? .null
-            if s.kind == .create ? !n.isNull : o != n { changes[f.name] = ["old": o, "new": n] }
+            if s.kind == .create ? !n.isNull : o != n { changes[f.name] = .init(old: o, new: n) }
         }
-        var renamed: [JSONValue] = []
+        var attachments = AttachmentChanges(added: s.attachmentsAdded)
         for (id, name) in s.renames.sorted(by: { $0.key < $1.key }) {
             let oldName = try reading { try world.attachment(globalId: id) }?.name
-            renamed.append(["attachmentId": .string(id), "old": JSONValue(oldName), "new": .string(name)])
+            attachments.renamed.append(.init(attachmentId: id, old: JSONValue(oldName), new: name))
         }
-        var removed: [JSONValue] = []
         for id in s.detaches {
             let att = try reading { try world.attachment(globalId: id) }
-            removed.append(["attachmentId": .string(id), "name": JSONValue(att?.name)])
+            attachments.removed.append(.init(attachmentId: id, name: JSONValue(att?.name)))
         }
-        var payload: [String: JSONValue] = [
-            "layer": .int(Int64(l.id)), "globalId": .string(s.globalId), "kind": .string(s.kind.rawValue),
-            "changes": .object(changes),
-            "attachments": ["added": .array(s.attachmentsAdded.map(\.json)), "renamed": .array(renamed), "removed": .array(removed)],
-        ]
-        if let g = s.geometry { payload["geometry"] = g }
-        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), type: .sessionCommitted,
-                             payload: .object(payload), session: s.id, cause: Cause.session)]
+        let commit = SessionCommitted(layer: l.id, globalId: s.globalId, isCreate: s.kind == .create, changes: changes, geometry: s.geometry,
+                                      attachments: attachments)
+        return [PendingEvent(stream: StreamName.feature(layer: l.id, globalId: s.globalId), commit, session: s.id, cause: Cause.session)]
     }
 
     /// Deletes a feature (outside a session) and, through composite relationships, its children.
@@ -389,8 +374,7 @@ public struct EditDecider {
         if let s = try reading({ try world.openSession(layer: l.id, globalId: f.globalId) }) {
             throw EditLogError(.conflict, "\(l.name) \(f.globalId) has an open session \(s.id) (\(s.actor)); finish, cancel or abandon it before deleting")
         }
-        out.append(PendingEvent(stream: StreamName.feature(layer: l.id, globalId: f.globalId), type: .featureDeleted,
-                                payload: ["layer": .int(Int64(l.id)), "globalId": .string(f.globalId), "attributes": .object(f.attributes)],
+        out.append(PendingEvent(stream: StreamName.feature(layer: l.id, globalId: f.globalId), FeatureDeleted(layer: l.id, globalId: f.globalId, attributes: f.attributes),
                                 session: session, cause: cause))
         for rel in l.relationships where rel.role == .origin && rel.composite {
             guard let (child, childSide) = schema.counterpart(of: rel, in: l), let fk = childSide.keyField else { continue }

@@ -68,24 +68,16 @@ public struct SessionState: Sendable, Hashable {
         return out.map { (field: $0.0, value: $0.1) }
     }
 
-    /// Folds one of this session's events. A payload that lacks what its type needs is `.corrupt`
-    /// (the caller adds the position).
-    public mutating func apply(type: EventType, payload: JSONValue, actor: String, device: String) throws(EditLogError) {
-        let p = PayloadReader(payload, type: type.rawValue)
-        switch type {
-        case .attributeStaged:
-            guard let value = payload["value"] else { throw p.corrupt("payload has no \"value\"") }
-            staged.append((try p.string("field"), value))
-        case .relationStaged:
-            relations[Int(try p.int("relationship"))] = try p.string("globalId")
-        case .attachmentStaged:
-            guard let a = StagedAttachment(json: payload) else { throw p.corrupt("payload is not a staged attachment (attachmentId, name, contentType, size, sha256)") }
-            attachmentsAdded.append(a)
-        case .attachmentRenameStaged:
-            let id = try p.string("attachmentId"), n = try p.string("name")
-            if let i = attachmentsAdded.firstIndex(where: { $0.attachmentId == id }) { attachmentsAdded[i].name = n } else { renames[id] = n }
-        case .attachmentDetachStaged:
-            let id = try p.string("attachmentId")
+    /// Folds one of this session's events (a step or its end; anything else is `.corrupt`, the caller adds the position).
+    public mutating func apply(_ body: EventBody, actor: String, device: String) throws(EditLogError) {
+        switch body {
+        case .attributeStaged(let a): staged.append((a.field, a.value))
+        case .relationStaged(let r): relations[r.relationship] = r.globalId
+        case .attachmentStaged(let a): attachmentsAdded.append(a.attachment)
+        case .attachmentRenameStaged(let r):
+            if let i = attachmentsAdded.firstIndex(where: { $0.attachmentId == r.attachmentId }) { attachmentsAdded[i].name = r.name } else { renames[r.attachmentId] = r.name }
+        case .attachmentDetachStaged(let d):
+            let id = d.attachmentId
             if let i = attachmentsAdded.firstIndex(where: { $0.attachmentId == id }) { attachmentsAdded.remove(at: i) }
             else { detaches.append(id); renames[id] = nil }
         case .sessionResumed:
@@ -93,26 +85,18 @@ public struct SessionState: Sendable, Hashable {
         case .sessionCommitted: status = .committed
         case .sessionCanceled: status = .canceled
         case .sessionAbandoned: status = .abandoned
-        case .schemaDefined, .schemaChanged, .featureBaselined, .sessionStarted, .featureDeleted, .featureDerived, .scriptRecorded, .mergeDecided, .conflictResolved, .syncPulled, .syncPushed,
-             .replicaCreated, .replicaSynchronized, .replicaUnregistered:
-            throw p.corrupt("is not a step of an open session, yet names session \(id)")
+        case .schemaDefined, .schemaChanged, .featureBaselined, .sessionStarted, .featureDeleted, .featureDerived, .scriptRecorded, .mergeDecided, .conflictResolved,
+             .syncPulled, .syncPushed, .replicaCreated, .replicaSynchronized, .replicaUnregistered, .unknown:
+            throw EditLogError(.corrupt, "\(body.typeName) event: is not a step of an open session, yet names session \(id)")
         }
     }
 
-    /// Starts the fold from a `SessionStarted` payload.
-    public init(started payload: JSONValue, session: String, actor: String, device: String, position: Int64) throws(EditLogError) {
-        let p = PayloadReader(payload, type: EventType.sessionStarted.rawValue)
-        let kindName = try p.string("kind")
-        guard let k = Kind(rawValue: kindName) else { throw p.corrupt("payload \"kind\" is \"\(kindName)\", not create or edit") }
-        self.init(id: session, layerId: Int(try p.int("layer")), globalId: try p.string("globalId"), kind: k, actor: actor, device: device)
+    /// Starts the fold from a session's start.
+    public init(started s: SessionStarted, session: String, actor: String, device: String, position: Int64) {
+        self.init(id: session, layerId: s.layer, globalId: s.globalId, kind: s.kind, actor: actor, device: device)
         startedPosition = position
-        geometry = p.optional("geometry")
-        if let parent = p.optional("parent") {
-            guard let r = parent["relationship"]?.intValue, let pg = parent["globalId"]?.stringValue else {
-                throw p.corrupt("payload \"parent\" needs an integer relationship and a globalId")
-            }
-            self.parent = .init(relationship: String(r), globalId: pg)
-        }
+        geometry = s.geometry
+        parent = s.parent.map { .init(relationship: String($0.relationship), globalId: $0.globalId) }
     }
 
     public var json: JSONValue {

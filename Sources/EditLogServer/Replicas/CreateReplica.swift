@@ -72,14 +72,11 @@ extension FeatureService {
             }
             return (out, gen, counts)
         }
-        let payload: [String: JSONValue] = [
-            "replicaId": .string(replicaId), "replicaName": .string(name), "user": .string(user), "device": .string(r.device),
-            "layers": .array(layers.map { .int(Int64($0.id)) }), "layerQueries": .object(Self.layerQueriesJSON(queries)),
-            "geometry": area?.json ?? .null, "inSR": inSR.map { .int($0) } ?? .null, "syncModel": .string(syncModel),
-            "syncDirection": .string(direction), "returnAttachments": .bool(withAttachments), "serverGen": .int(gen), "features": .object(counts),
-        ]
+        let created = ReplicaCreated(replicaId: replicaId, replicaName: name, user: user, device: r.device, layers: layers.map(\.id),
+                                     layerQueries: Self.layerQueriesJSON(queries), geometry: area?.json, inSR: inSR, syncModel: syncModel,
+                                     syncDirection: direction, returnAttachments: withAttachments, serverGen: gen, features: counts)
         _ = try handles.write { log in
-            try log.appendSystemEvents([SystemEvent(stream: StreamName.replicas, type: .replicaCreated, payload: .object(payload), cause: Cause.replicaOperation)],
+            try log.appendSystemEvents([SystemEvent(stream: StreamName.replicas, created, cause: Cause.replicaOperation)],
                                        actor: user, device: r.device)
         }
         var result: [String: JSONValue] = [

@@ -24,34 +24,30 @@ public struct ReplicaRecord: Sendable {
     public var serverGen: Int64
     public var closed = false
     public var closedBy: String?
-    /// Each synchronize: its position, recording time and payload.
-    public var syncs: [(position: Int64, at: String, payload: JSONValue)] = []
-    public var created: JSONValue
+    /// Each synchronize: its position, recording time and record.
+    public var syncs: [(position: Int64, at: String, record: ReplicaSynchronized)] = []
+    public var created: ReplicaCreated
 
     /// Every replica of `events` (the `$replicas` stream), in creation order.
     public static func all(_ events: [RecordedEvent]) throws(EditLogError) -> [ReplicaRecord] {
         var out: [ReplicaRecord] = []
         var index: [String: Int] = [:]
         for e in events {
-            guard case .replica(let type, let p) = try EventBody(e), let id = p["replicaId"]?.stringValue else { continue }
-            switch type {
-            case .replicaCreated:
-                index[id] = out.count
+            switch try e.body {
+            case .replicaCreated(let p):
+                index[p.replicaId] = out.count
                 out.append(ReplicaRecord(
-                    id: id, name: p["replicaName"]?.stringValue ?? "", user: p["user"]?.stringValue ?? "", device: p["device"]?.stringValue ?? "",
-                    layers: p["layers"]?.arrayValue?.compactMap { $0.intValue.map(Int.init) } ?? [], layerQueries: p["layerQueries"]?.objectValue ?? [:],
-                    geometry: p["geometry"].flatMap { $0.isNull ? nil : $0 }, inSR: p["inSR"]?.intValue, syncModel: p["syncModel"]?.stringValue ?? "perReplica",
-                    syncDirection: p["syncDirection"]?.stringValue ?? "bidirectional", returnAttachments: p["returnAttachments"]?.boolValue ?? false,
-                    createdGen: p["serverGen"]?.intValue ?? 0, createdAt: e.recordedTime, position: e.position, serverGen: p["serverGen"]?.intValue ?? 0,
-                    created: p))
-            case .replicaSynchronized:
-                guard let i = index[id] else { continue }
+                    id: p.replicaId, name: p.replicaName, user: p.user, device: p.device, layers: p.layers, layerQueries: p.layerQueries,
+                    geometry: p.geometry, inSR: p.inSR, syncModel: p.syncModel, syncDirection: p.syncDirection, returnAttachments: p.returnAttachments,
+                    createdGen: p.serverGen, createdAt: e.recordedTime, position: e.position, serverGen: p.serverGen, created: p))
+            case .replicaSynchronized(let p):
+                guard let i = index[p.replicaId] else { continue }
                 out[i].syncs.append((e.position, e.recordedTime, p))
                 out[i].serverGen = e.position  // the client's next generation: past its upload
-            case .replicaUnregistered:
-                guard let i = index[id] else { continue }
+            case .replicaUnregistered(let p):
+                guard let i = index[p.replicaId] else { continue }
                 out[i].closed = true
-                out[i].closedBy = p["by"]?.stringValue
+                out[i].closedBy = p.by
             default: continue
             }
         }
@@ -60,14 +56,14 @@ public struct ReplicaRecord: Sendable {
 
     /// The replica's events' summary for auditors (`editlog replicas show --json`, the service's replica info).
     public var json: JSONValue {
-        var o = created.objectValue ?? [:]
+        var o = created.json.objectValue ?? [:]
         o["createdAt"] = .string(createdAt)
         o["position"] = .int(position)
         o["replicaServerGen"] = .int(serverGen)
         o["closed"] = .bool(closed)
         if let closedBy { o["closedBy"] = .string(closedBy) }
         o["synchronizations"] = .array(syncs.map { s in
-            var x = s.payload.objectValue ?? [:]
+            var x = s.record.json.objectValue ?? [:]
             x["position"] = .int(s.position)
             x["at"] = .string(s.at)
             return .object(x)

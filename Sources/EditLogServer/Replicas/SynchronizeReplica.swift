@@ -123,8 +123,7 @@ extension FeatureService {
         let logId = try handles.read { $0.logId }
 
         let close = p.bool("closeReplica", default: false)
-        let closeEvent = SystemEvent(stream: StreamName.replicas, type: .replicaUnregistered,
-                                     payload: ["replicaId": .string(rep.id), "user": .string(user), "device": .string(r.device), "by": "closeReplica"],
+        let closeEvent = SystemEvent(stream: StreamName.replicas, ReplicaUnregistered(replicaId: rep.id, user: user, device: r.device, by: "closeReplica"),
                                      cause: Cause.replicaOperation)
         // What to send is chosen from the service's changes before the upload; the features are read after it, so a
         // feature both changed is sent as the upload left it (the client keeps what won).
@@ -142,13 +141,12 @@ extension FeatureService {
                 .array(plan.indices.filter { recorded.contains($0) && plan[$0].kind == kind && plan[$0].globalId != nil }
                     .map { ["layer": .int(Int64(plan[$0].layer.id)), "globalId": .string(plan[$0].globalId!)] })
             }
-            return SystemEvent(stream: StreamName.replicas, type: .replicaSynchronized, payload: [
-                "replicaId": .string(rep.id), "user": .string(user), "device": .string(r.device), "syncDirection": .string(direction),
-                "fromServerGen": fromGen.map { .int($0) } ?? .null,
-                "uploaded": ["sessions": .array(sessions.map { .string($0) }), "adds": refs(.add), "updates": refs(.update), "deletes": refs(.delete),
-                             "attachments": .int(Int64(uploadedAttachments))],
-                "downloaded": .object(downloaded), "overwrote": .array(overwrote.filter { recorded.contains($0.planIndex) }.map(\.json)), "closed": .bool(close),
-            ], cause: Cause.replicaOperation)
+            let synchronized = ReplicaSynchronized(
+                replicaId: rep.id, user: user, device: r.device, syncDirection: direction, fromServerGen: fromGen,
+                uploaded: ["sessions": .array(sessions.map { .string($0) }), "adds": refs(.add), "updates": refs(.update), "deletes": refs(.delete),
+                           "attachments": .int(Int64(uploadedAttachments))],
+                downloaded: .object(downloaded), overwrote: overwrote.filter { recorded.contains($0.planIndex) }.map(\.json), closed: close)
+            return SystemEvent(stream: StreamName.replicas, synchronized, cause: Cause.replicaOperation)
         }
         // The record comes after the upload's events in the same transaction: its position is the client's next
         // generation, past its own upload (which it is never sent back).
@@ -276,7 +274,7 @@ extension FeatureService {
             let list = byFeature[stream]!
             var d = MergeDecision(log: logId, event: nil, layer: list[0].layer, globalId: list[0].globalId)
             d.conflicts = list
-            return SystemEvent(stream: stream, type: .mergeDecided, payload: d.json, cause: Cause.merge(from: logId))
+            return SystemEvent(stream: stream, d, cause: Cause.merge(from: logId))
         }
     }
 
@@ -356,9 +354,8 @@ extension FeatureService {
         try handles.refresh()
         let rep = try replica(r.params["replicaID"], user: user)
         _ = try handles.write { log in
-            try log.appendSystemEvents([SystemEvent(stream: StreamName.replicas, type: .replicaUnregistered,
-                                                    payload: ["replicaId": .string(rep.id), "user": .string(user), "device": .string(r.device), "by": "unRegisterReplica"],
-                                                    cause: Cause.replicaOperation)], actor: user, device: r.device)
+            let closed = ReplicaUnregistered(replicaId: rep.id, user: user, device: r.device, by: "unRegisterReplica")
+            try log.appendSystemEvents([SystemEvent(stream: StreamName.replicas, closed, cause: Cause.replicaOperation)], actor: user, device: r.device)
         }
         return ["success": true]
     }

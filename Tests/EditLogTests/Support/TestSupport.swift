@@ -149,3 +149,10 @@ enum RawLog {
         try read(path) { db in try Data.fetchAll(db, sql: "SELECT id FROM events ORDER BY position").map { Array($0) } }
     }
 }
+
+extension NewEvent {
+    /// An event whose payload is written as given, not through its type's codec (store tests, malformed payloads).
+    init(id: UUID, stream: String, type: EventType, payload: JSONValue, context: EventContext, session: String?, cause: String) {
+        self.init(id: id, stream: stream, body: .unknown(type: type.rawValue, payload: payload), context: context, session: session, cause: cause)
+    }
+}

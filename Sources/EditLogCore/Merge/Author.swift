@@ -1,4 +1,4 @@
-import EditLogCore
+
 
 /// The author of a value (who wrote it, in which log, event and session), and the order `last-in-wins` compares:
 /// client time (recorded time when the client gave none), then the origin log id, then the origin position. Every log
@@ -76,7 +76,7 @@ extension Author.Order {
 
 extension Optional where Wrapped == Author {
     /// nil (the common base, or nothing) comes before every writer.
-    func isBefore(_ other: Author) -> Bool {
+    public func isBefore(_ other: Author) -> Bool {
         guard let s = self else { return true }
         return s.isBefore(other)
     }

@@ -1,9 +1,10 @@
-import EditLogCore
+
 
 /// How a log applies one imported event when a plain application would be wrong: the payload of a
 /// `MergeDecided` event, recorded just before the imported event. Only the log that made a decision applies
 /// it (`log`); elsewhere it is the record of a conflict.
-public struct MergeDecision: Sendable, Hashable {
+public struct MergeDecision: EventPayload, Hashable {
+    public static let eventType = EventType.mergeDecided
     /// The deciding log.
     public var log: String
     /// The imported event this decides (nil: a standalone decision, e.g. a parent revived after the import).
@@ -53,27 +54,32 @@ public struct MergeDecision: Sendable, Hashable {
             && detachAttachments.isEmpty && conflicts.isEmpty
     }
 
-    public var json: JSONValue {
-        var o: [String: JSONValue] = ["log": .string(log), "event": JSONValue(event), "layer": .int(Int64(layer)), "globalId": .string(globalId)]
-        if !skipFields.isEmpty { o["skipFields"] = .array(skipFields.map(JSONValue.string)) }
-        if asUpdate { o["asUpdate"] = true }
-        if skipDelete { o["skipDelete"] = true }
-        if keepTracking { o["keepTracking"] = true }
-        if takeCreator { o["takeCreator"] = true }
-        if keepTrackingFields { o["keepTrackingFields"] = true }
-        if revive { o["revive"] = true }
-        if !skipAttachments.isEmpty { o["skipAttachments"] = .array(skipAttachments.map(JSONValue.string)) }
-        if !reviveAttachments.isEmpty { o["reviveAttachments"] = .array(reviveAttachments.map(JSONValue.string)) }
-        if let cascadeOf { o["cascadeOf"] = .string(cascadeOf) }
-        if deleteAgain { o["deleteAgain"] = true }
-        if !detachAttachments.isEmpty { o["detachAttachments"] = .array(detachAttachments.map(JSONValue.string)) }
-        o["conflicts"] = .array(conflicts.map(\.json))
-        return .object(o)
+    public func write(to w: inout PayloadWriter) {
+        w.flag("asUpdate", asUpdate)
+        w.string("cascadeOf", ifPresent: cascadeOf)
+        w.value("conflicts", .array(conflicts.map(\.json)))
+        w.flag("deleteAgain", deleteAgain)
+        if !detachAttachments.isEmpty { w.strings("detachAttachments", detachAttachments) }
+        w.stringOrNull("event", event)
+        w.string("globalId", globalId)
+        w.flag("keepTracking", keepTracking)
+        w.flag("keepTrackingFields", keepTrackingFields)
+        w.int("layer", layer)
+        w.string("log", log)
+        w.flag("revive", revive)
+        if !reviveAttachments.isEmpty { w.strings("reviveAttachments", reviveAttachments) }
+        if !skipAttachments.isEmpty { w.strings("skipAttachments", skipAttachments) }
+        w.flag("skipDelete", skipDelete)
+        if !skipFields.isEmpty { w.strings("skipFields", skipFields) }
+        w.flag("takeCreator", takeCreator)
     }
 
-    public init(json: JSONValue) throws(EditLogError) {
+    public var body: EventBody { .mergeDecided(self) }
+
+    public init(_ p: PayloadReader) throws(EditLogError) {
+        let json = p.payload
         guard let log = json["log"]?.stringValue, let layer = json["layer"]?.intValue, let g = json["globalId"]?.stringValue else {
-            throw EditLogError(.corrupt, "a MergeDecided payload lacks log, layer or globalId")
+            throw p.corrupt("a MergeDecided payload lacks log, layer or globalId")
         }
         self.init(log: log, event: json["event"]?.stringValue, layer: Int(layer), globalId: g)
         func strings(_ k: String) -> [String] { json[k]?.arrayValue?.compactMap(\.stringValue) ?? [] }
@@ -90,7 +96,9 @@ public struct MergeDecision: Sendable, Hashable {
         deleteAgain = json["deleteAgain"]?.boolValue ?? false
         detachAttachments = strings("detachAttachments")
         var cs: [Conflict] = []
-        for c in json["conflicts"]?.arrayValue ?? [] { cs.append(try Conflict(json: c)) }
+        for c in json["conflicts"]?.arrayValue ?? [] {
+            do throws(EditLogError) { cs.append(try Conflict(json: c)) } catch { throw p.corrupt(error.message) }
+        }
         conflicts = cs
     }
 }

@@ -1,4 +1,4 @@
-import EditLogCore
+
 
 /// What kind of concurrent change a conflict is (named from this log's side: local, then remote).
 public enum ConflictKind: String, Sendable, Hashable, CaseIterable {
@@ -30,7 +30,7 @@ public struct SideValue: Sendable, Hashable {
     public var writer: Author?
     public init(value: JSONValue, writer: Author?) { self.value = value; self.writer = writer }
     public var json: JSONValue { .object(["value": value, "writer": writer?.json ?? .null]) }
-    init(json: JSONValue?) { value = json?["value"] ?? .null; writer = json?["writer"].flatMap(Author.init(json:)) }
+    public init(json: JSONValue?) { value = json?["value"] ?? .null; writer = json?["writer"].flatMap(Author.init(json:)) }
 }
 
 /// A concurrent change an import met: base, local and remote, who wrote each, the policy and what won.
