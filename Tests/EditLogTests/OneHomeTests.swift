@@ -32,6 +32,22 @@ import Testing
         #expect("kept.cascadeOf == nil".contains(pattern) && !"f.row == .deleteAgain".contains(pattern))
     }
 
+    /// An event's payload is read in one place, its type's body (`Sources/EditLogCore/Events/`): no reader elsewhere
+    /// indexes payload JSON, decodes a body of its own or builds a payload reader. (A whole payload may still be shown
+    /// or exported, as `log` and bundles do.)
+    @Test func onlyTheEventCodecReadsPayloads() throws {
+        let pattern = try Regex(#"payload\??\[|payload\.(objectValue|arrayValue|stringValue|intValue)|EventBody\(|PayloadReader\("#)
+        var found: [String] = []
+        for (path, lines) in try Self.sources() where !path.hasPrefix("Sources/EditLogCore/Events/") {
+            for (i, line) in lines.enumerated() where line.contains(pattern) && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                found.append("\(path):\(i + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(found.isEmpty, "payloads read outside their codec:\n\(found.joined(separator: "\n"))")
+        // The check itself finds what it is for.
+        #expect(#"e.payload["globalId"]"#.contains(pattern) && "try EventBody(e)".contains(pattern) && !"try e.body".contains(pattern))
+    }
+
     @Test func onlyTheStoreAndTheWriteUnitHoldAnAppender() throws {
         let allowed = ["Sources/EditLogProjections/WriteUnit.swift"]
         var found: [String] = []

@@ -157,6 +157,9 @@ struct ServerReplicaTests {
             #expect(try log.value.head() == closedHead)
             let list = try await client.getJSON(Self.base + "/replicas?f=json&token=\(Self.alice)")
             #expect(list.json == [])
+            // Each replica record's body writes the bytes stored (one codec per event type).
+            let seen = try EventCodecTests.expectEveryPayloadIsItsBodysBytes(log.value.path)
+            #expect(seen.isSuperset(of: [.replicaCreated, .replicaSynchronized, .replicaUnregistered]), "\(seen)")
         }
     }
 
