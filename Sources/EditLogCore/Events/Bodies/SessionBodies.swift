@@ -4,13 +4,18 @@ public struct SessionStarted: EventPayload, Hashable {
     public var layer: Int
     public var globalId: String
     public var kind: SessionState.Kind
-    /// A create's geometry (nil: none named).
-    public var geometry: JSONValue?
+    /// A create's geometry (nil when absent or null).
+    public var geometry: JSONValue? { didSet { namesGeometry = geometry != nil } }
+    /// The payload names a geometry, null included.
+    public private(set) var namesGeometry: Bool
     /// A create's parent, through a relationship (its id) to the parent's GlobalID.
     public var parent: (relationship: Int, globalId: String)?
 
+    /// `geometry` nil: none named; `.null`: named as null.
     public init(layer: Int, globalId: String, kind: SessionState.Kind, geometry: JSONValue? = nil, parent: (relationship: Int, globalId: String)? = nil) {
-        self.layer = layer; self.globalId = globalId; self.kind = kind; self.geometry = geometry; self.parent = parent
+        self.layer = layer; self.globalId = globalId; self.kind = kind; self.parent = parent
+        namesGeometry = geometry != nil
+        self.geometry = geometry.flatMap { $0.isNull ? nil : $0 }
     }
 
     public init(_ p: PayloadReader) throws(EditLogError) {
@@ -18,6 +23,7 @@ public struct SessionStarted: EventPayload, Hashable {
         guard let k = SessionState.Kind(rawValue: kindName) else { throw p.corrupt("payload \"kind\" is \"\(kindName)\", not create or edit") }
         layer = Int(try p.int("layer")); globalId = try p.string("globalId"); kind = k
         geometry = p.optional("geometry")
+        namesGeometry = p.payload["geometry"] != nil
         if let parent = p.optional("parent") {
             guard let r = parent["relationship"]?.intValue, let pg = parent["globalId"]?.stringValue else {
                 throw p.corrupt("payload \"parent\" needs an integer relationship and a globalId")
@@ -27,7 +33,7 @@ public struct SessionStarted: EventPayload, Hashable {
     }
 
     public func write(to w: inout PayloadWriter) {
-        w.value("geometry", ifPresent: geometry)
+        if namesGeometry { w.value("geometry", geometry ?? .null) }
         w.string("globalId", globalId)
         w.string("kind", kind.rawValue)
         w.int("layer", layer)
@@ -37,7 +43,7 @@ public struct SessionStarted: EventPayload, Hashable {
     public var body: EventBody { .sessionStarted(self) }
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.layer == b.layer && a.globalId == b.globalId && a.kind == b.kind && a.geometry == b.geometry
+        a.layer == b.layer && a.globalId == b.globalId && a.kind == b.kind && a.geometry == b.geometry && a.namesGeometry == b.namesGeometry
             && a.parent?.relationship == b.parent?.relationship && a.parent?.globalId == b.parent?.globalId
     }
     public func hash(into h: inout Hasher) { h.combine(layer); h.combine(globalId) }
@@ -255,8 +261,9 @@ public struct SessionCommitted: EventPayload, Hashable {
     public var attachments: AttachmentChanges
 
     public init(layer: Int, globalId: String, isCreate: Bool, changes: FieldChanges, geometry: JSONValue?, attachments: AttachmentChanges) {
-        self.layer = layer; self.globalId = globalId; self.isCreate = isCreate; self.changes = changes
-        self.geometry = geometry; namesGeometry = geometry != nil; self.attachments = attachments
+        self.layer = layer; self.globalId = globalId; self.isCreate = isCreate; self.changes = changes; self.attachments = attachments
+        namesGeometry = geometry != nil
+        self.geometry = geometry.flatMap { $0.isNull ? nil : $0 }
     }
 
     public init(_ p: PayloadReader) throws(EditLogError) {
