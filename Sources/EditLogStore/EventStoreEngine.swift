@@ -71,7 +71,10 @@ public struct EventAppend: Sendable {
     /// The event as it was recorded: it keeps its id, payload, times and origin, so it hashes the same wherever its
     /// position and stream version are the same.
     public init(recorded e: RecordedEvent, expected: ExpectedVersion = .any) {
-        id = e.id; stream = e.stream; type = e.type; payload = e.payload; actor = e.actor; device = e.device
+        id = e.id; stream = e.stream; type = e.type; actor = e.actor; device = e.device
+        // A writer's body stays a body (its bytes are written from it); an event read keeps its payload as read.
+        body = e.writtenBody
+        if body == nil { payload = e.payload }
         session = e.session; cause = e.cause; clientTime = e.clientTime; self.expected = expected
         origin = e.origin; recordedTime = e.recordedTime
     }

@@ -105,6 +105,9 @@ public struct RecordedEvent: Sendable, Hashable {
         }
     }
 
+    /// The body a writer gave (nil for an event read from a log or a bundle: its `body` is read from its payload).
+    public var writtenBody: EventBody? { box.given }
+
     /// The canonical payload bytes: the body's as written, or the payload read, serialized.
     public var canonicalPayload: [UInt8] { box.given?.canonicalBytes ?? box.raw!.serializedBytes() }
     public var actor: String { @inlinable get { box.facts.actor } set { change { $0.actor = newValue } } }
