@@ -566,12 +566,12 @@ public struct Importer {
 extension Importer.Touched {
     /// The relationship keys (a destination's foreign keys) a commit changes, with their old values, by field name.
     static func keyChanges(of layer: LayerSchema, _ e: RecordedEvent) -> [(field: String, old: JSONValue)] {
-        guard let changes = (try? e.body)?.fieldChanges?.byField, !changes.isEmpty else { return [] }
+        guard let changes = (try? e.body)?.fieldChanges, !changes.isEmpty else { return [] }
         var out: [(field: String, old: JSONValue)] = []
         for r in layer.relationships where r.role == .destination {
             guard let fk = layer.field(named: r.keyField)?.name else { continue }
             let key = fk.lowercased()
-            guard let change = changes.first(where: { $0.key.lowercased() == key })?.value else { continue }
+            guard let change = changes.change(lowercased: key)?.change else { continue }
             out.append((fk, change.old))
         }
         return out

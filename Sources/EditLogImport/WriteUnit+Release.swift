@@ -22,7 +22,7 @@ extension WriteUnit {
         var out: [(layer: Int, globalId: String)] = []
         for rel in layer.relationships where rel.role == .destination {
             guard let fk = layer.field(named: rel.keyField)?.name.lowercased(),
-                  let old = changes.byField.first(where: { $0.key.lowercased() == fk })?.value.old.stringValue.flatMap(GlobalID.normalize),
+                  let old = changes.change(lowercased: fk)?.change.old.stringValue.flatMap(GlobalID.normalize),
                   let (parent, _) = schema.counterpart(of: rel, in: layer) else { continue }
             out.append((parent.id, old))
         }

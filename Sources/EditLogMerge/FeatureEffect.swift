@@ -58,7 +58,7 @@ public struct FeatureEffect: Sendable {
         case .attributes(let a):
             for (k, v) in a where keptFields.isEmpty || !keptFields.contains(k) { try body(k, .null, v) }
         case .changes(let c):
-            for (k, ch) in c.byField where keptFields.isEmpty || !keptFields.contains(k) { try body(k, ch.old, ch.new) }
+            try c.forEach { k, old, new in if keptFields.isEmpty || !keptFields.contains(k) { try body(k, old, new) } }
         case .none:
             return
         }

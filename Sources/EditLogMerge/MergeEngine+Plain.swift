@@ -26,12 +26,14 @@ extension MergeEngine {
             return false
         }
         let skip = excluded[snapshot.layerId] ?? []
-        for (f, change) in changes.byField {
+        var plain = true
+        changes.forEach { f, old, new in
+            guard plain else { return }
             let l = snapshot.attributes[f] ?? .null
-            if l == change.new || skip.contains(f) || l == change.old || lacks(snapshot.layerId, f) { continue }
-            return false
+            if l == new || skip.contains(f) || l == old || lacks(snapshot.layerId, f) { return }
+            plain = false
         }
-        return true
+        return plain
     }
 
     /// Whether `e` (of type `type`) is of a kind that applies as it came to a feature every writer of which comes

@@ -66,10 +66,24 @@ public struct RecordedEvent: Sendable, Hashable {
     /// (`raw`, its body decoded on first use and kept) or as a writer gave it (`given`, no JSON in between).
     @usableFromInline final class Box: Sendable {
         @usableFromInline let facts: Facts
+        /// The payload as read (nil: a writer gave the body).
         let raw: JSONValue?
-        let given: EventBody?
-        let decoded = Mutex<Result<EventBody, EditLogError>?>(nil)
-        init(_ facts: Facts, raw: JSONValue?, given: EventBody?) { self.facts = facts; self.raw = raw; self.given = given }
+        /// The body: given, or read on first use (one reference, so an event never read for its body stays small).
+        let body: Mutex<BodyBox?>
+        init(_ facts: Facts, raw: JSONValue?, given: EventBody?) {
+            self.facts = facts; self.raw = raw; body = Mutex(given.map { BodyBox(.success($0)) })
+        }
+        init(_ facts: Facts, raw: JSONValue?, body: BodyBox?) { self.facts = facts; self.raw = raw; self.body = Mutex(body) }
+        /// The writer's body, when there is no payload read.
+        var given: EventBody? {
+            guard raw == nil else { return nil }
+            return body.withLock { try? $0?.result.get() }
+        }
+    }
+    /// A body, or why the payload has none.
+    final class BodyBox: Sendable {
+        let result: Result<EventBody, EditLogError>
+        init(_ result: Result<EventBody, EditLogError>) { self.result = result }
     }
     @usableFromInline var box: Box
 
@@ -77,7 +91,8 @@ public struct RecordedEvent: Sendable, Hashable {
     private mutating func change(_ body: (inout Facts) -> Void) {
         var f = box.facts
         body(&f)
-        box = Box(f, raw: box.raw, given: box.given)
+        // A read payload's body is read again for the new facts (its type may be the one that changed).
+        box = Box(f, raw: box.raw, body: box.raw == nil ? box.body.withLock { $0 } : nil)
     }
 
     public var stream: String { @inlinable get { box.facts.stream } set { change { $0.stream = newValue } } }
@@ -93,15 +108,15 @@ public struct RecordedEvent: Sendable, Hashable {
     /// when it is not what its type says) and kept for every later reader.
     public var body: EventBody {
         get throws(EditLogError) {
-            if let given = box.given { return given }
-            let result = box.decoded.withLock { cached in
+            let found = box.body.withLock { cached in
                 if let cached { return cached }
                 let r: Result<EventBody, EditLogError>
                 do throws(EditLogError) { r = .success(try EventBody(type: box.facts.type, payload: box.raw ?? .null, position: position)) } catch { r = .failure(error) }
-                cached = r
-                return r
+                let made = BodyBox(r)
+                cached = made
+                return made
             }
-            return try result.get()
+            return try found.result.get()
         }
     }
 

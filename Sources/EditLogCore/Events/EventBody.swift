@@ -2,8 +2,9 @@
 /// payload is read from and written to canonical bytes. A type this build does not know is `.unknown` (its payload
 /// as stored) and changes nothing. Stored bytes are never re-encoded from a body: an event is written once, at append.
 public enum EventBody: Sendable {
-    case schemaDefined(SchemaDefined)
-    case schemaChanged(SchemaChanged)
+    // The rare, large bodies are boxed (`indirect`), so the frequent ones set the enum's size.
+    indirect case schemaDefined(SchemaDefined)
+    indirect case schemaChanged(SchemaChanged)
     case featureBaselined(FeatureBaselined)
     case sessionStarted(SessionStarted)
     case attributeStaged(AttributeStaged)
@@ -18,13 +19,13 @@ public enum EventBody: Sendable {
     case featureDeleted(FeatureDeleted)
     case featureDerived(FeatureDerived)
     case scriptRecorded(ScriptRecorded)
-    case mergeDecided(MergeDecision)
-    case conflictResolved(ConflictResolved)
-    case syncPulled(SyncPulled)
-    case syncPushed(SyncPushed)
-    case replicaCreated(ReplicaCreated)
-    case replicaSynchronized(ReplicaSynchronized)
-    case replicaUnregistered(ReplicaUnregistered)
+    indirect case mergeDecided(MergeDecision)
+    indirect case conflictResolved(ConflictResolved)
+    indirect case syncPulled(SyncPulled)
+    indirect case syncPushed(SyncPushed)
+    indirect case replicaCreated(ReplicaCreated)
+    indirect case replicaSynchronized(ReplicaSynchronized)
+    indirect case replicaUnregistered(ReplicaUnregistered)
     case unknown(type: String, payload: JSONValue)
 
     /// Reads a stored payload of type `type`; `.corrupt` at `position` when it is not what its type says.

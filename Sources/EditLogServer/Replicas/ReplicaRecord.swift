@@ -4,19 +4,8 @@ import Foundation
 /// A replica as its events in `$replicas` tell it: created (`ReplicaCreated`), each synchronize
 /// (`ReplicaSynchronized`), closed (`ReplicaUnregistered`). One reader for the service and for `editlog replicas`.
 public struct ReplicaRecord: Sendable {
-    public var id: String
-    public var name: String
-    public var user: String
-    public var device: String
-    public var layers: [Int]
-    public var layerQueries: [String: JSONValue]
-    public var geometry: JSONValue?
-    public var inSR: Int64?
-    public var syncModel: String
-    public var syncDirection: String
-    public var returnAttachments: Bool
-    /// The generation the replica's data was read at.
-    public var createdGen: Int64
+    /// What createReplica recorded: who, which layers, queries and area, the generation, what was sent.
+    public var created: ReplicaCreated
     /// When it was created (the event's recording time) and at which position.
     public var createdAt: String
     public var position: Int64
@@ -26,7 +15,20 @@ public struct ReplicaRecord: Sendable {
     public var closedBy: String?
     /// Each synchronize: its position, recording time and record.
     public var syncs: [(position: Int64, at: String, record: ReplicaSynchronized)] = []
-    public var created: ReplicaCreated
+
+    public var id: String { created.replicaId }
+    public var name: String { created.replicaName }
+    public var user: String { created.user }
+    public var device: String { created.device }
+    public var layers: [Int] { created.layers }
+    public var layerQueries: [String: JSONValue] { created.layerQueries }
+    public var geometry: JSONValue? { created.geometry }
+    public var inSR: Int64? { created.inSR }
+    public var syncModel: String { created.syncModel }
+    public var syncDirection: String { created.syncDirection }
+    public var returnAttachments: Bool { created.returnAttachments }
+    /// The generation the replica's data was read at.
+    public var createdGen: Int64 { created.serverGen }
 
     /// Every replica of `events` (the `$replicas` stream), in creation order.
     public static func all(_ events: [RecordedEvent]) throws(EditLogError) -> [ReplicaRecord] {
@@ -36,10 +38,7 @@ public struct ReplicaRecord: Sendable {
             switch try e.body {
             case .replicaCreated(let p):
                 index[p.replicaId] = out.count
-                out.append(ReplicaRecord(
-                    id: p.replicaId, name: p.replicaName, user: p.user, device: p.device, layers: p.layers, layerQueries: p.layerQueries,
-                    geometry: p.geometry, inSR: p.inSR, syncModel: p.syncModel, syncDirection: p.syncDirection, returnAttachments: p.returnAttachments,
-                    createdGen: p.serverGen, createdAt: e.recordedTime, position: e.position, serverGen: p.serverGen, created: p))
+                out.append(ReplicaRecord(created: p, createdAt: e.recordedTime, position: e.position, serverGen: p.serverGen))
             case .replicaSynchronized(let p):
                 guard let i = index[p.replicaId] else { continue }
                 out[i].syncs.append((e.position, e.recordedTime, p))

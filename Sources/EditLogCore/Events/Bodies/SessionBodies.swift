@@ -149,51 +149,95 @@ public struct SessionAbandoned: EventPayload, Hashable {
     public var body: EventBody { .sessionAbandoned(self) }
 }
 
-/// A field's changes: the value before and the value after, by field (`{"old": …, "new": …}` in the payload).
+/// A field's changes: the value before and the value after, by field (`{"old": …, "new": …}` in the payload). Read from
+/// a payload, it keeps the payload's own object (each member checked to be one): a replay reads every commit, and a
+/// copy into typed pairs per commit showed in its time. Built by a writer, it holds typed pairs.
 public struct FieldChanges: Sendable, Hashable {
     public struct Change: Sendable, Hashable {
         public var old: JSONValue
         public var new: JSONValue
         public init(old: JSONValue, new: JSONValue) { self.old = old; self.new = new }
     }
-    public private(set) var byField: [String: Change]
-    public init(_ byField: [String: Change] = [:]) { self.byField = byField }
+    enum Storage: Sendable {
+        /// As read: field to `{"old", "new"}` objects.
+        case read([String: JSONValue])
+        case built([String: Change])
+    }
+    var storage: Storage
+
+    public init(_ byField: [String: Change] = [:]) { storage = .built(byField) }
+
+    /// Equal when the same fields change the same way, read or built.
+    public static func == (a: Self, b: Self) -> Bool { a.byField == b.byField }
+    public func hash(into h: inout Hasher) { h.combine(byField) }
 
     /// Read from a payload's `changes` object.
     init(_ p: PayloadReader, _ raw: [String: JSONValue]) throws(EditLogError) {
-        var out: [String: Change] = [:]
-        out.reserveCapacity(raw.count)
         for (k, c) in raw {
-            guard case .object(let o) = c else { throw p.corrupt("payload \"changes.\(k)\" is not an object of old and new") }
-            out[k] = Change(old: o["old"] ?? .null, new: o["new"] ?? .null)
+            guard case .object = c else { throw p.corrupt("payload \"changes.\(k)\" is not an object of old and new") }
         }
-        byField = out
+        storage = .read(raw)
     }
 
-    public var isEmpty: Bool { byField.isEmpty }
-    public var count: Int { byField.count }
-    public var names: Dictionary<String, Change>.Keys { byField.keys }
-    public func new(_ field: String) -> JSONValue? { byField[field]?.new }
+    @inline(__always) static func change(_ v: JSONValue) -> Change { Change(old: v["old"] ?? .null, new: v["new"] ?? .null) }
+
+    public var isEmpty: Bool {
+        switch storage { case .read(let r): r.isEmpty; case .built(let b): b.isEmpty }
+    }
+    public var count: Int {
+        switch storage { case .read(let r): r.count; case .built(let b): b.count }
+    }
+    /// The fields changed, in no particular order.
+    public var names: [String] {
+        switch storage { case .read(let r): Array(r.keys); case .built(let b): Array(b.keys) }
+    }
+    public func new(_ field: String) -> JSONValue? { self[field]?.new }
     public subscript(field: String) -> Change? {
-        get { byField[field] }
-        set { byField[field] = newValue }
+        get {
+            switch storage { case .read(let r): r[field].map(Self.change); case .built(let b): b[field] }
+        }
+        set {
+            var b = byField
+            b[field] = newValue
+            storage = .built(b)
+        }
+    }
+    /// Every change, by field.
+    public var byField: [String: Change] {
+        switch storage { case .read(let r): r.mapValues(Self.change); case .built(let b): b }
     }
     /// Each change in no particular order.
-    @inlinable public func forEach(_ body: (_ field: String, _ old: JSONValue, _ new: JSONValue) throws -> Void) rethrows {
-        for (k, c) in byField { try body(k, c.old, c.new) }
+    public func forEach(_ body: (_ field: String, _ old: JSONValue, _ new: JSONValue) throws -> Void) rethrows {
+        switch storage {
+        case .read(let r): for (k, v) in r { try body(k, v["old"] ?? .null, v["new"] ?? .null) }
+        case .built(let b): for (k, c) in b { try body(k, c.old, c.new) }
+        }
+    }
+    /// The first change whose field's lowercased name is `lowercased`.
+    public func change(lowercased: String) -> (field: String, change: Change)? {
+        switch storage {
+        case .read(let r): r.first { $0.key.lowercased() == lowercased }.map { ($0.key, Self.change($0.value)) }
+        case .built(let b): b.first { $0.key.lowercased() == lowercased }.map { ($0.key, $0.value) }
+        }
     }
     /// Each change in field-name order.
     public var sorted: [(field: String, old: JSONValue, new: JSONValue)] {
-        byField.sorted { $0.key < $1.key }.map { ($0.key, $0.value.old, $0.value.new) }
+        var out: [(field: String, old: JSONValue, new: JSONValue)] = []
+        out.reserveCapacity(count)
+        forEach { out.append(($0, $1, $2)) }
+        return out.sorted { $0.field < $1.field }
     }
     /// The new values, by field.
-    public var newValues: [String: JSONValue] { byField.mapValues(\.new) }
+    public var newValues: [String: JSONValue] {
+        switch storage { case .read(let r): r.mapValues { $0["new"] ?? .null }; case .built(let b): b.mapValues(\.new) }
+    }
 
     /// Writes the `changes` object (fields in key order).
     func write(_ k: String, to w: inout PayloadWriter) {
+        let all = byField
         w.object(k) { o in
-            for f in byField.keys.sorted(by: JSONValue.keyOrder) {
-                let c = byField[f]!
+            for f in all.keys.sorted(by: JSONValue.keyOrder) {
+                let c = all[f]!
                 o.object(f) { $0.value("new", c.new); $0.value("old", c.old) }
             }
         }
