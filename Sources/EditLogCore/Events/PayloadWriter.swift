@@ -101,12 +101,3 @@ public protocol EventPayload: Sendable {
     /// This payload as an event body.
     var body: EventBody { get }
 }
-
-extension EventPayload {
-    /// The canonical bytes.
-    public var canonicalBytes: [UInt8] {
-        var w = PayloadWriter()
-        write(to: &w)
-        return w.finish()
-    }
-}

@@ -150,8 +150,8 @@ public struct SessionAbandoned: EventPayload, Hashable {
 }
 
 /// A field's changes: the value before and the value after, by field (`{"old": …, "new": …}` in the payload). Read from
-/// a payload, it keeps the payload's own object (each member checked to be one): a replay reads every commit, and a
-/// copy into typed pairs per commit showed in its time. Built by a writer, it holds typed pairs.
+/// a payload, it keeps the payload's own object (each member checked to be one), so a replay, which reads every
+/// commit, copies nothing; built by a writer, it holds typed pairs.
 public struct FieldChanges: Sendable, Hashable {
     public struct Change: Sendable, Hashable {
         public var old: JSONValue
@@ -197,7 +197,10 @@ public struct FieldChanges: Sendable, Hashable {
             switch storage { case .read(let r): r[field].map(Self.change); case .built(let b): b[field] }
         }
         set {
-            var b = byField
+            // A writer sets every field of a commit: the built dictionary is changed in place, not copied per field.
+            var b: [String: Change]
+            if case .built(let built) = storage { b = built } else { b = byField }
+            storage = .built([:])
             b[field] = newValue
             storage = .built(b)
         }
