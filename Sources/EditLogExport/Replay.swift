@@ -100,15 +100,20 @@ public enum Replay {
         for s in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) }
     }
 
+    /// `.notFound` unless the log has an event at `position` (a state after it can be made).
+    static func requireEvent(_ source: Database, at position: Int64) throws {
+        let head = try EventReading.count(source)
+        guard position >= 1 else { throw EditLogError(.notFound, "no event at or before that moment (the log starts at position 1)") }
+        guard position <= head else { throw EditLogError(.notFound, "position \(position) is beyond the log's last event (\(head))") }
+    }
+
     /// Replays events 1...`position` of the log `source` into a new SQLite file at `path` (replaced when present):
     /// a copy of the nearest usable checkpoint at or before `position` when `checkpoints` is given (its file, checked
     /// against the log and its digest), then the events after it. Returns the open state and what was done; the
     /// caller closes it and removes (or renames) the file.
     public static func materialize(_ source: Database, through position: Int64, file path: String, checkpoints: CheckpointStore?,
                                    digest wantDigest: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> (DatabaseQueue, ReplayOutcome) {
-        let head = try EventReading.count(source)
-        guard position >= 1 else { throw EditLogError(.notFound, "no event at or before that moment (the log starts at position 1)") }
-        guard position <= head else { throw EditLogError(.notFound, "position \(position) is beyond the log's last event (\(head))") }
+        try requireEvent(source, at: position)
         var start: Int64 = 0
         var skipped: [String] = []
         removeScratch(path)

@@ -4,9 +4,10 @@ import Foundation
 /// The replayed states `historicMoment` queries read, kept for clients that page through one moment.
 ///
 /// A moment (epoch ms on the service's clock) names a position, as `replay --as-of` reads it; the state after that
-/// position is replayed from the nearest checkpoint into a scratch file (`EditLog.historicState`). A position's state
-/// never changes (the log is append-only), so the files are kept by position in a small LRU (`capacity` of them, in
-/// the folder `<log>.moments-<pid>/`): the first request at a moment replays, the next pages read the file. The moment
+/// position is made from the nearest checkpoint (`EditLog.historicState`: the checkpoint read in place, the rows the
+/// events after it reach in a scratch file). A position's state never changes (the log is append-only), so the states
+/// are kept by position in a small LRU (`capacity` of them, their files in the folder `<log>.moments-<pid>/`): the
+/// first request at a moment makes its state, the next pages read it. The moment
 /// → position lookups are kept too, keyed by the log's last position: an event appended later with an earlier client
 /// time moves a moment's position. An evicted state is closed (its file removed) when its last reader is done; every
 /// file, and the folder, are removed when the service is released.
