@@ -60,6 +60,20 @@ extension EditLog {
         try position(asOf: .time(Timestamp.format(milliseconds: ms)), by: clock)
     }
 
+    /// The position a moment in epoch milliseconds names on `index`'s clock, as `position(atMilliseconds:by:)` finds it,
+    /// from one block of events (`MomentIndex`); `index` is first brought up to the log's last event.
+    public func position(atMilliseconds ms: Int64, in index: inout MomentIndex) throws(EditLogError) -> Int64 {
+        try read { db in
+            try index.update(db)
+            return try index.position(db, time: Timestamp.format(milliseconds: ms))
+        }
+    }
+
+    /// `index` brought up to the log's last event (its `start` is then `startMilliseconds`' over the whole log).
+    public func catchUp(_ index: inout MomentIndex) throws(EditLogError) {
+        try read { db in try index.update(db) }
+    }
+
     /// The state after events 1...`position`, its scratch SQLite file at `file` (`Replay.readableState`), open
     /// read-only as a `HistoricState` (the caller closes it, which removes the file).
     public func historicState(at position: Int64, file: String) throws(EditLogError) -> HistoricState {

@@ -21,13 +21,18 @@ public struct ReplayOutcome: Sendable {
 /// Materializes the projection tables as they were after event P.
 public enum Replay {
     /// The position a moment names. A time selects the prefix up to the last position whose time (recorded,
-    /// or client falling back to recorded) is at or before it; 0 when no event is.
-    public static func position(_ db: Database, _ point: LogMoment, by clock: EventClock) throws -> Int64 {
+    /// or client falling back to recorded) is at or before it; 0 when no event is. With `range`, the last such
+    /// position in it (`MomentIndex` knows which block of positions holds it).
+    public static func position(_ db: Database, _ point: LogMoment, by clock: EventClock, within range: ClosedRange<Int64>? = nil) throws -> Int64 {
         switch point {
         case .position(let p):
             return p
         case .time(let t):
-            return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE \(clock.column) <= ?", arguments: [t]) ?? 0
+            guard let range else {
+                return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE \(clock.column) <= ?", arguments: [t]) ?? 0
+            }
+            return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE position BETWEEN ? AND ? AND \(clock.column) <= ?",
+                                      arguments: [range.lowerBound, range.upperBound, t]) ?? 0
         }
     }
 

@@ -184,3 +184,36 @@ import Testing
         #expect(try Self.rows(s) == reference[every + 1]!.rows)
     }
 }
+
+extension HistoricStateTests {
+    /// A moment's position found through the index equals the scan over every event (`position(atMilliseconds:by:)`),
+    /// with client times out of order (edits made offline), and after events appended with earlier times.
+    @Test(arguments: [EventClock.client, .recorded])
+    func aMomentIndexFindsThePositionsTheScanFinds(clock: EventClock) throws {
+        let tmp = TempPath()
+        let log = try ReplayExportTests.randomLog(at: tmp.path, seed: 11, steps: 60)
+        let trees = try Fixture.globalIds("Trees")
+        func offline(_ tree: String, _ at: String) throws {
+            _ = try log.run(#"{"op":"edit","layer":"Trees","globalId":"\#(tree)","at":"\#(at)"}"#, #"{"op":"set","field":"PlantedBy","value":"offline","at":"\#(at)"}"#,
+                            #"{"op":"finish","at":"\#(at)"}"#)
+        }
+        try offline(trees[50], "2020-03-01T00:00:00Z")
+        var index = MomentIndex(clock: clock, size: 4)
+        func expectSame() throws {
+            try log.catchUp(&index)
+            #expect(index.start.flatMap(Timestamp.parse) == (try log.startMilliseconds(by: clock)))
+            var moments: Set<Int64> = []
+            for e in try log.events() {
+                let ms = try #require(Timestamp.parse(clock.time(of: e)))
+                moments.formUnion([ms - 1, ms, ms + 1])
+            }
+            for ms in moments.sorted() {
+                #expect(try log.position(atMilliseconds: ms, in: &index) == (try log.position(atMilliseconds: ms, by: clock)), "\(ms)")
+            }
+        }
+        try expectSame()
+        try offline(trees[51], "2019-01-01T00:00:00Z")
+        try offline(trees[52], "2030-01-01T00:00:00Z")
+        try expectSame()
+    }
+}
