@@ -37,7 +37,9 @@ extension Replay {
         guard CheckpointStore.unchangedSinceFingerprint(c.path) else { return nil }
         if let s = try schemaEvent(source, atOrBefore: position), s.position > c.position { return nil }
         removeScratch(path)
-        let touched = try TouchedRows.of(source, after: c.position, through: position)
+        var events: [RecordedEvent] = []
+        try forEachEvent(source, after: c.position, through: position) { events.append($0) }
+        let touched = try TouchedRows.of(events, after: try event(source, at: c.position), logId: try EventStore.logId(in: source))
         let scratch = try openScratch(path)
         do {
             let usable = try scratch.writeWithoutTransaction { db -> Bool in
@@ -45,7 +47,7 @@ extension Replay {
                 guard try store.check(c, db, log: source, rows: false) == nil else { return false }
                 try db.inTransaction {
                     try copy(touched, db)
-                    try apply(source, after: c.position, through: position, into: db)
+                    try apply(source, after: c.position, through: position, into: db, events: events)
                     return .commit
                 }
                 try db.execute(sql: "DETACH DATABASE base")
@@ -99,7 +101,6 @@ extension Replay {
         for sql in try String.fetchAll(db, sql: "SELECT sql FROM base.sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name LIKE 'p\\_%' ESCAPE '\\' ORDER BY name") {
             try db.execute(sql: sql)
         }
-        func keys(_ s: Set<String>) -> String { JSONValue.array(s.map { .string($0) }).serialized() }
         for table in tables {
             let (columns, rowidColumn) = try layout(db, "base", table)
             let t = ProjectionTables.quoted(table)
@@ -107,14 +108,18 @@ extension Replay {
             func rows(_ filter: String, _ arguments: StatementArguments = []) throws {
                 try db.execute(sql: "INSERT OR IGNORE INTO main.\(t) (\(list)) SELECT \(list) FROM base.\(t) WHERE \(filter)", arguments: arguments)
             }
-            let among = " IN (SELECT value FROM json_each(?))"
+            func rows(_ column: String, among keys: Set<String>) throws {
+                guard !keys.isEmpty else { return }
+                try rows("\(column) IN (SELECT value FROM json_each(?))", [JSONValue.array(keys.map { .string($0) }).serialized()])
+            }
             switch table {
-            case _ where ProjectionTables.isFeatureTable(table): try rows("_globalid" + among, [keys(touched.features)])
-            case "p_sessions": try rows("id" + among, [keys(touched.sessions)])
+            case _ where ProjectionTables.featureLayer(table) != nil:
+                try rows("_globalid", among: ProjectionTables.featureLayer(table).flatMap { touched.features[$0] } ?? [])
+            case "p_sessions": try rows("id", among: touched.sessions)
             case "p_attachments":
-                try rows("parent_global_id" + among, [keys(touched.features)])
-                try rows("global_id" + among, [keys(touched.attachments)])
-            case "p_scripts": try rows("sha256" + among, [keys(touched.scripts)])
+                try rows("parent_global_id", among: touched.parents)
+                try rows("global_id", among: touched.attachments)
+            case "p_scripts": try rows("sha256", among: touched.scripts)
             default: try rows("1")
             }
             try rows("rowid = (SELECT MAX(rowid) FROM base.\(t))")
@@ -128,9 +133,11 @@ extension Replay {
         return (info.map { $0["name"] }, keys.count == 1 && (keys[0]["type"] as String).uppercased() == "INTEGER")
     }
 
-    /// Attaches a checkpoint's file read-only as `base` (an SQLite URI with `mode=ro`: nothing can write to it).
+    /// Attaches a checkpoint's file read-only as `base` (an SQLite URI with `mode=ro`: nothing can write to it),
+    /// memory-mapped: a new connection reads its pages from the OS's cache without copying them into its own.
     static func attach(_ path: String, _ db: Database) throws {
         let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
         try db.execute(sql: "ATTACH DATABASE ? AS base", arguments: ["file:" + encoded + "?mode=ro"])
+        try db.execute(sql: "PRAGMA base.mmap_size = \(1 << 30)")
     }
 }

@@ -63,22 +63,38 @@ public enum Replay {
     }
 
     /// Applies events `after+1 ... through` of `source` to `target`, whose projection tables hold the state
-    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses. `progress`
-    /// gets (events applied, events to apply) every 10,000 positions and at the end.
-    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database,
+    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses: `events` when the
+    /// caller read them already (`events(_:after:through:)`), else read here. `progress` gets (events applied,
+    /// events to apply) every 10,000 positions and at the end.
+    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database, events given: [RecordedEvent]? = nil,
                              progress: ((Int64, Int64) -> Void)? = nil) throws {
         let projector = Projector(schema: after > 0 ? try schema(source, atOrBefore: after) : nil, logId: try EventStore.logId(in: source))
         // A merge decision is recorded just before its imported event: one at `after` still applies to the next.
-        if after > 0, let last = try EventReading.first(source, where: "position = ?", arguments: [after]) { try projector.resume(after: last) }
+        if let last = try event(source, at: after) { try projector.resume(after: last) }
         let total = through - after
         try projector.writingAside(to: target, readingFrom: source) {
-            try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through], forProjection: true) { e in
+            func one(_ e: RecordedEvent) throws {
                 try projector.apply(e, target)
                 if let progress, e.position % 10_000 == 0 { progress(e.position - after, total) }
+            }
+            if let given {
+                for e in given { try one(e) }
+            } else {
+                try forEachEvent(source, after: after, through: through, one)
             }
             try projector.flush(target)
         }
         progress?(total, total)
+    }
+
+    /// Events `after+1 ... through` as a projector reads them (`forProjection`).
+    static func forEachEvent(_ source: Database, after: Int64, through: Int64, _ body: (RecordedEvent) throws -> Void) throws {
+        try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through], forProjection: true, body)
+    }
+
+    /// The event at `position`, as a projector reads it (nil at 0).
+    static func event(_ source: Database, at position: Int64) throws -> RecordedEvent? {
+        position > 0 ? try EventReading.first(source, where: "position = ?", arguments: [position]) : nil
     }
 
     /// A scratch SQLite file for a replay's state (derived data, removed or renamed afterwards): no journal, no

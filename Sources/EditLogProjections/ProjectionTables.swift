@@ -6,7 +6,10 @@ import GRDB
 public enum ProjectionTables {
     public static func featureTable(_ layerId: Int) -> String { featureTablePrefix + String(layerId) }
     static let featureTablePrefix = "p_layer_"
-    public static func isFeatureTable(_ name: String) -> Bool { name.hasPrefix(featureTablePrefix) }
+    /// The layer whose feature table `name` is, nil for another table.
+    public static func featureLayer(_ name: String) -> Int? {
+        name.hasPrefix(featureTablePrefix) ? Int(name.dropFirst(featureTablePrefix.count)) : nil
+    }
 
     static func affinity(_ t: FieldType) -> String {
         switch t {

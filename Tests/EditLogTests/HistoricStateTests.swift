@@ -92,7 +92,7 @@ import Testing
         let last = try log.historicState(at: head, file: tmp.path + ".last")
         defer { last.close() }
         let tables = try Self.rows(last)
-        #expect(tables.contains { ProjectionTables.isFeatureTable($0.key) && $0.value.contains { $0[$0.count - 3] == 1.databaseValue } }, "a deleted feature")
+        #expect(tables.contains { ProjectionTables.featureLayer($0.key) != nil && $0.value.contains { $0[$0.count - 3] == 1.databaseValue } }, "a deleted feature")
         #expect(tables["p_attachments"]?.isEmpty == false)
     }
 
