@@ -9,7 +9,7 @@ import EditLogMerge
 public struct TouchedRows: Sendable {
     /// GlobalIDs of features whose row an effect writes, by layer (the table it writes).
     public var features: [Int: Set<String>] = [:]
-    /// The same GlobalIDs, of every layer: the parents whose attachments a delete or a revive updates.
+    /// GlobalIDs of deleted features (of every layer): a delete updates their attachments by parent.
     public var parents: Set<String> = []
     /// Attachments an effect names by GlobalID (added, renamed, removed, revived, detached).
     public var attachments: Set<String> = []
@@ -32,7 +32,7 @@ public struct TouchedRows: Sendable {
         if f.row == .create, features[f.layer]?.contains(f.globalId) != true { created.insert(f.globalId) }
         if !created.contains(f.globalId) {
             features[f.layer, default: []].insert(f.globalId)
-            parents.insert(f.globalId)
+            if f.row == .delete { parents.insert(f.globalId) }
         }
         attachments.formUnion(f.revivedAttachments)
         attachments.formUnion(f.detachedAttachments)

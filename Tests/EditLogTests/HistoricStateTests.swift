@@ -96,6 +96,31 @@ import Testing
         #expect(tables["p_attachments"]?.isEmpty == false)
     }
 
+    /// A feature deleted after the checkpoint takes its attachments (in the checkpoint) along.
+    @Test func aFeatureDeletedAfterTheCheckpointTakesItsAttachmentsAlong() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path)
+        defer { ReplayExportTests.removeCheckpoints(log) }
+        let (tree, other) = (try Fixture.globalIds("Trees")[7], try Fixture.globalIds("Trees")[8])
+        for (t, n) in [(tree, 57), (other, 58)] {
+            _ = try log.run(#"{"op":"edit","layer":"Trees","globalId":"\#(t)"}"#,
+                            #"{"op":"attach","attachmentId":"{00000000-0000-4000-8000-0000000000\#(n)}","name":"bark.jpg","contentType":"image/jpeg","dataBase64":"AAECAwQ="}"#,
+                            #"{"op":"finish"}"#)
+        }
+        let every = try log.eventCount()
+        _ = try log.run(#"{"op":"delete","layer":"Trees","globalId":"\#(tree)"}"#)
+        let head = try log.eventCount()
+        let reference = try Self.reference(log, at: [every, head], tmp)
+        _ = try log.createCheckpoints(every: every)
+        let s = try log.historicState(at: head, file: tmp.path + ".deleted")
+        defer { s.close() }
+        #expect(try Self.overCheckpoint(s))
+        #expect(try Self.rows(s) == reference[head]!.rows)
+        #expect(try Self.answers(s) == reference[head]!.answers)
+        #expect(reference[head]!.rows["p_attachments"]?.count == 2 && reference[head]!.rows["p_attachments"] != reference[every]!.rows["p_attachments"])
+        #expect(try s.attachmentInfos(parents: [GlobalID.normalize(tree)!]).isEmpty)
+    }
+
     /// This log's merge decisions after a checkpoint (a tree deleted here with its inspections, kept live by the other
     /// log's later edit), and a checkpoint made just after a decision, which applies to the event after it.
     @Test func mergeDecisionsAfterTheCheckpoint() throws {
