@@ -74,8 +74,8 @@ extension EditLog {
         try read { db in try index.update(db) }
     }
 
-    /// The state after events 1...`position`, its scratch SQLite file at `file` (`Replay.readableState`), open
-    /// read-only as a `HistoricState` (the caller closes it, which removes the file).
+    /// The state after events 1...`position`, its scratch SQLite file at `file` (`Replay.readableState`), as a
+    /// `HistoricState` (the caller closes it, which removes the file).
     public func historicState(at position: Int64, file: String) throws(EditLogError) -> HistoricState {
         let store = checkpointStore
         return try read { db in

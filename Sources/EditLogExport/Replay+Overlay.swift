@@ -12,12 +12,13 @@ import GRDB
 /// size of the checkpoint's tables.
 extension Replay {
     /// The state after `position` for readers (a historic state): over the nearest checkpoint at or before it when
-    /// that one can be read in place (`overlay`), else replayed into `path` as `materialize` does, then opened
-    /// read-only. The caller closes the queue and removes the file.
+    /// that one can be read in place (`overlay`), else replayed into `path` as `materialize` does (which checks the
+    /// checkpoint byte by byte, so a damaged one that failed the overlay is skipped there), then opened read-only.
+    /// The caller closes the queue and removes the file.
     public static func readableState(_ source: Database, through position: Int64, file path: String, checkpoints: CheckpointStore?) throws -> DatabaseQueue {
         try requireEvent(source, at: position)
         if let checkpoints, let c = try checkpoints.list().last(where: { $0.position <= position }),
-           let state = try overlay(source, through: position, checkpoint: c, store: checkpoints, file: path) {
+           let state = try? overlay(source, through: position, checkpoint: c, store: checkpoints, file: path) {
             return state
         }
         let (state, _) = try materialize(source, through: position, file: path, checkpoints: checkpoints, digest: false)
@@ -30,9 +31,10 @@ extension Replay {
         }
     }
 
-    /// The state after `position` over checkpoint `c` read in place, its scratch at `path`; nil when `c` is not to be
-    /// read so: written since its fingerprint, not this log's, or followed by a schema change of this log up to
-    /// `position` (a change may reshape tables; the replay from a copy follows it).
+    /// The state after `position` over checkpoint `c` read in place, its scratch at `path`: the connection that
+    /// made it, with the checkpoint attached and the views (`showOverlay`). Nil when `c` is not to be read so: written
+    /// since its fingerprint, not this log's, or followed by a schema change of this log up to `position` (a change
+    /// may reshape tables; the replay from a copy follows it).
     static func overlay(_ source: Database, through position: Int64, checkpoint c: Checkpoint, store: CheckpointStore, file path: String) throws -> DatabaseQueue? {
         guard CheckpointStore.unchangedSinceFingerprint(c.path) else { return nil }
         if let s = try schemaEvent(source, atOrBefore: position), s.position > c.position { return nil }
@@ -50,15 +52,13 @@ extension Replay {
                     try apply(source, after: c.position, through: position, into: db, events: events)
                     return .commit
                 }
-                try db.execute(sql: "DETACH DATABASE base")
+                try showOverlay(db)
                 return true
             }
+            if usable { return scratch }
             try scratch.close()
-            guard usable else {
-                removeScratch(path)
-                return nil
-            }
-            return try openOverlay(path, over: c.path)
+            removeScratch(path)
+            return nil
         } catch {
             try? scratch.close()
             removeScratch(path)
@@ -66,27 +66,22 @@ extension Replay {
         }
     }
 
-    /// Opens an overlay's scratch read-only with its checkpoint attached as `base` and, per projection table, a TEMP
-    /// view of the scratch's rows and the checkpoint's others (by rowid: a copied row keeps its rowid). A table
-    /// whose rowid is no column of its own shows it as the column `rowid`, so `SELECT rowid …` reads as from the table.
-    static func openOverlay(_ path: String, over checkpoint: String) throws -> DatabaseQueue {
-        _ = SQLiteSetup.applied
-        var config = Configuration()
-        config.readonly = true
-        config.prepareDatabase { db in
-            try attach(checkpoint, db)
-            try db.execute(sql: "PRAGMA main.cache_size = -4096; PRAGMA base.cache_size = -16384")
-            for table in try ProjectionTables.all(db) {
-                let (columns, rowidColumn) = try layout(db, "main", table)
-                let t = ProjectionTables.quoted(table)
-                let list = (rowidColumn ? [] : ["rowid AS rowid"]) + columns.map(ProjectionTables.quoted)
-                try db.execute(sql: """
-                    CREATE TEMP VIEW \(t) AS SELECT \(list.joined(separator: ", ")) FROM main.\(t)
-                    UNION ALL SELECT \(list.joined(separator: ", ")) FROM base.\(t) WHERE rowid NOT IN (SELECT rowid FROM main.\(t))
-                    """)
-            }
+    /// Makes the scratch (`main`) and its checkpoint (`base`) read as one state: per projection table, a TEMP view of
+    /// the scratch's rows and the checkpoint's others (by rowid: a copied row keeps its rowid). A table whose rowid is
+    /// no column of its own shows it as the column `rowid`, so `SELECT rowid …` reads as from the table. The
+    /// checkpoint is memory-mapped from here on: a reader's pages of a table come in order (the OS maps a run of
+    /// them at the first touch), where the copy's lookups touched pages here and there.
+    static func showOverlay(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA base.mmap_size = \(1 << 30)")
+        for table in try ProjectionTables.all(db) {
+            let (columns, rowidColumn) = try layout(db, "main", table)
+            let t = ProjectionTables.quoted(table)
+            let list = ((rowidColumn ? [] : ["rowid AS rowid"]) + columns.map(ProjectionTables.quoted)).joined(separator: ", ")
+            try db.execute(sql: """
+                CREATE TEMP VIEW \(t) AS SELECT \(list) FROM main.\(t)
+                UNION ALL SELECT \(list) FROM base.\(t) WHERE rowid NOT IN (SELECT rowid FROM main.\(t))
+                """)
         }
-        return try DatabaseQueue(path: path, configuration: config)
     }
 
     /// Copies the checkpoint's (`base`) projection tables into the scratch (`main`): their definitions and indexes,
@@ -133,11 +128,9 @@ extension Replay {
         return (info.map { $0["name"] }, keys.count == 1 && (keys[0]["type"] as String).uppercased() == "INTEGER")
     }
 
-    /// Attaches a checkpoint's file read-only as `base` (an SQLite URI with `mode=ro`: nothing can write to it),
-    /// memory-mapped: a new connection reads its pages from the OS's cache without copying them into its own.
+    /// Attaches a checkpoint's file read-only as `base` (an SQLite URI with `mode=ro`: nothing can write to it).
     static func attach(_ path: String, _ db: Database) throws {
         let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
         try db.execute(sql: "ATTACH DATABASE ? AS base", arguments: ["file:" + encoded + "?mode=ro"])
-        try db.execute(sql: "PRAGMA base.mmap_size = \(1 << 30)")
     }
 }
