@@ -5,10 +5,11 @@ import EditLogStore
 import Foundation
 import GRDB
 
-/// Every layer and table as they were after one position of the log: the log replayed up to there (from the
-/// nearest checkpoint, `Replay.materialize`) into a scratch SQLite file, read with the schema that applied then.
-/// The same `ProjectionReader` queries as the live log answer over it. The state of a position never changes
-/// (the log is append-only), so it can be kept and read again; `close()` closes it and removes the file.
+/// Every layer and table as they were after one position of the log, read with the schema that applied then: the
+/// nearest checkpoint read in place with the rows the events after it changed in a scratch SQLite file
+/// (`Replay.readableState`; without a usable checkpoint, the log replayed into the scratch file). The same
+/// `ProjectionReader` queries as the live log answer over it. The state of a position never changes (the log is
+/// append-only), so it can be kept and read again; `close()` closes it and removes the file.
 public final class HistoricState: ProjectionReader, @unchecked Sendable {
     /// Events 1...position are in it.
     public let position: Int64
@@ -59,19 +60,33 @@ extension EditLog {
         try position(asOf: .time(Timestamp.format(milliseconds: ms)), by: clock)
     }
 
-    /// Replays events 1...`position` into a new SQLite file at `file` (from the nearest usable checkpoint) and opens it
-    /// read-only as a `HistoricState` (the caller closes it, which removes the file).
+    /// The position a moment in epoch milliseconds names on `index`'s clock, as `position(atMilliseconds:by:)` finds it,
+    /// from one block of events (`MomentIndex`); `index` is first brought up to the log's last event.
+    public func position(atMilliseconds ms: Int64, in index: inout MomentIndex) throws(EditLogError) -> Int64 {
+        try read { db in
+            try index.update(db)
+            return try index.position(db, time: Timestamp.format(milliseconds: ms))
+        }
+    }
+
+    /// `index` brought up to the log's last event (its `start` is then `startMilliseconds`' over the whole log).
+    public func catchUp(_ index: inout MomentIndex) throws(EditLogError) {
+        try read { db in try index.update(db) }
+    }
+
+    /// The state after events 1...`position`, its scratch SQLite file at `file` (`Replay.readableState`), as a
+    /// `HistoricState` (the caller closes it, which removes the file).
     public func historicState(at position: Int64, file: String) throws(EditLogError) -> HistoricState {
         let store = checkpointStore
         return try read { db in
-            let (state, _) = try Replay.materialize(db, through: position, file: file, checkpoints: store, digest: false)
-            try state.close()
+            let queue = try Replay.readableState(db, through: position, file: file, checkpoints: store)
             do {
                 guard let schema = try Replay.schema(db, atOrBefore: position) else {
                     throw EditLogError(.notFound, "the log has no schema at or before position \(position)")
                 }
-                return HistoricState(position: position, schema: schema, file: file, queue: try Replay.openReadOnly(file))
+                return HistoricState(position: position, schema: schema, file: file, queue: queue)
             } catch {
+                try? queue.close()
                 Replay.removeScratch(file)
                 throw error
             }

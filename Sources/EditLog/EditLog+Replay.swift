@@ -9,6 +9,7 @@ import GRDB
 @_exported import struct EditLogExport.ReplayOutcome
 @_exported import struct EditLogExport.ExportSummary
 @_exported import struct EditLogExport.Checkpoint
+@_exported import struct EditLogExport.MomentIndex
 
 /// The dataset as of any moment, and exports (`replay`, `export`, `checkpoint`).
 extension EditLog {

@@ -31,6 +31,16 @@ extension CheckpointStore {
         return Hex.encode(digest.finalize())
     }
 
+    /// Whether a checkpoint may be read where it is, without the copy that checks its bytes (`Replay.overlay`): it has
+    /// a fingerprint and its file was not modified after the fingerprint was written, so the bytes the fingerprint
+    /// covers are the file's. A file written since goes to the copy, which checks every byte.
+    static func unchangedSinceFingerprint(_ path: String) -> Bool {
+        guard recordedHash(of: path) != nil,
+              let file = try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date,
+              let fingerprint = try? FileManager.default.attributesOfItem(atPath: sidecar(path))[.modificationDate] as? Date else { return false }
+        return file <= fingerprint
+    }
+
     /// The fingerprint written with a checkpoint, if any (checkpoints made before fingerprints have none).
     static func recordedHash(of path: String) -> String? {
         guard let d = FileManager.default.contents(atPath: sidecar(path)) else { return nil }

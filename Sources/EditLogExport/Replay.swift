@@ -21,13 +21,18 @@ public struct ReplayOutcome: Sendable {
 /// Materializes the projection tables as they were after event P.
 public enum Replay {
     /// The position a moment names. A time selects the prefix up to the last position whose time (recorded,
-    /// or client falling back to recorded) is at or before it; 0 when no event is.
-    public static func position(_ db: Database, _ point: LogMoment, by clock: EventClock) throws -> Int64 {
+    /// or client falling back to recorded) is at or before it; 0 when no event is. With `range`, the last such
+    /// position in it (`MomentIndex` knows which block of positions holds it).
+    public static func position(_ db: Database, _ point: LogMoment, by clock: EventClock, within range: ClosedRange<Int64>? = nil) throws -> Int64 {
         switch point {
         case .position(let p):
             return p
         case .time(let t):
-            return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE \(clock.column) <= ?", arguments: [t]) ?? 0
+            guard let range else {
+                return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE \(clock.column) <= ?", arguments: [t]) ?? 0
+            }
+            return try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM events WHERE position BETWEEN ? AND ? AND \(clock.column) <= ?",
+                                      arguments: [range.lowerBound, range.upperBound, t]) ?? 0
         }
     }
 
@@ -59,22 +64,38 @@ public enum Replay {
     }
 
     /// Applies events `after+1 ... through` of `source` to `target`, whose projection tables hold the state
-    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses. `progress`
-    /// gets (events applied, events to apply) every 10,000 positions and at the end.
-    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database,
+    /// after event `after` (empty when `after` is 0), with the same `Projector` a rebuild uses: `events` when the
+    /// caller read them already (`events(_:after:through:)`), else read here. `progress` gets (events applied,
+    /// events to apply) every 10,000 positions and at the end.
+    public static func apply(_ source: Database, after: Int64, through: Int64, into target: Database, events given: [RecordedEvent]? = nil,
                              progress: ((Int64, Int64) -> Void)? = nil) throws {
         let projector = Projector(schema: after > 0 ? try schema(source, atOrBefore: after) : nil, logId: try EventStore.logId(in: source))
         // A merge decision is recorded just before its imported event: one at `after` still applies to the next.
-        if after > 0, let last = try EventReading.first(source, where: "position = ?", arguments: [after]) { try projector.resume(after: last) }
+        if let last = try event(source, at: after) { try projector.resume(after: last) }
         let total = through - after
         try projector.writingAside(to: target, readingFrom: source) {
-            try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through], forProjection: true) { e in
+            func one(_ e: RecordedEvent) throws {
                 try projector.apply(e, target)
                 if let progress, e.position % 10_000 == 0 { progress(e.position - after, total) }
+            }
+            if let given {
+                for e in given { try one(e) }
+            } else {
+                try forEachEvent(source, after: after, through: through, one)
             }
             try projector.flush(target)
         }
         progress?(total, total)
+    }
+
+    /// Events `after+1 ... through` as a projector reads them (`forProjection`).
+    static func forEachEvent(_ source: Database, after: Int64, through: Int64, _ body: (RecordedEvent) throws -> Void) throws {
+        try EventReading.forEach(source, after: after, where: "position <= ?", arguments: [through], forProjection: true, body)
+    }
+
+    /// The event at `position`, as a projector reads it (nil at 0).
+    static func event(_ source: Database, at position: Int64) throws -> RecordedEvent? {
+        position > 0 ? try EventReading.first(source, where: "position = ?", arguments: [position]) : nil
     }
 
     /// A scratch SQLite file for a replay's state (derived data, removed or renamed afterwards): no journal, no
@@ -101,15 +122,20 @@ public enum Replay {
         for s in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) }
     }
 
+    /// `.notFound` unless the log has an event at `position` (a state after it can be made).
+    static func requireEvent(_ source: Database, at position: Int64) throws {
+        let head = try EventReading.count(source)
+        guard position >= 1 else { throw EditLogError(.notFound, "no event at or before that moment (the log starts at position 1)") }
+        guard position <= head else { throw EditLogError(.notFound, "position \(position) is beyond the log's last event (\(head))") }
+    }
+
     /// Replays events 1...`position` of the log `source` into a new SQLite file at `path` (replaced when present):
     /// a copy of the nearest usable checkpoint at or before `position` when `checkpoints` is given (its file, checked
     /// against the log and its digest), then the events after it. Returns the open state and what was done; the
     /// caller closes it and removes (or renames) the file.
     public static func materialize(_ source: Database, through position: Int64, file path: String, checkpoints: CheckpointStore?,
                                    digest wantDigest: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> (DatabaseQueue, ReplayOutcome) {
-        let head = try EventReading.count(source)
-        guard position >= 1 else { throw EditLogError(.notFound, "no event at or before that moment (the log starts at position 1)") }
-        guard position <= head else { throw EditLogError(.notFound, "position \(position) is beyond the log's last event (\(head))") }
+        try requireEvent(source, at: position)
         var start: Int64 = 0
         var skipped: [String] = []
         removeScratch(path)

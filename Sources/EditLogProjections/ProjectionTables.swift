@@ -4,7 +4,12 @@ import GRDB
 /// The projection tables: one per layer (`p_layer_<id>`), plus sessions, attachments and recorded scripts.
 /// All are derived from events and can be dropped and rebuilt at any time.
 public enum ProjectionTables {
-    public static func featureTable(_ layerId: Int) -> String { "p_layer_\(layerId)" }
+    public static func featureTable(_ layerId: Int) -> String { featureTablePrefix + String(layerId) }
+    static let featureTablePrefix = "p_layer_"
+    /// The layer whose feature table `name` is, nil for another table.
+    public static func featureLayer(_ name: String) -> Int? {
+        name.hasPrefix(featureTablePrefix) ? Int(name.dropFirst(featureTablePrefix.count)) : nil
+    }
 
     static func affinity(_ t: FieldType) -> String {
         switch t {
@@ -144,9 +149,9 @@ public enum ProjectionTables {
         for sql in definitions { try db.execute(sql: sql) }
     }
 
-    /// Every projection table, in name order.
-    public static func all(_ db: Database) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'p\\_%' ESCAPE '\\' ORDER BY name")
+    /// Every projection table of the database `schema` (`main`, or an attached one), in name order.
+    public static func all(_ db: Database, in schema: String = "main") throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name FROM \(schema).sqlite_master WHERE type = 'table' AND name LIKE 'p\\_%' ESCAPE '\\' ORDER BY name")
     }
 
     public static func dropAll(_ db: Database) throws {

@@ -4,12 +4,14 @@ import Foundation
 /// The replayed states `historicMoment` queries read, kept for clients that page through one moment.
 ///
 /// A moment (epoch ms on the service's clock) names a position, as `replay --as-of` reads it; the state after that
-/// position is replayed from the nearest checkpoint into a scratch file (`EditLog.historicState`). A position's state
-/// never changes (the log is append-only), so the files are kept by position in a small LRU (`capacity` of them, in
-/// the folder `<log>.moments-<pid>/`): the first request at a moment replays, the next pages read the file. The moment
-/// → position lookups are kept too, keyed by the log's last position: an event appended later with an earlier client
-/// time moves a moment's position. An evicted state is closed (its file removed) when its last reader is done; every
-/// file, and the folder, are removed when the service is released.
+/// position is made from the nearest checkpoint (`EditLog.historicState`: the checkpoint read in place, the rows the
+/// events after it reach in a scratch file). A position's state never changes (the log is append-only), so the states
+/// are kept by position in a small LRU (`capacity` of them, their files in the folder `<log>.moments-<pid>/`): the
+/// first request at a moment makes its state, the next pages read it. A moment's position is found through a
+/// `MomentIndex` (the earliest time of each block of events, kept up with the log), and the moment → position
+/// lookups are kept too, keyed by the log's last position: an event appended later with an earlier client time moves
+/// a moment's position. An evicted state is closed (its file removed) when its last reader is done; every file, and
+/// the folder, are removed when the service is released.
 final class HistoricMoments: @unchecked Sendable {
     let directory: String
     let capacity: Int
@@ -28,30 +30,32 @@ final class HistoricMoments: @unchecked Sendable {
     private var order: [Int64] = []
     private struct Lookup: Hashable { var ms: Int64; var head: Int64 }
     private var positions: [Lookup: Int64] = [:]
-    private var startRead: (head: Int64, start: Int64?) = (0, nil)
+    /// One reader of the index at a time (`withIndex`): a caller waits for another's update and reads on from it.
+    private let indexing = NSLock()
+    private var index: MomentIndex
 
     init(logPath: String, capacity: Int, clock: EventClock) {
         directory = logPath + ".moments-\(getpid())"
         self.capacity = max(1, capacity)
         self.clock = clock
+        index = MomentIndex(clock: clock)
     }
 
     deinit { close() }
 
-    /// The earliest event time on the clock (epoch ms): the service's `startArchivingMoment`. Kept with the head it was
-    /// read at; a log that grew is read only after that head (the earliest time can only go down).
+    /// The earliest event time on the clock (epoch ms): the service's `startArchivingMoment`, the index's start once
+    /// it holds the log's last event (one pass over the log the first time, then only the events appended since).
     func startMilliseconds(_ handles: LogHandles) throws -> Int64? {
-        let head = try handles.read { try $0.lastPosition() }
-        lock.lock()
-        let known = startRead
-        lock.unlock()
-        guard head > known.head else { return known.start }
-        let later = try handles.read { try $0.startMilliseconds(by: clock, after: known.head) }
-        let start = [known.start, later].compactMap { $0 }.min()
-        lock.lock()
-        if head > startRead.head { startRead = (head, start) }
-        lock.unlock()
-        return start
+        try withIndex { index in
+            try handles.read { try $0.catchUp(&index) }
+            return index.start.flatMap(Timestamp.parse)
+        }
+    }
+
+    private func withIndex<T>(_ body: (inout MomentIndex) throws -> T) rethrows -> T {
+        indexing.lock()
+        defer { indexing.unlock() }
+        return try body(&index)
     }
 
     /// The position of a moment, or ArcGIS's query error for a moment before the earliest event time.
@@ -69,7 +73,7 @@ final class HistoricMoments: @unchecked Sendable {
             return (head, positions[Lookup(ms: ms, head: head)])
         }
         if let p { return p }
-        let found = try handles.read { try $0.position(atMilliseconds: ms, by: clock) }
+        let found = try withIndex { index in try handles.read { try $0.position(atMilliseconds: ms, in: &index) } }
         lock.lock()
         if positions.count >= 256 { positions.removeAll() }
         positions[Lookup(ms: ms, head: head)] = found
