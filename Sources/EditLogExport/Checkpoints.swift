@@ -122,17 +122,18 @@ public struct CheckpointStore: Sendable {
             Replay.removeScratch(partial)
             throw error
         }
-        // Its fingerprint first (a checkpoint without one is checked row by row, never trusted blindly).
-        let fingerprint = Self.sidecar(path)
-        do {
-            try Data((try Self.hashFile(partial) + "\n").utf8).write(to: URL(fileURLWithPath: fingerprint + ".partial"))
-        } catch {
+        // The checkpoint, then its fingerprint: its hash, and the file's identity once in place (a crash between
+        // leaves a checkpoint without one, which is checked row by row, never trusted blindly).
+        let fileHash: String
+        do { fileHash = try Self.hashFile(partial) } catch {
             Replay.removeScratch(partial)
-            throw EditLogError.wrapping(error, at: fingerprint)
+            throw EditLogError.wrapping(error, at: partial)
         }
-        if rename(fingerprint + ".partial", fingerprint) != 0 || rename(partial, path) != 0 {
+        try? FileManager.default.removeItem(atPath: Self.sidecar(path))
+        if rename(partial, path) != 0 {
             throw EditLogError(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
         }
+        try Self.writeFingerprint(fileHash, of: path)
         return Checkpoint(position: position, path: path)
     }
 

@@ -190,9 +190,11 @@ import Testing
         #expect(try Self.answers(overNew) == laterReference[later]!.answers)
     }
 
-    /// A checkpoint written after its fingerprint is not read in place: the copy checks its bytes, finds them
-    /// changed and replays from the one before (here, from the first event).
-    @Test func aCheckpointChangedSinceItsFingerprintIsNotReadInPlace() throws {
+    /// A checkpoint written after its fingerprint is not read in place, even with its modification time set back
+    /// (as `touch -r` would): the copy checks its bytes, finds them changed and replays from the one before (here,
+    /// from the first event).
+    @Test(arguments: [false, true])
+    func aCheckpointChangedSinceItsFingerprintIsNotReadInPlace(timeSetBack: Bool) throws {
         let tmp = TempPath()
         let log = try ReplayExportTests.randomLog(at: tmp.path, seed: 5, steps: 80)
         defer { ReplayExportTests.removeCheckpoints(log) }
@@ -201,8 +203,13 @@ import Testing
         let reference = try Self.reference(log, at: [every + 1], tmp)
         _ = try log.createCheckpoints(every: every)
         let first = try log.checkpoints()[0]
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: first.path + ".sha256")
+        let written = try FileManager.default.attributesOfItem(atPath: first.path)[.modificationDate] as! Date
+        // Untouched, it is read in place.
+        let before = try log.historicState(at: every + 1, file: tmp.path + ".unchanged")
+        #expect(try Self.overCheckpoint(before))
+        before.close()
         try RawLog.write(first.path) { db in try db.execute(sql: "UPDATE p_layer_0 SET DBH = 1234.5 WHERE _oid = 3") }
+        if timeSetBack { try FileManager.default.setAttributes([.modificationDate: written], ofItemAtPath: first.path) }
         let s = try log.historicState(at: every + 1, file: tmp.path + ".changed")
         defer { s.close() }
         #expect(try !Self.overCheckpoint(s))
