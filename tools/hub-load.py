@@ -23,7 +23,8 @@ there (polled every 2 ms); the time from the acknowledgement is the lag (it incl
 
 Faults (PostgreSQL only; their times scale with --seconds): node 1 gets SIGKILL at 35 % of the time and is started
 again 3 s later with the same cache; with --pg-restart the PostgreSQL server is restarted at 65 % (the command is run
-by the shell; .ci/run passes its pg_ctl restart).
+by the shell; .ci/run passes its pg_ctl restart). The outage run (--pg-stop CMD --pg-start CMD, instead of those):
+PostgreSQL stopped at 30 %, the last node sent SIGTERM at 55 %, PostgreSQL and that node started again at 75 %.
 
 Asserted (any failure: exit 1):
   * every acknowledged edit is in the store exactly once (its unique value in exactly one SessionCommitted);
@@ -31,7 +32,10 @@ Asserted (any failure: exit 1):
   * each node's replica, once the load stops, is at the store's head with its hash, and `editlog verify` of the
     replica file passes (its chain and its projections equal a rebuild from its events);
   * no request got a 5xx other than while a node was down or the server restarting, and devices made progress
-    after each fault (acknowledged edits after it).
+    after each fault (acknowledged edits after it);
+  * in the outage run, while PostgreSQL is stopped: every query is answered (200) from a local copy with an
+    X-EditLog-Stale-Seconds header that grows; applyEdits and extractChanges are answered 503 within 15 s; the node
+    sent SIGTERM ends within 5 s.
 Reported: edits/s, p50/p99 of applyEdits and query, catch-up lag p50/p99, errors, and one JSON line (--json FILE).
 """
 
@@ -76,6 +80,7 @@ class HTTP:
     def __init__(self, port):
         self.port = port
         self.reader = self.writer = None
+        self.headers = {}
 
     async def close(self):
         if self.writer:
@@ -106,6 +111,7 @@ class HTTP:
                     break
                 k, _, v = line.decode().partition(":")
                 headers[k.strip().lower()] = v.strip()
+            self.headers = headers
             if "content-length" in headers:
                 data = await self.reader.readexactly(int(headers["content-length"]))
             elif headers.get("transfer-encoding", "").lower() == "chunked":
@@ -142,6 +148,9 @@ class Run:
         self.failures = []
         self.url = None
         self.log_path = None
+        self.outage = None       # (start, end) monotonic of --pg-stop … --pg-start
+        # While PostgreSQL is stopped: [(op, status, ms, stale header or None)]
+        self.during_outage = []
 
     def fail(self, msg):
         self.failures.append(msg)
@@ -224,7 +233,11 @@ class Run:
         for _ in range(len(self.nodes)):
             http = dev["http"][dev["node"]]
             try:
-                return await asyncio.wait_for(http.request(self.path(op), form), REQUEST_TIMEOUT)
+                t0 = time.monotonic()
+                status, data = await asyncio.wait_for(http.request(self.path(op), form), REQUEST_TIMEOUT)
+                if self.outage and self.outage[0] + 1 <= t0 and (self.outage[1] is None or time.monotonic() < self.outage[1]):
+                    self.during_outage.append((op, status, (time.monotonic() - t0) * 1000, http.headers.get("x-editlog-stale-seconds")))
+                return status, data
             except asyncio.TimeoutError:
                 await http.close()
                 self.fail(f"{op} got no answer from node {dev['node']} within {REQUEST_TIMEOUT} s")
@@ -236,7 +249,8 @@ class Run:
         raise ConnectionError("no node answers")
 
     def in_fault(self, t):
-        return any(s <= t <= e for s, e in self.fault_windows) or bool(self.down)
+        in_outage = self.outage is not None and self.outage[0] <= t and (self.outage[1] is None or t <= self.outage[1] + 3)
+        return in_outage or any(s <= t <= e for s, e in self.fault_windows) or bool(self.down)
 
     async def edit(self, dev, gid, value):
         form = {"f": "json", "token": dev["token"], "useGlobalIds": "true", "rollbackOnFailure": "true",
@@ -392,13 +406,87 @@ class Run:
             if r.returncode != 0:
                 self.fail(f"--pg-restart failed: {r.stderr.strip()[:300]}")
 
+    async def pg_outage(self, start, seconds):
+        """--pg-stop/--pg-start: PostgreSQL stopped at 30 % of the time under the load; node 1 gets SIGTERM at 55 %
+        (it must end within 5 s); PostgreSQL started again at 75 % and node 1 with it. Checked: reads answered from
+        the local copies with their staleness, writes and extractChanges answered (503) within 15 s."""
+        loop = asyncio.get_running_loop()
+
+        def shell(cmd, name):
+            with open(os.path.join(self.tmp, f"{name}.log"), "w+") as out:
+                r = subprocess.run(cmd, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+                out.seek(0)
+                if r.returncode != 0:
+                    self.fail(f"--{name} failed ({r.returncode}): {out.read().strip()[:300]}")
+
+        await asyncio.sleep(seconds * 0.30)
+        t = time.monotonic()
+        self.outage = (t, None)
+        await loop.run_in_executor(None, shell, self.a.pg_stop, "pg-stop")
+        print(f"fault: PostgreSQL stopped at {t - start:.1f} s", flush=True)
+        await asyncio.sleep(max(0, start + seconds * 0.55 - time.monotonic()))
+        i = len(self.nodes) - 1
+        self.down.add(i)
+        t_term = time.monotonic()
+        self.nodes[i]["proc"].send_signal(signal.SIGTERM)
+        try:
+            await loop.run_in_executor(None, lambda: self.nodes[i]["proc"].wait(timeout=30))
+            self.term_seconds = time.monotonic() - t_term
+        except subprocess.TimeoutExpired:
+            self.term_seconds = None
+            self.nodes[i]["proc"].kill()
+            self.nodes[i]["proc"].wait()
+        print(f"fault: node {i} got SIGTERM with PostgreSQL stopped: "
+              + (f"ended in {self.term_seconds:.1f} s" if self.term_seconds is not None else "still alive after 30 s (killed)"), flush=True)
+        if self.term_seconds is None or self.term_seconds > 5:
+            self.fail(f"node {i} did not end within 5 s of SIGTERM while PostgreSQL was stopped")
+        await asyncio.sleep(max(0, start + seconds * 0.75 - time.monotonic()))
+        await loop.run_in_executor(None, shell, self.a.pg_start, "pg-start")
+        self.outage = (self.outage[0], time.monotonic())
+        print(f"fault: PostgreSQL started again at {time.monotonic() - start:.1f} s", flush=True)
+        self.acked_at_pg = len(self.acked)
+        await loop.run_in_executor(None, self.start_node, i)
+        self.fault_windows.append((t_term, time.monotonic() + 1))
+
+    def check_outage(self):
+        if self.outage is None:
+            return
+        by_op = {}
+        for op, status, ms, stale in self.during_outage:
+            by_op.setdefault(op.split("/")[-1], []).append((status, ms, stale))
+        reads = by_op.get("query", [])
+        writes = by_op.get("applyEdits", [])
+        extracts = by_op.get("extractChanges", [])
+        print(f"outage: {len(reads)} queries ({sum(1 for s, _, _ in reads if s == 200)} answered 200), {len(writes)} applyEdits "
+              f"({sum(1 for s, _, _ in writes if s == 503)} answered 503, slowest {max([m for _, m, _ in writes], default=0):.0f} ms), "
+              f"{len(extracts)} extractChanges ({sum(1 for s, _, _ in extracts if s == 503)} answered 503, slowest "
+              f"{max([m for _, m, _ in extracts], default=0):.0f} ms)", flush=True)
+        if not reads or any(s != 200 for s, _, _ in reads):
+            self.fail(f"queries while PostgreSQL was stopped: {[s for s, _, _ in reads][:20]} (all should be answered from the local copy)")
+        if any(st is None for _, _, st in reads):
+            self.fail("a query answered while PostgreSQL was stopped has no X-EditLog-Stale-Seconds header")
+        stale = [float(st) for _, _, st in reads if st is not None]
+        if stale and max(stale) < 1:
+            self.fail(f"the staleness never grew while PostgreSQL was stopped (at most {max(stale)} s)")
+        for name, answers in (("applyEdits", writes), ("extractChanges", extracts)):
+            if not answers:
+                self.fail(f"no {name} was sent while PostgreSQL was stopped")
+            slow = [m for _, m, _ in answers if m > 15000]
+            if slow:
+                self.fail(f"{len(slow)} {name} answers took over 15 s while PostgreSQL was stopped (slowest {max(slow):.0f} ms)")
+            wrong = [s for s, _, _ in answers if s not in (200, 503)]
+            if wrong:
+                self.fail(f"{name} answered {wrong[:5]} while PostgreSQL was stopped (503 expected)")
+            if not any(s == 503 for s, _, _ in answers):
+                self.fail(f"no {name} got 503 while PostgreSQL was stopped")
+
     async def load(self):
         seconds = self.a.seconds
         ready = []
         start = time.monotonic()
         end = start + seconds
         tasks = [asyncio.create_task(self.device(d, end, ready)) for d in range(self.a.devices)]
-        fault = asyncio.create_task(self.faults(start, seconds))
+        fault = asyncio.create_task(self.pg_outage(start, seconds) if self.a.pg_stop else self.faults(start, seconds))
         # Bounded: every device stops by the end plus the request timeout (and the lag probes' 10 s).
         done, pending = await asyncio.wait([*tasks, fault], timeout=seconds + REQUEST_TIMEOUT * 2 + 30)
         for t in pending:
@@ -455,6 +543,7 @@ class Run:
                     self.fail(f"node {i}: verify of its replica (chain and projections against a rebuild): {rv}")
                 elif rv.get("headHash") != v.get("headHash") or rv.get("events") != v.get("events"):
                     self.fail(f"node {i}: replica at {rv.get('events')} events, the store at {v.get('events')}")
+            self.check_outage()
             for name, mark in (("node kill", getattr(self, "acked_at_kill", None)), ("PostgreSQL restart", getattr(self, "acked_at_pg", None))):
                 if mark is not None and len(self.acked) <= mark:
                     self.fail(f"no edit was acknowledged after the {name}")
@@ -477,6 +566,8 @@ def main():
     p.add_argument("--engine", choices=["postgres", "sqlite"], default="postgres")
     p.add_argument("--postgres", default=os.environ.get("EDITLOG_TEST_POSTGRES"), help="server and role that may create databases")
     p.add_argument("--pg-restart", help="shell command that restarts the PostgreSQL server (a fault at 65 %% of the time)")
+    p.add_argument("--pg-stop", help="shell command that stops the PostgreSQL server: with --pg-start, the outage run instead of the other faults")
+    p.add_argument("--pg-start", help="shell command that starts it again")
     p.add_argument("--short", action="store_true", help="CI mode: 40 devices, 20 s")
     p.add_argument("--devices", type=int)
     p.add_argument("--seconds", type=float)
@@ -493,6 +584,8 @@ def main():
         a.nodes = 1
     elif not a.postgres:
         raise SystemExit("--postgres URL (or EDITLOG_TEST_POSTGRES) is needed for --engine postgres")
+    if bool(a.pg_stop) != bool(a.pg_start):
+        raise SystemExit("--pg-stop and --pg-start go together")
     if not os.path.exists(a.editlog):
         raise SystemExit(f"no editlog binary at {a.editlog}: swift build first")
     random.seed(a.seed)
@@ -513,7 +606,8 @@ def main():
         "queryP50": pct(run.query_ms, 50), "queryP99": pct(run.query_ms, 99), "queries": len(run.query_ms),
         "lagP50": pct(run.lag_ms, 50), "lagP99": pct(run.lag_ms, 99), "lagSamples": len(run.lag_ms),
         "events": getattr(run, "events", None), "errors": {k: v for k, v in run.errors.items() if k != "samples"},
-        "faults": not a.no_faults and a.engine == "postgres", "pgRestart": bool(a.pg_restart),
+        "faults": not a.no_faults and a.engine == "postgres", "pgRestart": bool(a.pg_restart), "pgOutage": bool(a.pg_stop),
+        "sigtermSeconds": getattr(run, "term_seconds", None),
     }
     for k, v in fig.items():
         if isinstance(v, float):

@@ -106,11 +106,17 @@ public final class PostgresEventStore: EventStoreEngine {
     /// Calls `wake` on every committed append (`NOTIFY` on `channel`), on a connection of its own, until the task is
     /// cancelled; reconnects after `retry` seconds when the connection fails (the server restarted). Also calls `wake`
     /// once connected, for what was appended while no connection listened.
-    public func listen(retry: Double = 1, _ wake: @escaping @Sendable () -> Void) async {
+    /// `lost` is called when the connection fails or cannot be made (the server stopped or is unreachable): the
+    /// first sign of an outage, before any call times out.
+    /// `connected` is called each time the connection is made: the server answers again.
+    public func listen(retry: Double = 1, lost: @escaping @Sendable () -> Void = {}, connected: @escaping @Sendable () -> Void = {},
+                       _ wake: @escaping @Sendable () -> Void) async {
         let location = self.location
         while !Task.isCancelled {
+            defer { if !Task.isCancelled { lost() } }
             do {
                 let conn = try await PostgresConnection.connect(configuration: location.connectionConfiguration, id: 1, logger: Self.logger)
+                connected()
                 do {
                     try await withTaskCancellationHandler {
                         try await conn.listen(on: Self.channel) { notifications in

@@ -80,7 +80,7 @@ extension FeatureService {
         }
         let deletesByGlobalId = useGlobalIds || (mode == .delete && p["globalIds"] != nil && p["objectIds"] == nil && p["where"] == nil)
         let plan = try handles.read { log in try self.plan([edits], useGlobalIds: useGlobalIds, deletesByGlobalId: deletesByGlobalId, log: log) }
-        let (failures, moment, _) = commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(layer.name) by \(user)")
+        let (failures, moment, _) = try commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(layer.name) by \(user)")
         var response = try results(plan, failures: failures, layer: layer, attachments: edits.attachments != nil)
         switch mode {
         case .applyEdits: break
@@ -123,7 +123,7 @@ extension FeatureService {
     /// plan's indices (a replica's record of its upload); with nothing to record they are written alone.
     func commit(_ plan: [PlannedEdit], rollback: Bool, user: String, device: String, name: String, cause: String? = nil,
                 then: (_ sessions: [String], _ events: [RecordedEvent], _ recorded: Set<Int>) -> [SystemEvent] = { _, _, _ in [] })
-        -> (failures: [Int: EditFailure], moment: Int64, error: EditLogError?) {
+        throws -> (failures: [Int: EditFailure], moment: Int64, error: EditLogError?) {
         let now = handles.clock.now()
         let at = Timestamp.format(milliseconds: now)
         var sessions: [String] = []
@@ -145,7 +145,7 @@ extension FeatureService {
             }
             return (commands, owner, made)
         }
-        func record(_ edits: [Int], last: Bool) -> (failed: Int?, error: EditLogError?) {
+        func record(_ edits: [Int], last: Bool) throws -> (failed: Int?, error: EditLogError?) {
             let (commands, owner, made) = script(edits)
             if commands.isEmpty {
                 let system = last ? then(sessions, recorded, done) : []
@@ -164,6 +164,9 @@ extension FeatureService {
                 recorded += events
                 done.formUnion(edits)
                 return (nil, nil)
+            } catch let e as EditLogError where e.kind == .unavailable {
+                // The store does not answer: the whole request gets 503, not a failure per edit.
+                throw ServiceError.unavailable(e)
             } catch let e as EditLogError {
                 return (e.scriptLine.flatMap { owner[$0] } ?? edits.first, e)
             } catch {
@@ -176,18 +179,18 @@ extension FeatureService {
         let valid = plan.indices.filter { failures[$0] == nil }
         if rollback {
             if failures.isEmpty {
-                let (failed, error) = record(valid, last: true)
+                let (failed, error) = try record(valid, last: true)
                 if let error { firstError = error }
                 if let failed, let error { failures[failed] = (Self.code(error), Self.message(error)) }
             }
             if !failures.isEmpty { for i in plan.indices where failures[i] == nil { failures[i] = Self.rolledBack } }
         } else {
             for i in valid {
-                let (failed, error) = record([i], last: false)
+                let (failed, error) = try record([i], last: false)
                 if firstError == nil { firstError = error }
                 if failed != nil, let error { failures[i] = (Self.code(error), Self.message(error)) }
             }
-            let (_, error) = record([], last: true)
+            let (_, error) = try record([], last: true)
             if firstError == nil { firstError = error }
         }
         return (failures, now, firstError)

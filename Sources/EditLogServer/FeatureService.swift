@@ -71,7 +71,17 @@ struct ServiceError: Error {
     /// No token where one is needed (an edit; a read without `--anonymous-reads`). HTTP 200, as above.
     static func tokenRequired(_ details: [String] = []) -> ServiceError { ServiceError(code: 499, message: "Token Required", details: details) }
 
-    func response(pretty: Bool) -> Response { ArcGISResponse.error(code, message, details: details, status: status, pretty: pretty) }
+    /// A hub's store that does not answer now (`EditLogError.Kind.unavailable`): HTTP 503 with `Retry-After`, as a
+    /// server that is up but cannot serve the request.
+    static func unavailable(_ e: EditLogError) -> ServiceError {
+        ServiceError(code: 503, message: "Service unavailable.", details: [e.description], status: .serviceUnavailable)
+    }
+
+    func response(pretty: Bool) -> Response {
+        var r = ArcGISResponse.error(code, message, details: details, status: status, pretty: pretty)
+        if status == .serviceUnavailable { r.headers[.retryAfter] = "5" }
+        return r
+    }
 }
 
 final class FeatureService: Sendable {
@@ -93,7 +103,19 @@ final class FeatureService: Sendable {
 
     var schema: ServiceSchema { handles.schema }
 
+    /// Every answer; on a hub node, with `X-EditLog-Stale-Seconds`: how long ago its local copy, which every read
+    /// answers from, was last known to hold the store's head (growing while PostgreSQL is unreachable).
     func respond(_ request: Request, _ context: ServerRequestContext) async -> Response {
+        var response = await answer(request, context)
+        if let stale = handles.staleness {
+            response.headers[Self.staleHeader] = String(format: "%.1f", stale)
+        }
+        return response
+    }
+
+    static let staleHeader = HTTPFields.Element.Name("X-EditLog-Stale-Seconds")!
+
+    func answer(_ request: Request, _ context: ServerRequestContext) async -> Response {
         var params = Parameters(query: request.uri.query)
         if request.method == .post {
             let body: ByteBuffer
@@ -153,6 +175,8 @@ final class FeatureService: Sendable {
             }
         } catch let e as ServiceError {
             return e.response(pretty: pretty)
+        } catch let e as EditLogError where e.kind == .unavailable {
+            return ServiceError.unavailable(e).response(pretty: pretty)
         } catch let e as EditLogError {
             return ArcGISResponse.error(500, "Unable to complete operation.", details: [e.description], pretty: pretty)
         } catch {

@@ -36,7 +36,7 @@ final class LogHandles: @unchecked Sendable {
     private var lastCheckpoint = Date.distantPast
     static let checkpointInterval: TimeInterval = 1
 
-    /// A hub node that decides and appends each write (`LogWriter`), when the log is its replica.
+    /// A hub node that decides and appends each write (`LogWriter`), when the log is its local copy.
     private let through: (any LogWriter)?
 
     init(writer: EditLog, keep: Int, through: (any LogWriter)? = nil) {
@@ -96,8 +96,11 @@ final class LogHandles: @unchecked Sendable {
         return try body(writer)
     }
 
-    /// On a hub's replica, catches up with the hub first (`LogWriter.refresh`); nothing on a log of its own.
+    /// On a hub node's local copy, catches up with the hub first (`LogWriter.refresh`); nothing on a log of its own.
     func refresh() throws { try through?.refresh() }
+
+    /// On a hub node: seconds since its local copy was last known to hold the store's head.
+    var staleness: Double? { through?.staleness }
 
     func close() {
         checkpoints.sync {}

@@ -19,7 +19,7 @@ public struct ServerOptions: Sendable {
     public var rateLimit: Double?
     /// Read-only connections kept for reads (more are opened on demand).
     public var readers: Int = 4
-    /// Where writes go when the log is a hub's replica (a node of a hub on PostgreSQL: `EditLogHub.HubNode`); nil:
+    /// Where writes go when the log is a hub node's local copy (a node of a hub on PostgreSQL: `EditLogHub.HubNode`); nil:
     /// the log itself.
     public var writer: (any LogWriter)?
     /// The `serviceItemId` the service root names (a hub's nodes name the hub's log id: one service, many URLs).

@@ -55,6 +55,7 @@ func exitCode(_ kind: EditLogError.Kind) -> Int32 {
     case .corrupt: return 69
     case .unsupported: return 70
     case .io: return 74
+    case .unavailable: return 75
     }
 }
 

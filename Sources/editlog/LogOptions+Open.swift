@@ -3,11 +3,11 @@ import EditLogHub
 import Foundation
 
 extension LogOptions {
-    /// The log a command works on: the file, or for a `postgres://` store the node's replica of it in `--cache`,
+    /// The log a command works on: the file, or for a `postgres://` store the node's local copy of it in `--cache`,
     /// caught up to the store's head, whose writes reach the store before they commit (`HubNode`).
     func open(readonly: Bool = false) throws(EditLogError) -> EditLog {
         guard PostgresLocation.isPostgres(db) else { return try EditLog.open(at: db, readonly: readonly) }
-        return try openNode().replica
+        return try openNode().local
     }
 
     /// The hub node of a `postgres://` store, kept open until the process ends.
@@ -25,7 +25,7 @@ extension LogOptions {
     }
 }
 
-/// The nodes a command opened: alive while it runs (their replicas' gates call them).
+/// The nodes a command opened: alive while it runs (their local copies' gates call them).
 final class OpenNodes: @unchecked Sendable {
     static let shared = OpenNodes()
     private let lock = NSLock()

@@ -9,8 +9,8 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve the log as an ArcGIS FeatureServer: queries read the projections; edits are recorded as edit sessions of the token's user.",
         discussion: """
-            Given a postgres:// store, the server is one node of a hub: its read models are a replica in --cache, kept \
-            up with the store; every edit is decided on the replica caught up to the store's head and appended to the \
+            Given a postgres:// store, the server is one node of a hub: its read models are a local copy in --cache, kept \
+            up with the store; every edit is decided on the local copy caught up to the store's head and appended to the \
             store before it is answered. Run as many nodes as needed on one store; devices sync through any of them.
             Paths as ArcGIS Server: /arcgis/rest/services/NAME/FeatureServer[/ID[/query|/applyEdits|…]].
             The token file holds one `TOKEN USER` pair per line; clients send it as `token=`, `X-Esri-Authorization: Bearer`, `Authorization: Bearer` or the `agstoken` cookie.
@@ -91,13 +91,13 @@ struct Serve: AsyncParsableCommand {
             let editLog: EditLog
             var node: HubNode?
             if PostgresLocation.isPostgres(log.db) {
-                // A node of the hub: its replica in --cache, caught up, kept up by the store's notifications.
+                // A node of the hub: its local copy in --cache, caught up, kept up by the store's notifications.
                 let n = try log.openNode()
                 n.startFollowing()
                 options.writer = n
                 options.serviceItemId = n.store.logId
                 if name == nil { options.serviceName = ServerOptions.defaultServiceName(forLogAt: try PostgresLocation(log.db).database) }
-                editLog = n.replica
+                editLog = n.local
                 node = n
             } else {
                 editLog = try EditLog.open(at: log.db)
@@ -107,6 +107,17 @@ struct Serve: AsyncParsableCommand {
                 options.login = try Login(usersPath: usersFile, signer: try TokenSigner.loadOrCreate(at: keyPath), maxMinutes: tokenMaxMinutes)
             }
             defer { node?.close() }
+            // Asked to stop, a node first ends its waits (a store that does not answer, its lock), so requests in
+            // flight get their 503 at once and the server's graceful shutdown does not wait for them.
+            let stopSignals: [any DispatchSourceSignal] = node.map { n in
+                [SIGTERM, SIGINT].map { sig -> any DispatchSourceSignal in
+                    let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                    source.setEventHandler { n.stop() }
+                    source.resume()
+                    return source
+                }
+            } ?? []
+            defer { stopSignals.forEach { $0.cancel() } }
             let serviceName = options.serviceName, shownHost = host
             let app = makeApplication(log: editLog, options: options) { port in
                 out("editlog: serving http://\(shownHost):\(port)/arcgis/rest/services/\(serviceName)/FeatureServer")

@@ -41,7 +41,7 @@ struct HubNodeTests {
         options.port = 0
         options.writer = node
         options.serviceItemId = node.store.logId
-        try await makeApplication(log: node.replica, options: options, quiet: true).test(.live) { client in
+        try await makeApplication(log: node.local, options: options, quiet: true).test(.live) { client in
             try await body("http://127.0.0.1:\(try #require(client.port))/arcgis/rest/services/Trees/FeatureServer")
         }
     }
@@ -91,15 +91,15 @@ struct HubNodeTests {
             #expect(stateA[added.tree] != nil && stateA[added.inspection] != nil)
             #expect(try b.value.attributes(other)["SiteWidth"]?.doubleValue == 7.5)
             #expect(try a.value.attributes(tree)["PlantedBy"]?.stringValue == "Bob's crew")
-            for (name, log) in [("B", b.value), ("node 1", n1.value.replica), ("node 2", n2.value.replica)] {
+            for (name, log) in [("B", b.value), ("node 1", n1.value.local), ("node 2", n2.value.local)] {
                 let differences = SyncRig.differences(stateA, try SyncRig.userState(log))
                 #expect(differences.isEmpty, "\(name): \(differences.prefix(3))")
             }
             let all = try await Self.expectWholeStore(store)
             for n in [n1.value, n2.value] {
-                #expect(try n.replica.head() == StoreHead(position: all.last!.position, hash: all.last!.hash))
-                #expect(try n.replica.digestOfProjections() == n.replica.digestOfRebuild())
-                #expect(try n.replica.events() == all)
+                #expect(try n.local.head() == StoreHead(position: all.last!.position, hash: all.last!.hash))
+                #expect(try n.local.digestOfProjections() == n.local.digestOfRebuild())
+                #expect(try n.local.events() == all)
             }
             // Every attachment A added reached the store with its bytes.
             for sha in Set(all.flatMap(\.blobReferences)) { #expect(try await store.blob(sha256: Hex.decode(sha)!) != nil, "\(sha)") }
@@ -129,9 +129,9 @@ struct HubNodeTests {
             #expect(committed == ["n2-1", "n1-2"])
             try n2.catchUp()
             for n in [n1, n2] {
-                #expect(try n.replica.attributes(tree)["SiteWidth"]?.doubleValue == 4.5)
-                #expect(try n.replica.attributes(tree)["Address"]?.stringValue == "from node 2")
-                #expect(try n.replica.events() == all)
+                #expect(try n.local.attributes(tree)["SiteWidth"]?.doubleValue == 4.5)
+                #expect(try n.local.attributes(tree)["Address"]?.stringValue == "from node 2")
+                #expect(try n.local.events() == all)
             }
             // A real conflict (a session that is not open) goes back to the caller once, not retried.
             attempts = 0
@@ -154,20 +154,20 @@ struct HubNodeTests {
             var n1 = try Self.node(store, d1, seed: 75)
             let n2 = try Self.node(store, d2, seed: 76)
             defer { n2.close() }
-            let path = n1.replicaPath
+            let path = n1.localPath
             n1.close()
             try n2.write { try SyncRig.set($0, SyncRig.tree1, [("SiteWidth", "3.5")], at: "2026-06-01T12:00:00Z", actor: "bob", session: "s-1") }
             let before = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
             n1 = try Self.node(store, d1, seed: 75)
-            #expect(n1.replicaPath == path && before != nil)
-            #expect(try n1.replica.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 3.5)
+            #expect(n1.localPath == path && before != nil)
+            #expect(try n1.local.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 3.5)
             let head = try await store.head()
-            #expect(try n1.replica.head() == head)
+            #expect(try n1.local.head() == head)
             n1.close()
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
             n1 = try Self.node(store, d1, seed: 75)
-            #expect(try n1.replica.head() == head)
-            #expect(try n1.replica.digestOfProjections() == n1.replica.digestOfRebuild())
+            #expect(try n1.local.head() == head)
+            #expect(try n1.local.digestOfProjections() == n1.local.digestOfRebuild())
             n1.close()
             // Another log's file where the replica should be: replaced, not trusted.
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
@@ -176,8 +176,8 @@ struct HubNodeTests {
             other.close()
             n1 = try Self.node(store, d1, seed: 75)
             defer { n1.close() }
-            #expect(try n1.replica.head() == head)
-            #expect(try n1.replica.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 3.5)
+            #expect(try n1.local.head() == head)
+            #expect(try n1.local.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 3.5)
         }
     }
 
@@ -203,8 +203,8 @@ struct HubNodeTests {
                 }
             }
             try n1.value.catchUp()
-            #expect(try n1.value.replica.sessions(actor: "hub_login").count == 1)
-            #expect(try n1.value.replica.head() == (try await store.head()))
+            #expect(try n1.value.local.sessions(actor: "hub_login").count == 1)
+            #expect(try n1.value.local.head() == (try await store.head()))
         }
     }
 
@@ -233,8 +233,8 @@ struct HubNodeTests {
             #expect(all.contains { $0.cause.hasPrefix("replica:") && $0.type == EventType.sessionCommitted.rawValue })
             for n in [n1.value, n2.value] {
                 try n.catchUp()
-                #expect(try n.replica.events() == all)
-                #expect(try n.replica.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 9.5)
+                #expect(try n.local.events() == all)
+                #expect(try n.local.attributes(SyncRig.tree1)["SiteWidth"]?.doubleValue == 9.5)
             }
         }
     }
@@ -248,6 +248,53 @@ struct HubNodeTests {
         return try JSONParser.parse(Array(try await response.body.collect(upTo: 1 << 20).readableBytesView))
     }
 
+    /// A request to a node: its status, the headers this suite reads, and its body.
+    static func send(_ url: String, _ form: [(String, String)]) async throws -> (status: Int, headers: [String: String], body: JSONValue) {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: formEncode(form)))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        var headers: [String: String] = [:]
+        for name in ["X-EditLog-Stale-Seconds", "Retry-After"] { headers[name] = response.headers.first(name: name) }
+        return (Int(response.status.code), headers, try JSONParser.parse(Array(try await response.body.collect(upTo: 1 << 20).readableBytesView)))
+    }
+
+    /// Every answer of a node says how stale its local copy may be. Once the node stops (as when its store does not
+    /// answer), reads are answered from the local copy, and writes and extractChanges get ArcGIS's 503 with
+    /// Retry-After at once, nothing appended.
+    @Test func aStoppedNodeAnswersReadsFromItsLocalCopyAndWritesWith503() async throws {
+        try await Self.withHub { store in
+            let d = TempPath("node-stop")
+            let node = try Self.node(store, d, seed: 91)
+            defer { node.close() }
+            node.startFollowing()
+            try await Self.serve(node) { url in
+                let token = SyncRig.token
+                let read = [("where", "1=1"), ("outFields", "OBJECTID"), ("f", "json"), ("token", token)]
+                let live = try await Self.send(url + "/0/query", read)
+                #expect(live.status == 200)
+                let fresh = try #require(live.headers["X-EditLog-Stale-Seconds"].flatMap(Double.init))
+                #expect(fresh >= 0 && fresh < 5)
+                let head = try await store.head()
+                node.stop()
+                let stale = try await Self.send(url + "/0/query", read)
+                #expect(stale.status == 200)
+                #expect((stale.body["features"]?.arrayValue?.count ?? 0) > 0)
+                #expect(stale.headers["X-EditLog-Stale-Seconds"] != nil)
+                let started = Date()
+                let edit = try await Self.send(url + "/0/applyEdits", [("updates", #"[{"attributes":{"OBJECTID":1,"DBH":77}}]"#), ("f", "json"), ("token", token)])
+                #expect(edit.status == 503)
+                #expect(edit.body["error"]?["code"]?.intValue == 503)
+                #expect(edit.headers["Retry-After"] == "5")
+                #expect(Date().timeIntervalSince(started) < 2)
+                let changes = try await Self.send(url + "/extractChanges", [("layers", "[0]"), ("serverGens", "[0]"), ("returnIdsOnly", "true"), ("f", "json"), ("token", token)])
+                #expect(changes.status == 503)
+                #expect(try await store.head() == head)
+            }
+        }
+    }
+
     @Test func aFollowingNodeCatchesUpByItself() async throws {
         try await Self.withHub { store in
             let d1 = TempPath("node1"), d2 = TempPath("node2")
@@ -258,7 +305,7 @@ struct HubNodeTests {
             let target = try await store.head()
             var seen = false
             for _ in 0..<200 where !seen {
-                seen = try n1.replica.head() == target
+                seen = try n1.local.head() == target
                 if !seen { try await Task.sleep(for: .milliseconds(25)) }
             }
             #expect(seen)
@@ -334,18 +381,18 @@ extension HubNodeTests {
                 _ = try await SyncRig.sync(device.value, url2)
                 var edits = try ServiceEdits.trees()
                 edits.addString("Trees", "Notes")
-                let update = try n1.value.replica.changeSchema(service: edits.documents, cause: Cause.schemaApply, source: "service.json", actor: "admin", device: "node1")
+                let update = try n1.value.local.changeSchema(service: edits.documents, cause: Cause.schemaApply, source: "service.json", actor: "admin", device: "node1")
                 let position = try #require(update.position)
-                try SyncRig.set(n1.value.replica, SyncRig.tree1, [("Notes", #""pruned""#)], at: "2026-06-05T10:00:00Z", actor: "ann", session: "n1-notes")
+                try SyncRig.set(n1.value.local, SyncRig.tree1, [("Notes", #""pruned""#)], at: "2026-06-05T10:00:00Z", actor: "ann", session: "n1-notes")
                 let stored = try await Self.expectWholeStore(store)
                 #expect(stored.first { $0.position == position }?.type == EventType.schemaChanged.rawValue)
                 _ = try n2.value.catchUp()
-                #expect(try n2.value.replica.schemaInForce().schema.layer(id: 0)?.field("Notes") != nil)
-                #expect(try n2.value.replica.attributes(SyncRig.tree1)["Notes"] == .string("pruned"))
+                #expect(try n2.value.local.schemaInForce().schema.layer(id: 0)?.field("Notes") != nil)
+                #expect(try n2.value.local.attributes(SyncRig.tree1)["Notes"] == .string("pruned"))
                 let r = try await SyncRig.sync(device.value, url2)
                 #expect(r.schemaChanges.map(\.text) == ["field-added Trees.Notes: esriFieldTypeString(200)"], "\(r.json.serialized())")
                 #expect(try device.value.attributes(SyncRig.tree1)["Notes"] == .string("pruned"))
-                #expect(try n2.value.replica.verify().ok)
+                #expect(try n2.value.local.verify().ok)
             }
         }
     }

@@ -11,6 +11,7 @@ public struct EditLogError: Error, Sendable, Equatable, CustomStringConvertible 
         case corrupt           // verify found tampering, or the file is not an EditLog log
         case unsupported       // a log written by a newer version, an unsupported field type
         case io                // the file system or SQLite failed
+        case unavailable       // a hub's store does not answer now (or the node is stopping): try again later
     }
 
     public var kind: Kind

@@ -151,7 +151,7 @@ extension FeatureService {
         // The record comes after the upload's events in the same transaction: its position is the client's next
         // generation, past its own upload (which it is never sent back).
         var firstWritten: Int64?
-        let (failures, _, error) = commit(plan, rollback: rollback, user: user, device: r.device, name: "synchronizeReplica \(rep.id) by \(user)",
+        let (failures, _, error) = try commit(plan, rollback: rollback, user: user, device: r.device, name: "synchronizeReplica \(rep.id) by \(user)",
                                           cause: Cause.replica(rep.id)) { sessions, events, recorded in
             firstWritten = events.first?.position
             let won = overwrote.filter { recorded.contains($0.planIndex) }
