@@ -394,13 +394,15 @@ class Run:
         if self.a.pg_restart:
             await asyncio.sleep(max(0, start + seconds * 0.65 - time.monotonic()))
             t = time.monotonic()
+            # The fault starts now: a 503 answered while the command runs is inside it (its end is set after).
+            self.fault_windows.append((t, float("inf")))
             # Output to a file, not a pipe: the restarted server inherits it and never closes it.
             with open(os.path.join(self.tmp, "pg-restart.log"), "w+") as out:
                 r = await asyncio.get_running_loop().run_in_executor(
                     None, lambda: subprocess.run(self.a.pg_restart, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=out))
                 out.seek(0)
                 r.stderr = out.read()
-            self.fault_windows.append((t, time.monotonic() + 3))
+            self.fault_windows[-1] = (t, time.monotonic() + 3)
             self.acked_at_pg = len(self.acked)
             print(f"fault: PostgreSQL restarted at {t - start:.1f} s ({time.monotonic() - t:.1f} s; exit {r.returncode})", flush=True)
             if r.returncode != 0:

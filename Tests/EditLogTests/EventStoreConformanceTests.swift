@@ -12,10 +12,11 @@ struct EngineUnderTest: CustomTestStringConvertible, Sendable {
     var testDescription: String { kind.rawValue }
 
     /// The server the PostgreSQL cases create their databases on (a role that may create databases), e.g.
-    /// `postgres://postgres@127.0.0.1:55432/postgres`; `.ci/run` starts one. Unset: those cases are skipped.
-    static let postgresURL = ProcessInfo.processInfo.environment["EDITLOG_TEST_POSTGRES"]
+    /// `postgres://postgres@127.0.0.1:55432/postgres` (`TestPostgres`: `EDITLOG_TEST_POSTGRES`, else a throwaway
+    /// cluster where PostgreSQL is installed). None: those cases are skipped, saying why.
+    static var postgresURL: String? { TestPostgres.server.url }
     static let all: [EngineUnderTest] = Kind.allCases.map { EngineUnderTest(kind: $0) }
-    static let postgresSkipReason = "EDITLOG_TEST_POSTGRES is not set (.ci/run starts a PostgreSQL 15 server and sets it)"
+    static var postgresSkipReason: String { TestPostgres.server.skipReason }
 
     /// Runs `body` on a new store of this engine whose log id is `logId`.
     func withStore<T>(logId: String = "log-under-test", clock: StepClock = StepClock(), _ body: (any EventStoreEngine) async throws -> T) async throws -> T {
@@ -264,7 +265,7 @@ enum PostgresScratch {
 }
 
 /// What only the PostgreSQL engine has to prove: its database refuses changes to the log, and its verify finds them.
-@Suite(.enabled(if: EngineUnderTest.postgresURL != nil, "EDITLOG_TEST_POSTGRES is not set (.ci/run starts a PostgreSQL 15 server and sets it)"))
+@Suite(.enabled(if: EngineUnderTest.postgresURL != nil, "no PostgreSQL test server: EDITLOG_TEST_POSTGRES is not set and PostgreSQL is not installed here (or its throwaway cluster did not start)"))
 struct PostgresStoreTests {
     @Test func theDatabaseRefusesUpdatesDeletesAndGapsAndTheAppenderRoleHasNoGrantForThem() async throws {
         try await PostgresScratch.withDatabase { location in

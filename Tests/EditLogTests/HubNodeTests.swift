@@ -11,7 +11,7 @@ import Testing
 
 /// Serve nodes of a hub on PostgreSQL (`HubNode`): replicas caught up from the store, writes decided on the replica
 /// and appended to the store first, decided again when the hub moved on, restarts and lost caches.
-@Suite(.serialized, .enabled(if: EngineUnderTest.postgresURL != nil, "EDITLOG_TEST_POSTGRES is not set (.ci/run starts a PostgreSQL 15 server and sets it)"))
+@Suite(.serialized, .enabled(if: EngineUnderTest.postgresURL != nil, "no PostgreSQL test server: EDITLOG_TEST_POSTGRES is not set and PostgreSQL is not installed here (or its throwaway cluster did not start)"))
 struct HubNodeTests {
     /// A hub store holding the SyncRig hub's log (Trees of Portland), copied as it is.
     static func withHub<T>(_ body: (PostgresEventStore) async throws -> T) async throws -> T {

@@ -33,7 +33,7 @@ extension ServerArcGISClientTests {
         }
 
         /// The same login and workflow against a node of a hub on PostgreSQL (`serve postgres://… --cache`).
-        @Test(.enabled(if: arcgis && EngineUnderTest.postgresURL != nil, "arcgis (PyPI) or the PostgreSQL test server (EDITLOG_TEST_POSTGRES) is missing"))
+        @Test(.enabled(if: arcgis && EngineUnderTest.postgresURL != nil, "arcgis (PyPI) or a PostgreSQL test server is missing"))
         func esrisPythonAPILogsInAndEditsOnAHubNode() async throws {
             try await PostgresScratch.withDatabase { location in
                 let served = try ServerClientTests.Served(maxRecordCount: 50, users: ["esri_hub"], hub: PostgresScratch.url(location.database))

@@ -19,7 +19,7 @@ extension ServerReplicaClientTests {
 
         /// The same workflow against a node of a hub on PostgreSQL (`serve postgres://… --cache`).
         @Test(.enabled(if: ServerArcGISClientTests.arcgis && EngineUnderTest.postgresURL != nil,
-                       "arcgis (PyPI) or the PostgreSQL test server (EDITLOG_TEST_POSTGRES) is missing"))
+                       "arcgis (PyPI) or a PostgreSQL test server is missing"))
         func esrisPythonAPIReplicaWorkflowOnAHubNode() async throws {
             try await PostgresScratch.withDatabase { location in
                 try exercise(try ServerClientTests.Served(maxRecordCount: 1000, hub: PostgresScratch.url(location.database)))

@@ -33,7 +33,7 @@ extension ServerRestapiClientTests {
         }
 
         /// The same login and workflow against a node of a hub on PostgreSQL (`serve postgres://… --cache`).
-        @Test(.enabled(if: restapi && EngineUnderTest.postgresURL != nil, "bmi-arcgis-restapi (PyPI) or the PostgreSQL test server (EDITLOG_TEST_POSTGRES) is missing"))
+        @Test(.enabled(if: restapi && EngineUnderTest.postgresURL != nil, "bmi-arcgis-restapi (PyPI) or a PostgreSQL test server is missing"))
         func restapiLogsInAndEditsOnAHubNode() async throws {
             try await PostgresScratch.withDatabase { location in
                 let served = try ServerClientTests.Served(maxRecordCount: 50, users: ["restapi_hub"], hub: PostgresScratch.url(location.database))
