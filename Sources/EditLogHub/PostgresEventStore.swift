@@ -158,10 +158,14 @@ public final class PostgresEventStore: EventStoreEngine {
         var stored: [UUID: Int64] = [:]
         for try await (id, position) in try await conn.query("SELECT id, position FROM events WHERE id = ANY(\(batch.map(\.id)))", logger: logger)
             .decode((UUID, Int64).self) { stored[id] = position }
+        // One descent of the (stream, stream_version) index per stream: a grouped MAX would read every version of
+        // each stream, a cost that grows with the log (a bookkeeping stream has one version per write).
         var versions: [String: Int64] = [:]
-        for try await (stream, version) in try await conn.query(
-            "SELECT stream, MAX(stream_version) FROM events WHERE stream = ANY(\(Array(Set(batch.map(\.stream))))) GROUP BY stream", logger: logger)
-            .decode((String, Int64).self) { versions[stream] = version }
+        for try await (stream, version) in try await conn.query("""
+            SELECT s, (SELECT stream_version FROM events WHERE stream = s ORDER BY stream_version DESC LIMIT 1)
+            FROM unnest(\(Array(Set(batch.map(\.stream))))::text[]) AS s
+            """, logger: logger)
+            .decode((String, Int64?).self) { if let version { versions[stream] = version } }
         var encoder = EventHash.Encoder()
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(batch.count)
