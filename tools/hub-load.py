@@ -37,6 +37,13 @@ Asserted (any failure: exit 1):
     X-EditLog-Stale-Seconds header that grows; applyEdits and extractChanges are answered 503 within 15 s; the node
     sent SIGTERM ends within 5 s.
 Reported: edits/s, p50/p99 of applyEdits and query, catch-up lag p50/p99, errors, and one JSON line (--json FILE).
+
+Open loop (--open-loop [--rate R | --sweep R1,R2,…], no faults): field syncs arrive at a fixed rate, each its own task
+started at its scheduled time (a closed loop at saturation measures queueing, not capacity). A sync is one `where`
+query of 50 trees, one `objectIds` query, one applyEdits of 10 updates and one extractChanges (ids only); each request
+is timed from when it should have started. Reported per rate: p50/p99 of each request and of the whole sync, and CPU
+milliseconds per acknowledged edit of each node, of PostgreSQL and of the generator, read from /proc. The same checks
+follow (every acknowledged edit stored once, gap-free, local copies verified).
 """
 
 import argparse
@@ -200,7 +207,8 @@ class Run:
         for i in range(len(self.nodes)):
             self.start_node(i)
         with open(f"{FIX}/baseline/Trees.json") as f:
-            self.shared = [ft["attributes"]["GlobalID"] for ft in json.load(f)["features"][:20]]
+            self.trees = [ft["attributes"]["GlobalID"] for ft in json.load(f)["features"]]
+        self.shared = self.trees[:20]
 
     def start_node(self, i):
         n = self.nodes[i]
@@ -500,6 +508,131 @@ class Run:
                 self.fail(f"a device failed: {t.exception()!r}")
         self.elapsed = time.monotonic() - start
 
+    # -- open loop ---------------------------------------------------------------
+
+    def cpu_seconds(self):
+        """CPU seconds (user + system) so far of each node, of every PostgreSQL server process, and of this generator,
+        from /proc (the PostgreSQL figure counts live processes only: a backend that ended takes its CPU with it)."""
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def of(pid):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    parts = f.read().rsplit(")", 1)[1].split()
+                return (int(parts[11]) + int(parts[12])) / tick
+            except (OSError, IndexError, ValueError):
+                return 0.0
+        pg = 0.0
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open(f"/proc/{pid}/comm") as f:
+                        if f.read().strip().startswith("postgres"):
+                            pg += of(pid)
+                except OSError:
+                    pass
+        t = os.times()
+        return {"nodes": [of(n["proc"].pid) for n in self.nodes], "postgres": pg, "generator": t.user + t.system}
+
+    async def sync_once(self, k, scheduled, dev, stats):
+        """One field sync, begun at `scheduled` (monotonic): a `where` query of 50 trees, an `objectIds` query of the 10
+        it edits, one applyEdits of 10 updates, and an extractChanges (ids only) since the device's last generation.
+        Each request is timed from when it should have started: the first from `scheduled`, the next from the end of
+        the one before (a sync that starts late counts its wait)."""
+        http = HTTP(self.nodes[k % len(self.nodes)]["port"])
+        picks = [self.trees[(dev["id"] * 10 + i) % len(self.trees)] for i in range(10)]
+        t = scheduled
+
+        async def one(op, form, name):
+            nonlocal t
+            try:
+                status, data = await asyncio.wait_for(http.request(self.path(op), form), REQUEST_TIMEOUT)
+            except Exception:
+                stats["errors"][name] = stats["errors"].get(name, 0) + 1
+                await http.close()
+                return None
+            now = time.monotonic()
+            stats[name].append((now - t) * 1000)
+            t = now
+            if status != 200 or data.startswith(b'{"error"'):
+                stats["errors"][name] = stats["errors"].get(name, 0) + 1
+                return None
+            return json.loads(data)
+
+        try:
+            tok = dev["token"]
+            await one("0/query", {"f": "json", "token": tok, "where": "1=1", "outFields": "OBJECTID,GlobalID,PlantedBy", "resultRecordCount": "50"}, "query")
+            where = "GlobalID IN (" + ",".join(f"'{g}'" for g in picks) + ")"
+            await one("0/query", {"f": "json", "token": tok, "where": where, "returnIdsOnly": "true"}, "objectIds")
+            values = [f"o{k}-{i}" for i in range(10)]
+            answer = await one("0/applyEdits", {"f": "json", "token": tok, "useGlobalIds": "true", "rollbackOnFailure": "true",
+                                                "updates": json.dumps([{"attributes": {"GlobalID": g, "PlantedBy": v}} for g, v in zip(picks, values)])}, "applyEdits")
+            if answer and all(r.get("success") for r in answer.get("updateResults", [])):
+                stats["acked"] += 10
+                now = time.monotonic()
+                self.acked += [(v, g, now) for v, g in zip(values, picks)]
+            changes = await one("extractChanges", {"f": "json", "token": tok, "layers": "[0]", "serverGens": f"[{dev['gen']}]",
+                                                   "returnInserts": "true", "returnUpdates": "true", "returnDeletes": "true",
+                                                   "returnIdsOnly": "true", "dataFormat": "json"}, "extractChanges")
+            if changes:
+                gens = changes.get("layerServerGens") or []
+                if gens:
+                    dev["gen"] = max(g.get("serverGen", 0) for g in gens)
+            stats["sync"].append((time.monotonic() - scheduled) * 1000)
+        finally:
+            await http.close()
+
+    async def open_loop(self, rate, seconds):
+        """Syncs arriving at `rate` per second for `seconds` (one device after another), each its own task started at
+        its scheduled time whatever the others are doing. Returns the figures."""
+        devices = [{"id": d, "token": f"tok-device-{d:05d}", "gen": 0} for d in range(self.a.devices)]
+        stats = {"query": [], "objectIds": [], "applyEdits": [], "extractChanges": [], "sync": [], "errors": {}, "acked": 0}
+        cpu0 = self.cpu_seconds()
+        start = time.monotonic() + 0.5
+        n = int(rate * seconds)
+        tasks = []
+        for k in range(n):
+            scheduled = start + k / rate
+            delay = scheduled - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(self.sync_once(k, scheduled, devices[k % len(devices)], stats)))
+        await asyncio.wait(tasks, timeout=REQUEST_TIMEOUT * 4 + 10)
+        elapsed = time.monotonic() - start
+        cpu1 = self.cpu_seconds()
+        acked = max(1, stats["acked"])
+        node_cpu = [b - a for a, b in zip(cpu0["nodes"], cpu1["nodes"])]
+        fig = {"rate": rate, "seconds": round(elapsed, 1), "syncs": n, "completed": len(stats["sync"]), "acknowledgedEdits": stats["acked"],
+               "errors": stats["errors"]}
+        for name in ("query", "objectIds", "applyEdits", "extractChanges", "sync"):
+            fig[name + "P50"] = pct(stats[name], 50)
+            fig[name + "P99"] = pct(stats[name], 99)
+        fig["cpuMsPerEditNodes"] = [round(c * 1000 / acked, 2) for c in node_cpu]
+        fig["cpuMsPerEditPostgres"] = round((cpu1["postgres"] - cpu0["postgres"]) * 1000 / acked, 2)
+        fig["cpuMsPerEditServer"] = round((sum(node_cpu) + cpu1["postgres"] - cpu0["postgres"]) * 1000 / acked, 2)
+        fig["cpuMsPerEditGenerator"] = round((cpu1["generator"] - cpu0["generator"]) * 1000 / acked, 2)
+        for k, v in list(fig.items()):
+            if isinstance(v, float):
+                fig[k] = round(v, 1)
+        return fig
+
+    async def sweep(self, rates, seconds, goals):
+        """The open loop at each rate in turn; the highest rate whose p99s all hold `goals` and every sync completed."""
+        best, figures = None, []
+        for rate in rates:
+            fig = await self.open_loop(rate, seconds)
+            held = fig["completed"] == fig["syncs"] and not fig["errors"] and all(
+                fig.get(name + "P99") is not None and fig[name + "P99"] <= limit for name, limit in goals.items())
+            fig["held"] = held
+            figures.append(fig)
+            print(json.dumps(fig), flush=True)
+            if held:
+                best = rate
+            else:
+                break
+            await asyncio.sleep(2)
+        return best, figures
+
     # -- checks ----------------------------------------------------------------
 
     def check(self):
@@ -570,6 +703,9 @@ def main():
     p.add_argument("--pg-restart", help="shell command that restarts the PostgreSQL server (a fault at 65 %% of the time)")
     p.add_argument("--pg-stop", help="shell command that stops the PostgreSQL server: with --pg-start, the outage run instead of the other faults")
     p.add_argument("--pg-start", help="shell command that starts it again")
+    p.add_argument("--open-loop", action="store_true", help="field syncs arriving at --rate per second (no faults): latencies from the scheduled time, CPU per acknowledged edit from /proc")
+    p.add_argument("--rate", type=float, default=16.7, help="syncs per second of --open-loop (16.7: 1,000 devices syncing once a minute)")
+    p.add_argument("--sweep", help="with --open-loop: comma-separated rates, tried in order until a p99 goal fails (applyEdits 250 ms, query 50 ms, extractChanges 100 ms)")
     p.add_argument("--short", action="store_true", help="CI mode: 40 devices, 20 s")
     p.add_argument("--devices", type=int)
     p.add_argument("--seconds", type=float)
@@ -593,6 +729,28 @@ def main():
     random.seed(a.seed)
     # A SIGTERM (a timeout) still stops the nodes and drops the scratch database.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if a.open_loop:
+        a.no_faults = True
+        run = Run(a)
+        try:
+            run.setup()
+            print(f"{a.engine}: open loop, {a.devices} devices, {a.nodes} node(s), {a.seconds:.0f} s per rate", flush=True)
+            if a.sweep:
+                goals = {"applyEdits": 250, "query": 50, "extractChanges": 100}
+                best, figures = asyncio.run(run.sweep([float(r) for r in a.sweep.split(",")], a.seconds, goals))
+                result = {"engine": a.engine, "nodes": a.nodes, "sweep": figures, "highestRateHeld": best}
+            else:
+                result = {"engine": a.engine, "nodes": a.nodes, **asyncio.run(run.open_loop(a.rate, a.seconds))}
+            run.elapsed = a.seconds
+            run.check()
+        finally:
+            run.cleanup()
+        print(json.dumps(result), flush=True)
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps(result) + "\n")
+        print(f"{0 if run.failures else 1} passed, {len(run.failures)} failed")
+        sys.exit(1 if run.failures else 0)
     run = Run(a)
     try:
         run.setup()
