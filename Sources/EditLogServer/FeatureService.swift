@@ -2,6 +2,7 @@ import EditLog
 import Foundation
 import Hummingbird
 import Logging
+import Synchronization
 
 /// The request context: Hummingbird's core storage plus the client's address (the rate limit's key for
 /// anonymous requests).
@@ -92,6 +93,9 @@ final class FeatureService: Sendable {
     let replicaResults = ReplicaResults()
     /// The replayed states of `historicMoment` queries.
     let moments: HistoricMoments
+    /// How many reads and edits are running or queued (`routeOffThePool`), each bounded.
+    let readAdmission: Admission
+    let editAdmission: Admission
     static let currentVersion: JSONValue = .double(11.1)
 
     init(handles: LogHandles, options: ServerOptions) {
@@ -99,6 +103,8 @@ final class FeatureService: Sendable {
         self.options = options
         limiter = options.rateLimit.map(RateLimiter.init(perSecond:))
         moments = HistoricMoments(logPath: handles.path, capacity: options.historicMoments, clock: options.historicClock)
+        readAdmission = Admission(limit: options.maxQueuedReads)
+        editAdmission = Admission(limit: options.maxQueuedEdits)
     }
 
     var schema: ServiceSchema { handles.schema }
@@ -190,8 +196,16 @@ final class FeatureService: Sendable {
     static let reads = DispatchQueue(label: "editlog.serve.reads", qos: .userInitiated, attributes: .concurrent)
     static let edits = DispatchQueue(label: "editlog.serve.edits", qos: .userInitiated)
 
+    /// Runs `body` on its class's queue when the class has room (`Admission`), else throws ArcGIS's 503.
     func routeOffThePool(write: Bool, _ body: @escaping @Sendable () throws -> Response) async throws -> Response {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Response, any Error>) in
+        let admission = write ? editAdmission : readAdmission
+        guard admission.enter() else {
+            throw ServiceError(code: 503, message: "Service unavailable.",
+                               details: ["\(admission.limit) \(write ? "edits" : "reads") are running or queued on this server: try again shortly"],
+                               status: .serviceUnavailable)
+        }
+        defer { admission.leave() }
+        return try await withCheckedThrowingContinuation { (c: CheckedContinuation<Response, any Error>) in
             (write ? Self.edits : Self.reads).async { c.resume(with: Result { try body() }) }
         }
     }
@@ -290,4 +304,20 @@ final class FeatureService: Sendable {
     func out(_ v: JSONValue, _ r: ServiceRequest) -> Response {
         ArcGISResponse.json(v, pretty: r.pretty, contentType: r.pretty ? "text/plain; charset=utf-8" : "application/json; charset=utf-8")
     }
+}
+
+/// A bounded count of requests in flight (running or queued): `enter` fails beyond `limit`.
+final class Admission: Sendable {
+    let limit: Int
+    private let count = Atomic<Int>(0)
+
+    init(limit: Int) { self.limit = max(0, limit) }
+
+    func enter() -> Bool {
+        if count.add(1, ordering: .acquiringAndReleasing).newValue <= limit { return true }
+        count.subtract(1, ordering: .acquiringAndReleasing)
+        return false
+    }
+
+    func leave() { count.subtract(1, ordering: .acquiringAndReleasing) }
 }

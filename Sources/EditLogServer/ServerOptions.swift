@@ -19,6 +19,10 @@ public struct ServerOptions: Sendable {
     public var rateLimit: Double?
     /// Read-only connections kept for reads (more are opened on demand).
     public var readers: Int = 4
+    /// Requests of each class admitted at once, running or waiting (reads; edits, which one writer takes in turn):
+    /// one more is answered ArcGIS's 503 with `Retry-After` at once instead of waiting without bound.
+    public var maxQueuedReads: Int = 256
+    public var maxQueuedEdits: Int = 64
     /// Where writes go when the log is a hub node's local copy (a node of a hub on PostgreSQL: `EditLogHub.HubNode`); nil:
     /// the log itself.
     public var writer: (any LogWriter)?

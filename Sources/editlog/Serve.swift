@@ -62,6 +62,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("rate-limit"), help: "Requests per second allowed per client (user, else address).")
     var rateLimit: Double?
 
+    @Option(name: .customLong("max-queued-reads"), help: "Reads running or waiting at once; one more gets ArcGIS's 503 with Retry-After.")
+    var maxQueuedReads: Int = 256
+
+    @Option(name: .customLong("max-queued-edits"), help: "Edits running or waiting at once; one more gets ArcGIS's 503 with Retry-After.")
+    var maxQueuedEdits: Int = 64
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard maxRecordCount >= 1 else { throw ValidationError("--max-record-count must be at least 1") }
@@ -69,6 +75,7 @@ struct Serve: AsyncParsableCommand {
         guard tokenMaxMinutes >= 1 else { throw ValidationError("--token-max-minutes must be at least 1") }
         if tokenKey != nil && usersFile == nil { throw ValidationError("--token-key goes with --users FILE") }
         if let rateLimit, !(rateLimit > 0) { throw ValidationError("--rate-limit must be positive") }
+        guard maxQueuedReads >= 1, maxQueuedEdits >= 1 else { throw ValidationError("--max-queued-reads and --max-queued-edits must be at least 1") }
         if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a non-empty name without \"/\"") }
     }
 
@@ -82,6 +89,8 @@ struct Serve: AsyncParsableCommand {
             options.maxRecordCount = maxRecordCount
             options.maxRequestBytes = maxRequestBytes
             options.rateLimit = rateLimit
+            options.maxQueuedReads = maxQueuedReads
+            options.maxQueuedEdits = maxQueuedEdits
             if let tokenFile {
                 guard let data = FileManager.default.contents(atPath: tokenFile) else {
                     throw EditLogError(.notFound, "cannot read the token file", at: tokenFile)

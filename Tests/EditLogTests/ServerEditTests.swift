@@ -1,5 +1,5 @@
 import EditLog
-import EditLogServer
+@testable import EditLogServer
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -173,6 +173,38 @@ struct ServerEditTests {
             #expect(statuses == [.ok, .tooManyRequests, .tooManyRequests])
             let r = try await client.getJSON(Self.base)
             #expect(r.json["error"]?["code"] == 429)
+        }
+    }
+
+    /// Edits wait in a bounded queue: with room for one, a second edit while the first waits gets ArcGIS's 503 with
+    /// Retry-After at once, and reads are answered meanwhile (they never queue behind edits).
+    @Test func aFullEditQueueAnswers503AndReadsGoOn() async throws {
+        try await ServedLog.run(configure: { $0.maxQueuedEdits = 1 }) { client, log in
+            let gid = Self.trees[0]["GlobalID"]!.stringValue!
+            // The one writer queue is held until the refused edit has its answer (10 s at most: without the bound
+            // both edits would wait, and the first answer would be a success).
+            let held = DispatchSemaphore(value: 0)
+            FeatureService.edits.async { _ = held.wait(timeout: .now() + 10) }
+            let results = try await withThrowingTaskGroup(of: ServiceResponse.self) { group in
+                for value in ["Dead", "Poor"] {
+                    group.addTask {
+                        try await client.postForm(Self.base + "/0/applyEdits", [
+                            ("updates", #"[{"attributes":{"GlobalID":"\#(gid)","Condition":"\#(value)"}}]"#),
+                            ("useGlobalIds", "true"), ("token", ServedLog.editorToken), ("f", "json")])
+                    }
+                }
+                let refused = try #require(try await group.next())
+                let read = try await client.getJSON(Self.base + "/0/query?where=1%3D1&returnCountOnly=true&f=json")
+                held.signal()
+                let done = try #require(try await group.next())
+                return [refused, read, done]
+            }
+            #expect(results[0].status == .serviceUnavailable)
+            #expect(results[0].json["error"]?["code"] == 503)
+            #expect(results[0].retryAfter == "5")
+            #expect(results[1].status == .ok && results[1].json["count"]?.intValue == Int64(Self.trees.count))
+            #expect(results[2].status == .ok && results[2].json["updateResults"]?.arrayValue?.first?["success"] == true, "\(results[2].text)")
+            #expect(["Dead", "Poor"].contains(try log.value.attributes(gid)["Condition"]?.stringValue ?? ""))
         }
     }
 

@@ -39,6 +39,7 @@ struct ServiceResponse {
     var json: JSONValue
     var contentType: String?
     var text: String
+    var retryAfter: String? = nil
 }
 
 extension TestClientProtocol {
@@ -58,7 +59,7 @@ extension TestClientProtocol {
         return try await execute(uri: uri, method: .post, headers: h, body: ByteBuffer(string: body)) { r in
             let bytes = Array(r.body.readableBytesView)
             return ServiceResponse(status: r.status, json: (try? JSONParser.parse(bytes)) ?? .null, contentType: r.headers[.contentType],
-                                   text: String(decoding: bytes, as: UTF8.self))
+                                   text: String(decoding: bytes, as: UTF8.self), retryAfter: r.headers[.retryAfter])
         }
     }
 }
