@@ -40,6 +40,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     private let lock = NSLock()
     /// Set by the gate when the hub refused the append because it had moved on (a write to decide again).
     private var hubMoved = false
+    /// Set by the gate when the store did not answer the append (the write's answer is then this, whatever the
+    /// local copy's transaction made of it).
+    private var gateFailure: EditLogError?
     private var listener: Task<Void, Never>?
     private var follower: Thread?
     private let wake = DispatchSemaphore(value: 0)
@@ -128,6 +131,7 @@ public final class HubNode: LogWriter, @unchecked Sendable {
         while true {
             try catchUpLocked()
             hubMoved = false
+            gateFailure = nil
             do {
                 let result = try body(local)
                 stats.writes += 1
@@ -135,7 +139,7 @@ public final class HubNode: LogWriter, @unchecked Sendable {
                 return result
             } catch {
                 if let e = error as? EditLogError, e.kind == .unavailable { throw e }
-                if failing { throw unavailable("the write was not stored") }
+                if let gateFailure { throw gateFailure }
                 guard hubMoved else { throw error }
                 stats.redecided += 1
                 guard attempt < Self.attempts else {
@@ -150,6 +154,13 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     /// The commit gate: the referenced attachment bytes first (so a node that catches up finds them), then the events,
     /// all or nothing, at the positions the local copy gave them.
     func push(_ events: [RecordedEvent], blob: (String) throws -> [UInt8]?) throws {
+        do { try pushing(events, blob: blob) } catch let e as EditLogError where e.kind == .unavailable {
+            gateFailure = e
+            throw e
+        }
+    }
+
+    private func pushing(_ events: [RecordedEvent], blob: (String) throws -> [UInt8]?) throws {
         var sent = Set<String>()
         for e in events {
             for sha in e.blobReferences where sent.insert(sha).inserted {
@@ -332,19 +343,16 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     }
 
     /// A call to the store from the node's synchronous code (`blocking`), whose outcome says whether the store is
-    /// reachable: an `.io` failure (no answer in time, no connection, the server's error) marks it failing until a call
-    /// succeeds, and is thrown as `.unavailable` (ArcGIS's 503: try again); a refusal (a conflict) is thrown as it is.
+    /// reachable: `.unavailable` (no answer in time, no connection, a server shutting down) marks it failing until a
+    /// call succeeds; any other error (a conflict, a refusal) is the request's, thrown as it is.
     private func call<T: Sendable>(_ op: @escaping @Sendable () async throws -> T) throws(EditLogError) -> T {
         do {
             let value = try Self.blocking(timeout: Self.callTimeout, stopping: { self.stopping }, op)
             storeAnswered()
             return value
         } catch {
-            guard error.kind == .io || error.kind == .unavailable else { throw error }
-            storeFailed()
-            var e = error
-            e.kind = .unavailable
-            throw e
+            if error.kind == .unavailable { storeFailed() }
+            throw error
         }
     }
 
@@ -353,7 +361,7 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     /// Runs `op` and waits for it: for the synchronous code the local copy's gate and catch-up run in (a serve edit's
     /// queue, a command's main thread, the catch-up thread), never a task of the cooperative pool.
     /// Bounded: a call on a connection the server dropped (a restart) can wait for ever; after `timeout` seconds it is
-    /// an `.io` error and the caller goes on (a write fails, a catch-up is tried again). `stopping` is asked every
+    /// `.unavailable` and the caller goes on (a write fails, a catch-up is tried again). `stopping` is asked every
     /// tenth of a second: true ends the wait as `.unavailable`.
     static func blocking<T: Sendable>(timeout: Double = 10, stopping: () -> Bool = { false },
                                       _ op: @escaping @Sendable () async throws -> T) throws(EditLogError) -> T {
@@ -373,7 +381,7 @@ public final class HubNode: LogWriter, @unchecked Sendable {
             }
             if DispatchTime.now() >= deadline {
                 task.cancel()
-                throw EditLogError(.io, "PostgreSQL did not answer within \(Int(timeout)) s (is the server restarting?)")
+                throw EditLogError(.unavailable, "PostgreSQL did not answer within \(Int(timeout)) s (is the server restarting or unreachable?)")
             }
         }
         return try box.result!.get()

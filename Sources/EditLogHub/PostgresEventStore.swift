@@ -106,16 +106,19 @@ public final class PostgresEventStore: EventStoreEngine {
     /// Calls `wake` on every committed append (`NOTIFY` on `channel`), on a connection of its own, until the task is
     /// cancelled; reconnects after `retry` seconds when the connection fails (the server restarted). Also calls `wake`
     /// once connected, for what was appended while no connection listened.
-    /// `lost` is called when the connection fails or cannot be made (the server stopped or is unreachable): the
-    /// first sign of an outage, before any call times out.
+    /// `lost` is called when the connection cannot be made (the server stopped or is unreachable): the first sign of
+    /// an outage, before any call times out (a connection that ends is made again first: a restart is not an outage).
     /// `connected` is called each time the connection is made: the server answers again.
     public func listen(retry: Double = 1, lost: @escaping @Sendable () -> Void = {}, connected: @escaping @Sendable () -> Void = {},
                        _ wake: @escaping @Sendable () -> Void) async {
         let location = self.location
         while !Task.isCancelled {
-            defer { if !Task.isCancelled { lost() } }
             do {
-                let conn = try await PostgresConnection.connect(configuration: location.connectionConfiguration, id: 1, logger: Self.logger)
+                let conn: PostgresConnection
+                do { conn = try await PostgresConnection.connect(configuration: location.connectionConfiguration, id: 1, logger: Self.logger) } catch {
+                    if !Task.isCancelled { lost() }
+                    throw error
+                }
                 connected()
                 do {
                     try await withTaskCancellationHandler {
@@ -403,11 +406,14 @@ public final class PostgresEventStore: EventStoreEngine {
             if let info = p.serverInfo, let message = info[.message] {
                 let state = info[.sqlState] ?? "?"
                 // 40001/40P01: serialization failure or deadlock; 23505: a unique row another appender wrote first.
-                let kind: EditLogError.Kind = ["40001", "40P01", "23505"].contains(state) ? .conflict : (state.hasPrefix("42") || state == "P0001" ? .invalidInput : .io)
+                // 08…, 57P01-57P03: the connection failed or the server is shutting down or starting: try again later.
+                let kind: EditLogError.Kind = ["40001", "40P01", "23505"].contains(state) ? .conflict
+                    : state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state) ? .unavailable
+                    : (state.hasPrefix("42") || state == "P0001" ? .invalidInput : .io)
                 return EditLogError(kind, "PostgreSQL refused to \(what): \(message) (SQLSTATE \(state))", at: location.description)
             }
             if p.code == .connectionError || p.code == .serverClosedConnection {
-                return EditLogError(.io, "cannot \(what): no PostgreSQL server answers at \(location.host):\(location.port) (is it running and listening there?)",
+                return EditLogError(.unavailable, "cannot \(what): no PostgreSQL server answers at \(location.host):\(location.port) (is it running and listening there?)",
                                     at: location.description)
             }
             return EditLogError(.io, "cannot \(what): PostgreSQL \(p.code)", at: location.description)
