@@ -583,7 +583,7 @@ extension SyncEngine {
         // A run's windows, and its second or third pull (see `run`), add to the first's.
         report.mode = pull.mode
         report.toServerGen = pull.toGen
-        report.pulled += pending.map(\.change)
+        try report.pulled.append(contentsOf: pending.map(\.change))
         report.pulledAttachments += pending.reduce(0) { $0 + $1.attachments }
         var newMappings: [Int: [Int64: String]] = [:]
         for (l, m) in objectIdsPulled(pull) {

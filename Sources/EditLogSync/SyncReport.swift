@@ -55,7 +55,8 @@ public struct SyncReport: Sendable {
     public var snapshot = false
     public var fromServerGen: Int64?
     public var toServerGen: Int64?
-    public var pulled: [SyncChange] = []
+    /// Every change pulled, in order (kept on disk: see `SyncChangeList`).
+    public internal(set) var pulled = SyncChangeList()
     public var pulledAttachments = 0
     public var imported = 0
     public var conflicts: [Conflict] = []
