@@ -44,4 +44,29 @@ import Testing
         #expect(got == ["3829a9f47f69a0b488f40a566ab822faf20f7147fc99536e6faa938687346f0e",
                        "eb5d852612e3537b351e4352d3943af34663688d98668a65f8ce7a3cb0875193", "16"], "\(got)")
     }
+
+    /// Each window of a pull imports at most its own changes, and between windows the pull holds no per-change
+    /// fact in memory when it pulls only updates (no delete to keep for the last window, no new ObjectID): 12
+    /// changed trees in windows of 2 generations.
+    @Test func betweenWindowsAPullOfUpdatesHoldsNoChangeInMemory() async throws {
+        let th = TempPath("hub"), td = TempPath("device")
+        let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))
+        defer { hub.value.close(); device.value.close() }
+        let trees = Array(try Fixture.globalIds("Trees").prefix(12))
+        let seen = Mutex<[(window: Int, held: Int)]>([])
+        try await SyncRig.serve(hub.value) { url in
+            _ = try await SyncRig.sync(device.value, url)
+            for (i, g) in trees.enumerated() {
+                try SyncRig.set(hub.value, g, [("PlantedBy", "\"crew \(i)\"")], at: "2026-06-01T10:00:00Z", actor: "hank", session: "h-\(i)")
+            }
+            var options = SyncOptions(actor: "device_operator", device: "test")
+            options.generationWindow = 2
+            options.windowProbe = { window, held in seen.withLock { $0.append((window, held)) } }
+            let r = try await SyncEngine(log: device.value, client: try FeatureServiceClient(url: url, token: SyncRig.token), options: options).run()
+            #expect(r.pulled.count == trees.count && r.pulled.allSatisfy { $0.kind == "update" }, "\(r.pulled)")
+        }
+        let windows = seen.withLock { $0 }
+        #expect(windows.count >= 3, "\(windows)")
+        #expect(windows.allSatisfy { $0.window <= 2 && $0.held == 0 }, "\(windows)")
+    }
 }
