@@ -72,29 +72,38 @@ extension SyncEngine {
     }
 
     /// One `extractChanges` request (generations `from` to `to`, every layer of `schema`), with the features
-    /// themselves. Static, so a window can download while the engine imports the one before.
+    /// themselves. Static, so a window can download while the engine imports the one before. The answer is read
+    /// a feature at a time (`JSONSlicer`): each becomes a `RemoteFeature` as it is parsed, and no tree of the
+    /// whole answer is built.
     static func extractWindow(client: FeatureServiceClient, schema: ServiceSchema, from: Int64, to: Int64?) async throws(EditLogError) -> PulledChanges {
         let ids = schema.layers.map { String($0.id) }.joined(separator: ",")
-        let answer = try await client.json("extractChanges", [
+        let (answer, top) = try await client.largeJSON("extractChanges", [
             ("layers", "[\(ids)]"), ("serverGens", to.map { "[\(from),\($0)]" } ?? "[\(from)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
             ("returnDeletes", "true"), ("returnIdsOnly", "false"), ("returnAttachments", "false"), ("dataFormat", "json"),
-        ], post: true)
-        guard let edits = answer["edits"]?.arrayValue else {
-            throw EditLogError(.invalidInput, "the extractChanges answer has no \"edits\": \(answer.serialized().prefix(160))", at: client.baseURL + "/extractChanges")
+        ])
+        guard let editsRange = top["edits"], let edits = try answer.elements(editsRange) else {
+            throw EditLogError(.invalidInput, "the extractChanges answer has no \"edits\": \(String(decoding: answer.bytes.prefix(160), as: UTF8.self))", at: client.baseURL + "/extractChanges")
         }
         var out = PulledChanges(mode: "extractChanges", fromGen: from)
-        out.toGen = (answer["layerServerGens"]?.arrayValue ?? []).compactMap { $0["serverGen"]?.intValue }.max()
+        out.toGen = try top["layerServerGens"].map { r throws(EditLogError) in try answer.value(r) }.flatMap(\.arrayValue).map { $0.compactMap { $0["serverGen"]?.intValue }.max() } ?? nil
         for e in edits {
-            guard let lid = e["id"]?.intValue, let layer = schema.layer(id: Int(lid)) else { continue }
-            let f = e["features"]
-            for item in (f?["adds"]?.arrayValue ?? []) + (f?["updates"]?.arrayValue ?? []) {
-                guard let rf = RemoteValues.feature(item, layer: layer) else {
-                    throw EditLogError(.invalidInput, "a changed \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/extractChanges")
+            var members: [String: Range<Int>] = [:]
+            for (k, r) in try answer.members(e) ?? [] where members[k] == nil { members[k] = r }
+            guard let lid = try members["id"].map({ r throws(EditLogError) in try answer.value(r) })?.intValue, let layer = schema.layer(id: Int(lid)) else { continue }
+            var lists: [String: Range<Int>] = [:]
+            if let f = members["features"] { for (k, r) in try answer.members(f) ?? [] where lists[k] == nil { lists[k] = r } }
+            for list in ["adds", "updates"] {
+                for r in try lists[list].map({ r throws(EditLogError) in try answer.elements(r) ?? [] }) ?? [] {
+                    let item = try answer.value(r)
+                    guard let rf = RemoteValues.feature(item, layer: layer) else {
+                        throw EditLogError(.invalidInput, "a changed \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/extractChanges")
+                    }
+                    out.features.append(rf)
+                    if let d = rf.editDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
                 }
-                out.features.append(rf)
-                if let d = rf.editDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
             }
-            for d in f?["deleteIds"]?.arrayValue ?? [] { if let oid = d.intValue { out.deletes.append((layer.id, oid)) } }
+            let deleteIds = try lists["deleteIds"].map { r throws(EditLogError) in try answer.value(r) }
+            for d in deleteIds?.arrayValue ?? [] { if let oid = d.intValue { out.deletes.append((layer.id, oid)) } }
         }
         return out
     }
