@@ -79,11 +79,6 @@ extension EditLog {
         try read { db in try EventReading.changedFeatures(db, after: position, excludingCauses: causes, excludingTypes: types) }
     }
 
-    /// Each event of one stream, in position order, as its position, type and stored payload bytes (not parsed).
-    public func forEachPayload(_ stream: String, _ body: (_ position: Int64, _ type: String, _ payload: [UInt8]) throws -> Void) throws(EditLogError) {
-        try read { db in try EventReading.forEachPayload(db, stream: stream, body) }
-    }
-
     /// Those of `streams` with an event after `position` (what `changedFeatures` would list of them, without
     /// reading every event after it).
     public func streams(among streams: some Sequence<String>, withEventsAfter position: Int64) throws(EditLogError) -> Set<String> {

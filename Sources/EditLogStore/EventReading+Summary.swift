@@ -43,16 +43,6 @@ extension EventReading {
         return out
     }
 
-    /// Each event of one stream, in position order, as its position, type and payload bytes (the stored JSON, not
-    /// parsed: for a reader that takes only some of a large payload).
-    public static func forEachPayload(_ db: Database, stream: String, _ body: (Int64, String, [UInt8]) throws -> Void) throws {
-        let rows = try Row.fetchCursor(db, sql: "SELECT position, type, payload FROM events WHERE stream = ? ORDER BY position", arguments: [stream])
-        while let r = try rows.next() {
-            let payload: Data = r[2]
-            try body(r[0], r[1], [UInt8](payload))
-        }
-    }
-
     /// Those of `streams` with an event after `position`: one lookup per stream in the (stream, stream_version) index.
     public static func streams(_ db: Database, among streams: some Sequence<String>, withEventsAfter position: Int64) throws -> Set<String> {
         let stmt = try db.cachedStatement(sql: "SELECT 1 FROM events WHERE stream = ? AND position > ? LIMIT 1")
