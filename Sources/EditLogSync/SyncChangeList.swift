@@ -2,20 +2,18 @@ import EditLog
 import Foundation
 
 /// The changes a sync pulled (`SyncReport.pulled`), kept in a temporary file rather than in memory: a pull of
-/// any size holds only their count. Read back in the order they were added, one line of JSON each; the file is
-/// removed with the last report that shares it. Appended to by the engine alone, during its run.
+/// any size holds only their count. Read back in the order they were added, one line of JSON each. The file is
+/// unlinked as soon as it is made (only its open descriptor reaches it), so a run killed anywhere leaves none
+/// behind. Appended to by the engine alone, during its run.
 public final class SyncChangeList: Sequence, CustomStringConvertible, @unchecked Sendable {
     private let lock = NSLock()
-    private var path: String?
-    private var handle: FileHandle?
+    private var fd: Int32 = -1
+    private var size: Int64 = 0
     private var stored = 0
 
     init() {}
 
-    deinit {
-        try? handle?.close()
-        if let path { try? FileManager.default.removeItem(atPath: path) }
-    }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// How many changes the list holds.
     public var count: Int { lock.withLock { stored } }
@@ -28,45 +26,54 @@ public final class SyncChangeList: Sequence, CustomStringConvertible, @unchecked
         for c in changes { bytes += c.json.serializedBytes(); bytes.append(UInt8(ascii: "\n")) }
         lock.lock()
         defer { lock.unlock() }
-        do {
-            if handle == nil {
-                let p = FileManager.default.temporaryDirectory
-                    .appendingPathComponent("editlog-sync-pulled-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).jsonl").path
-                guard FileManager.default.createFile(atPath: p, contents: nil), let h = FileHandle(forUpdatingAtPath: p) else {
-                    throw EditLogError(.io, "cannot create the list of pulled changes", at: p)
-                }
-                path = p; handle = h
-            }
-            try handle!.seekToEnd()
-            try handle!.write(contentsOf: bytes)
-        } catch let e as EditLogError {
-            throw e
-        } catch {
-            throw EditLogError(.io, "cannot write the list of pulled changes: \(error)", at: path)
+        if fd < 0 {
+            let path = FileManager.default.temporaryDirectory
+                .appendingPathComponent("editlog-sync-pulled-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).jsonl").path
+            fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0o600)
+            guard fd >= 0 else { throw EditLogError(.io, "cannot create the list of pulled changes (errno \(errno))", at: path) }
+            unlink(path)
         }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(size) + off_t(done)) }
+            guard n > 0 else { throw EditLogError(.io, "cannot write the list of pulled changes (errno \(errno))") }
+            done += n
+        }
+        size += Int64(bytes.count)
         stored += changes.count
     }
 
+    /// Up to `count` bytes from `offset` (fewer at the end of what was written).
+    private func read(at offset: Int64, count: Int) -> [UInt8] {
+        lock.withLock {
+            guard fd >= 0, offset < size else { return [] }
+            var out = [UInt8](repeating: 0, count: Int(Swift.min(Int64(count), size - offset)))
+            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+            return n > 0 ? Array(out.prefix(n)) : []
+        }
+    }
+
     public func makeIterator() -> Iterator {
-        lock.withLock { Iterator(path: path, count: stored) }
+        lock.withLock { Iterator(list: self, count: stored) }
     }
 
     public var description: String { "[" + map { "\($0)" }.joined(separator: ", ") + "]" }
 
     /// Reads the file a block at a time; stops after the changes counted when it began.
     public struct Iterator: IteratorProtocol {
-        private let reader: FileHandle?
+        private let list: SyncChangeList
         private var buffer: [UInt8] = []
         private var start = 0
+        private var offset: Int64 = 0
         private var left: Int
 
-        init(path: String?, count: Int) {
-            reader = path.flatMap { FileHandle(forReadingAtPath: $0) }
+        init(list: SyncChangeList, count: Int) {
+            self.list = list
             left = count
         }
 
         public mutating func next() -> SyncChange? {
-            guard left > 0, let reader else { return nil }
+            guard left > 0 else { return nil }
             while true {
                 if let nl = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
                     let line = buffer[start..<nl]
@@ -79,7 +86,9 @@ public final class SyncChangeList: Sequence, CustomStringConvertible, @unchecked
                     return change
                 }
                 buffer.removeFirst(start); start = 0
-                guard let more = try? reader.read(upToCount: 1 << 16), !more.isEmpty else { return nil }
+                let more = list.read(at: offset, count: 1 << 16)
+                guard !more.isEmpty else { return nil }
+                offset += Int64(more.count)
                 buffer += more
             }
         }
