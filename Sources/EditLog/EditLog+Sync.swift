@@ -79,6 +79,12 @@ extension EditLog {
         try read { db in try EventReading.changedFeatures(db, after: position, excludingCauses: causes, excludingTypes: types) }
     }
 
+    /// Those of `streams` with an event after `position` (what `changedFeatures` would list of them, without
+    /// reading every event after it).
+    public func streams(among streams: some Sequence<String>, withEventsAfter position: Int64) throws(EditLogError) -> Set<String> {
+        try read { db in try EventReading.streams(db, among: streams, withEventsAfter: position) }
+    }
+
     /// Appends this log's own system events in one transaction.
     @discardableResult
     public func appendSystemEvents(_ events: [SystemEvent], actor: String, device: String) throws(EditLogError) -> [RecordedEvent] {

@@ -31,13 +31,24 @@ extension EventReading {
     public static func changedFeatures(_ db: Database, after position: Int64, excludingCauses causes: Set<String>,
                                        excludingTypes types: Set<EventType>) throws -> [(layer: Int, globalId: String)] {
         var seen = Set<String>()
-        let rows = try Row.fetchAll(db, sql: "SELECT stream, cause, type FROM events WHERE position > ? AND stream NOT LIKE '$%' ORDER BY position", arguments: [position])
+        // A cursor, not every row at once: after a large pull most rows are excluded (sync-pull sessions).
+        let rows = try Row.fetchCursor(db, sql: "SELECT stream, cause, type FROM events WHERE position > ? AND stream NOT LIKE '$%' ORDER BY position", arguments: [position])
         var out: [(layer: Int, globalId: String)] = []
-        for r in rows {
+        while let r = try rows.next() {
             let stream: String = r[0], cause: String = r[1], type: String = r[2]
             if causes.contains(cause) || EventType(rawValue: type).map(types.contains) == true { continue }
             guard let f = StreamName.parseFeature(stream), seen.insert(stream).inserted else { continue }
             out.append(f)
+        }
+        return out
+    }
+
+    /// Those of `streams` with an event after `position`: one lookup per stream in the (stream, stream_version) index.
+    public static func streams(_ db: Database, among streams: some Sequence<String>, withEventsAfter position: Int64) throws -> Set<String> {
+        let stmt = try db.cachedStatement(sql: "SELECT 1 FROM events WHERE stream = ? AND position > ? LIMIT 1")
+        var out = Set<String>()
+        for s in streams where !out.contains(s) {
+            if try Int64.fetchOne(stmt, arguments: [s, position]) != nil { out.insert(s) }
         }
         return out
     }

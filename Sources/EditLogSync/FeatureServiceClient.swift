@@ -93,6 +93,38 @@ public struct FeatureServiceClient: Sendable {
         let (response, parsed) = try await authorized(url, { token in
             post ? try await transport.postForm(url, form: params(p, token: token)) : try await transport.get(url, query: params(p, token: token))
         }, read: { try? JSONParser.parse($0.body) })
+        return try checked(response, parsed, url: url, allowArray: allowArray)
+    }
+
+    /// POST `path` as `json` does, for an answer too large to hold as one tree (`extractChanges`): its bytes and
+    /// top-level members, for a `JSONSlicer` to read a part at a time, checked as `json` checks an answer (HTTP
+    /// status, token, an `error` member).
+    func largeJSON(_ path: String, _ p: [(String, String)]) async throws(EditLogError) -> (slicer: JSONSlicer, members: [String: Range<Int>]) {
+        let url = baseURL + "/" + path
+        // Only a small answer can be an ArcGIS error (a refused token among them): parsed whole as `json` does.
+        let (response, small) = try await authorized(url, { token in try await transport.postForm(url, form: params(p, token: token)) },
+                                                     read: { $0.body.count <= 1 << 16 ? try? JSONParser.parse($0.body) : nil })
+        if let small { _ = try checked(response, small, url: url, allowArray: false) }
+        let slicer = JSONSlicer(bytes: response.body, url: url)
+        var members: [String: Range<Int>] = [:]
+        var error: JSONValue?
+        if small == nil {
+            guard let top = try? slicer.members(try slicer.document()) else {
+                _ = try checked(response, nil, url: url, allowArray: false)
+                throw slicer.malformed(0)
+            }
+            for (k, r) in top where members[k] == nil { members[k] = r }
+            if let r = members["error"] { error = try slicer.value(r) }
+            _ = try checked(response, .object(error.map { ["error": $0] } ?? [:]), url: url, allowArray: false)
+        } else {
+            for (k, r) in try slicer.members(try slicer.document()) ?? [] where members[k] == nil { members[k] = r }
+        }
+        return (slicer, members)
+    }
+
+    /// An answer (`parsed`: its JSON, nil when it is none) checked: a server failure, a refused token, an answer
+    /// that is not a FeatureServer's JSON, an ArcGIS error or an HTTP error status is an error.
+    func checked(_ response: TransportResponse, _ parsed: JSONValue?, url: String, allowArray: Bool) throws(EditLogError) -> JSONValue {
         if response.status >= 500 {
             throw EditLogError(.io, "the service answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))", at: url)
         }

@@ -11,6 +11,9 @@ struct RemoteFeature: Sendable {
     /// The editor-tracking values: who last edited it and when (epoch ms).
     var editor: String?
     var editDate: Int64?
+
+    /// Its layer, GlobalID and ObjectID alone: what a window keeps of it once its session is built.
+    var identity: RemoteFeature { RemoteFeature(layer: layer, globalId: globalId, objectId: objectId, attributes: [:]) }
 }
 
 /// An attachment as the service lists it.

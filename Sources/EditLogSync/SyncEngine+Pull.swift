@@ -72,29 +72,38 @@ extension SyncEngine {
     }
 
     /// One `extractChanges` request (generations `from` to `to`, every layer of `schema`), with the features
-    /// themselves. Static, so a window can download while the engine imports the one before.
+    /// themselves. Static, so a window can download while the engine imports the one before. The answer is read
+    /// a feature at a time (`JSONSlicer`): each becomes a `RemoteFeature` as it is parsed, and no tree of the
+    /// whole answer is built.
     static func extractWindow(client: FeatureServiceClient, schema: ServiceSchema, from: Int64, to: Int64?) async throws(EditLogError) -> PulledChanges {
         let ids = schema.layers.map { String($0.id) }.joined(separator: ",")
-        let answer = try await client.json("extractChanges", [
+        let (answer, top) = try await client.largeJSON("extractChanges", [
             ("layers", "[\(ids)]"), ("serverGens", to.map { "[\(from),\($0)]" } ?? "[\(from)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
             ("returnDeletes", "true"), ("returnIdsOnly", "false"), ("returnAttachments", "false"), ("dataFormat", "json"),
-        ], post: true)
-        guard let edits = answer["edits"]?.arrayValue else {
-            throw EditLogError(.invalidInput, "the extractChanges answer has no \"edits\": \(answer.serialized().prefix(160))", at: client.baseURL + "/extractChanges")
+        ])
+        guard let editsRange = top["edits"], let edits = try answer.elements(editsRange) else {
+            throw EditLogError(.invalidInput, "the extractChanges answer has no \"edits\": \(String(decoding: answer.bytes.prefix(160), as: UTF8.self))", at: client.baseURL + "/extractChanges")
         }
         var out = PulledChanges(mode: "extractChanges", fromGen: from)
-        out.toGen = (answer["layerServerGens"]?.arrayValue ?? []).compactMap { $0["serverGen"]?.intValue }.max()
+        out.toGen = try top["layerServerGens"].map { r throws(EditLogError) in try answer.value(r) }.flatMap(\.arrayValue).map { $0.compactMap { $0["serverGen"]?.intValue }.max() } ?? nil
         for e in edits {
-            guard let lid = e["id"]?.intValue, let layer = schema.layer(id: Int(lid)) else { continue }
-            let f = e["features"]
-            for item in (f?["adds"]?.arrayValue ?? []) + (f?["updates"]?.arrayValue ?? []) {
-                guard let rf = RemoteValues.feature(item, layer: layer) else {
-                    throw EditLogError(.invalidInput, "a changed \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/extractChanges")
+            var members: [String: Range<Int>] = [:]
+            for (k, r) in try answer.members(e) ?? [] where members[k] == nil { members[k] = r }
+            guard let lid = try members["id"].map({ r throws(EditLogError) in try answer.value(r) })?.intValue, let layer = schema.layer(id: Int(lid)) else { continue }
+            var lists: [String: Range<Int>] = [:]
+            if let f = members["features"] { for (k, r) in try answer.members(f) ?? [] where lists[k] == nil { lists[k] = r } }
+            for list in ["adds", "updates"] {
+                for r in try lists[list].map({ r throws(EditLogError) in try answer.elements(r) ?? [] }) ?? [] {
+                    let item = try answer.value(r)
+                    guard let rf = RemoteValues.feature(item, layer: layer) else {
+                        throw EditLogError(.invalidInput, "a changed \(layer.name) feature has no GlobalID: \(item.serialized().prefix(160))", at: client.baseURL + "/extractChanges")
+                    }
+                    out.features.append(rf)
+                    if let d = rf.editDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
                 }
-                out.features.append(rf)
-                if let d = rf.editDate { out.lastEditDate = max(out.lastEditDate ?? d, d) }
             }
-            for d in f?["deleteIds"]?.arrayValue ?? [] { if let oid = d.intValue { out.deletes.append((layer.id, oid)) } }
+            let deleteIds = try lists["deleteIds"].map { r throws(EditLogError) in try answer.value(r) }
+            for d in deleteIds?.arrayValue ?? [] { if let oid = d.intValue { out.deletes.append((layer.id, oid)) } }
         }
         return out
     }
@@ -108,7 +117,9 @@ extension SyncEngine {
     /// are imported with the last one (children first, so a parent deleted with its children is never kept for
     /// children still to come), and only that last transaction records the server generation reached. A run
     /// stopped between windows starts from the same generation next time: the windows it committed are echoes
-    /// then and write nothing. Memory holds about three windows, not the whole pull. Returns the generation reached.
+    /// then and write nothing. Memory holds about three windows, not the whole pull: what must be known across
+    /// windows (which features changed since the common base, which the last import touched) is asked of the log,
+    /// and the changes pulled are listed on disk (`SyncChangeList`). Returns the generation reached.
     func pullInWindows(from: Int64, root: JSONValue?, state initial: SyncState) async throws(EditLogError) -> Int64? {
         var current: Int64?
         if let gens = root?["changeTrackingInfo"]?["layerServerGens"]?.arrayValue {
@@ -117,8 +128,8 @@ extension SyncEngine {
         var state = initial
         var openConflicts = try openConflictFields()
         let basePosition = try commonBase(state)
-        var changed = try changedStreams(after: basePosition)
         var deletes: [(layer: Int, objectId: Int64)] = []
+        var mappingsAdded = 0
         var lastEditDate: Int64?
         var reader: UncheckedSendable<EditLog>?
         defer { reader?.value.close() }
@@ -126,21 +137,26 @@ extension SyncEngine {
         if report.repulls == 0 { report.fromServerGen = from }
         // The first window is a quarter of the others: nothing can be merged before it arrives.
         var built = try await receiveWindow(Self.download(client: client, schema: log.schema, from: from, size: options.generationWindow / 4, current: current),
-                                            current: current, state: state, openConflicts: openConflicts, basePosition: basePosition, changed: changed, reader: nil)
+                                            current: current, state: state, openConflicts: openConflicts, basePosition: basePosition, reader: nil)
         defer { built.next?.task.cancel() }
         while true {
+            // Taken out of `built`, so the import holds one copy of the window; its sessions are built (and built
+            // again where the import before touched them), so of its features only their ids are needed now.
             var unit = built.unit, pending = built.pending
+            built.unit.features = []; built.pending = []
+            unit.features = unit.features.map(\.identity)
             deletes += built.part.deletes
             if let d = built.part.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
             // The next window: downloaded and its sessions built while this one imports.
             var ahead: Task<BuiltWindow, any Error>?
             if let next = built.next {
                 if reader == nil { reader = UncheckedSendable(try EditLog.open(at: log.path, readonly: true)) }
-                let st = state, oc = openConflicts, ch = changed, rd = reader
-                ahead = Task { try await engine.value.receiveWindow(next, current: current, state: st, openConflicts: oc, basePosition: basePosition, changed: ch, reader: rd?.value) }
+                let st = state, oc = openConflicts, rd = reader
+                ahead = Task { try await engine.value.receiveWindow(next, current: current, state: st, openConflicts: oc, basePosition: basePosition, reader: rd?.value) }
                 if options.buildNextWindowFirst, let ahead { _ = await ahead.result }
             }
-            var touched = Set<String>()
+            // The position before this window's import when it imported events: features with an event after it were touched.
+            var touchedAfter: Int64?
             do {
                 if !built.more {
                     // The last window: features deleted in any window are not listed as changed; every delete goes here.
@@ -150,13 +166,14 @@ extension SyncEngine {
                     unit.deletes = deletes; unit.lastEditDate = lastEditDate
                     var gone = PulledChanges(mode: unit.mode, fromGen: unit.fromGen, toGen: unit.toGen)
                     gone.deletes = deletes
-                    pending += try await pendingEvents(gone, state: state, openConflicts: openConflicts, basePosition: basePosition, changedSinceBase: changed)
+                    pending += try await pendingEvents(gone, state: state, openConflicts: openConflicts, basePosition: basePosition)
                 }
                 let before = try log.lastPosition()
-                let imported = try importPulled(pending, pull: unit, state: state, partial: built.more)
+                options.windowProbe?(pending.count, deletes.count + mappingsAdded)
+                let imported = try importPulled(consume pending, pull: unit, state: state, partial: built.more)
                 if built.more {
-                    for (l, m) in imported.mappings { state.objectIds[l, default: [:]].merge(m) { _, new in new } }
-                    if imported.events > 0 { touched = try changedStreams(after: before); changed.formUnion(touched) }
+                    for (l, m) in imported.mappings { state.objectIds[l, default: [:]].merge(m) { _, new in new }; mappingsAdded += m.count }
+                    if imported.events > 0 { touchedAfter = before }
                     if imported.conflicts > 0 { openConflicts = try openConflictFields() }
                     try fail("pulled-window")
                 }
@@ -173,12 +190,14 @@ extension SyncEngine {
                 throw EditLogError(.io, "extractChanges failed: \(error)", at: client.baseURL + "/extractChanges")
             }
             // Sessions of features the import just touched were built against the state before it: built again.
-            let stale = Set(next.unit.features.map { StreamName.feature(layer: $0.layer, globalId: $0.globalId) }).intersection(touched)
+            let stale = try touchedAfter.map { after throws(EditLogError) in
+                try log.streams(among: next.unit.features.lazy.map { StreamName.feature(layer: $0.layer, globalId: $0.globalId) }, withEventsAfter: after)
+            } ?? []
             if !stale.isEmpty {
                 next.pending.removeAll { stale.contains(StreamName.feature(layer: $0.change.layer, globalId: $0.change.globalId)) }
                 var redo = PulledChanges(mode: next.unit.mode, fromGen: next.unit.fromGen, toGen: next.unit.toGen)
                 redo.features = next.unit.features.filter { stale.contains(StreamName.feature(layer: $0.layer, globalId: $0.globalId)) }
-                next.pending += try await pendingEvents(redo, state: state, openConflicts: openConflicts, basePosition: basePosition, changedSinceBase: changed)
+                next.pending += try await pendingEvents(redo, state: state, openConflicts: openConflicts, basePosition: basePosition)
                 next.pending = ordered(next.pending, as: next.unit.features)
             }
             built = next
@@ -205,8 +224,8 @@ extension SyncEngine {
     /// Waits for a window's answer, starts the next window's download, and builds the window's sessions (through
     /// `reader` when given). Touches nothing of the engine's mutable state: it runs while another window imports.
     func receiveWindow(_ window: (task: Task<PulledChanges, any Error>, from: Int64, to: Int64?), current: Int64?, state: SyncState,
-                       openConflicts: [String: Set<String>], basePosition: Int64, changed: Set<String>, reader: EditLog?) async throws(EditLogError) -> BuiltWindow {
-        let part: PulledChanges
+                       openConflicts: [String: Set<String>], basePosition: Int64, reader: EditLog?) async throws(EditLogError) -> BuiltWindow {
+        var part: PulledChanges
         do { part = try await window.task.value } catch let e as EditLogError { throw e } catch {
             throw EditLogError(.io, "extractChanges failed: \(error)", at: client.baseURL + "/extractChanges")
         }
@@ -216,8 +235,9 @@ extension SyncEngine {
         var unit = PulledChanges(mode: "extractChanges", fromGen: window.from, toGen: part.toGen ?? window.to)
         let deleted = Set(part.deletes.map { "\($0.layer):\($0.objectId)" })
         unit.features = part.features.filter { f in !(f.objectId.map { deleted.contains("\(f.layer):\($0)") } ?? false) }
+        part.features = []  // kept in `unit`; the answer keeps its deletes, generation and edit date
         do {
-            let pending = try await pendingEvents(unit, state: state, openConflicts: openConflicts, basePosition: basePosition, changedSinceBase: changed, reader: reader)
+            let pending = try await pendingEvents(unit, state: state, openConflicts: openConflicts, basePosition: basePosition, reader: reader)
             return BuiltWindow(part: part, more: more, next: next, unit: unit, pending: pending)
         } catch {
             next?.task.cancel()
@@ -305,9 +325,9 @@ extension SyncEngine {
         }
     }
 
-    /// Feature streams (`layer:GlobalID` keys of `pendingEvents`) with an event after `position`.
-    func changedStreams(after position: Int64) throws(EditLogError) -> Set<String> {
-        Set(try log.changedFeatures(after: position, excludingCauses: [], excludingTypes: []).map { StreamName.feature(layer: $0.layer, globalId: $0.globalId) })
+    /// Whether a feature stream (`layer:GlobalID`) has an event after `position`, asked of `log` (this log when nil).
+    func changedSince(_ position: Int64, _ stream: String, _ log: EditLog? = nil) throws(EditLogError) -> Bool {
+        try (log ?? self.log).streams(among: CollectionOfOne(stream), withEventsAfter: position).contains(stream)
     }
 
     /// For a service without change tracking: every feature whose edit date is after `since` (all the first
@@ -360,11 +380,10 @@ extension SyncEngine {
         pull.lastEditDate = nil
         let present = Set(pull.features.map(\.globalId))
         let basePosition = try commonBase(state)
-        let changed = try changedStreams(after: basePosition)
         for layer in log.schema.layers {
             for f in try log.allFeatures(layer: layer.id) where !f.deleted && !present.contains(f.globalId) {
                 let stream = StreamName.feature(layer: layer.id, globalId: f.globalId)
-                if changed.contains(stream), try baseAttributes(layer, f.globalId, basePosition: basePosition, true, current: f, log) == nil { continue }
+                if try changedSince(basePosition, stream), try baseAttributes(layer, f.globalId, basePosition: basePosition, true, current: f, log) == nil { continue }
                 pull.gone.append((layer.id, f.globalId))
             }
         }
@@ -415,17 +434,14 @@ extension SyncEngine {
 
     /// The pulled changes as events for the merge, parents before children, echoes of this log's own pushes and
     /// changes this log already has left out.
-    /// `basePosition` and `changedSinceBase` (feature streams with an event after it) are computed when not given.
+    /// `basePosition` is computed when not given; whether a feature changed here since it is asked of the log.
     /// Reads go through `reader` when given (a read-only handle on this log: the next window is built while this
     /// one imports); events come unstamped (see `stamp`), so building them draws no id and reads no clock.
     func pendingEvents(_ pull: PulledChanges, state: SyncState, openConflicts: [String: Set<String>],
-                       basePosition base: Int64? = nil, changedSinceBase changed: Set<String>? = nil,
-                       reader: EditLog? = nil) async throws(EditLogError) -> [PendingChange] {
+                       basePosition base: Int64? = nil, reader: EditLog? = nil) async throws(EditLogError) -> [PendingChange] {
         let log = reader ?? self.log
         let basePosition: Int64
         if let base { basePosition = base } else { basePosition = try commonBase(state) }
-        let changedSinceBase: Set<String>
-        if let changed { changedSinceBase = changed } else { changedSinceBase = try changedStreams(after: basePosition) }
         let origin = "service:" + client.serviceKey
         var out: [PendingChange] = []
         func event(_ stream: String, _ payload: some EventPayload, actor: String, time: String?, session: String?) -> RecordedEvent {
@@ -441,6 +457,7 @@ extension SyncEngine {
             let atts = try await remoteAttachments(layer: layer, features: features.map { ($0.globalId, $0.objectId) })
             let derived = derivedFields(layer)
             let here = try log.snapshots(layer: layer.id, globalIds: features.map(\.globalId))
+            let changedSinceBase = try log.streams(among: features.lazy.map { StreamName.feature(layer: layer.id, globalId: $0.globalId) }, withEventsAfter: basePosition)
             for rf in features {
                 let stream = StreamName.feature(layer: layer.id, globalId: rf.globalId)
                 let local = here[rf.globalId]?.feature
@@ -518,7 +535,7 @@ extension SyncEngine {
                 guard let local = try log.snapshot(layer: layer.id, globalId: g), !local.deleted else { continue }
                 if openConflicts[g]?.contains("") == true { continue }
                 let stream = StreamName.feature(layer: layer.id, globalId: g)
-                let base = try baseAttributes(layer, g, basePosition: basePosition, changedSinceBase.contains(stream), current: local, log) ?? local.attributes
+                let base = try baseAttributes(layer, g, basePosition: basePosition, changedSince(basePosition, stream, log), current: local, log) ?? local.attributes
                 var attrs: [String: JSONValue] = [:]
                 for f in layer.attributeFields { attrs[f.name] = base[f.name] ?? .null }
                 let deleted = FeatureDeleted(layer: layer.id, globalId: g, attributes: attrs)
@@ -578,12 +595,14 @@ extension SyncEngine {
     /// continues after) records no server generation: only the pull's last transaction does. Returns what it
     /// wrote: the events imported, the conflicts met and the ObjectIDs newly recorded.
     @discardableResult
-    func importPulled(_ pending: [PendingChange], pull: PulledChanges, state: SyncState, partial: Bool, always: Bool = false) throws(EditLogError)
+    func importPulled(_ taken: consuming [PendingChange], pull: PulledChanges, state: SyncState, partial: Bool, always: Bool = false) throws(EditLogError)
         -> (events: Int, conflicts: Int, mappings: [Int: [Int64: String]]) {
+        // Taken, not copied: `stamp` changes every event of a window in place.
+        var pending = consume taken
         // A run's windows, and its second or third pull (see `run`), add to the first's.
         report.mode = pull.mode
         report.toServerGen = pull.toGen
-        report.pulled += pending.map(\.change)
+        try report.pulled.append(contentsOf: pending.map(\.change))
         report.pulledAttachments += pending.reduce(0) { $0 + $1.attachments }
         var newMappings: [Int: [Int64: String]] = [:]
         for (l, m) in objectIdsPulled(pull) {
@@ -593,7 +612,6 @@ extension SyncEngine {
         // generation moves with the push (or the next pull that brings something).
         // A snapshot (`always`) records the generation it reached even so: the next run must not take it again.
         if pending.isEmpty && newMappings.isEmpty && !(always && pull.toGen != state.serverGen) { return (0, 0, [:]) }
-        var pending = pending
         stamp(&pending, toGen: pull.toGen)
         var pulled = SyncPulled(service: client.serviceKey, mode: pull.mode, fromServerGen: pull.fromGen, serverGen: partial ? nil : pull.toGen,
                                 changes: pending.map(\.change.json), lastEditDate: pull.lastEditDate, objectIds: ObjectIdMappings(newMappings),

@@ -23,6 +23,10 @@ public struct SyncOptions: Sendable {
     /// of it) before that import starts, instead of at the same time: the sessions of features that import
     /// touched are then always built again after it, the case timing decides in production.
     public var buildNextWindowFirst = false
+    /// Tests only: called as each window of a pull (`extractChanges`) imports, with the changes it imports and the
+    /// per-change facts the pull holds in memory beyond the windows in flight (the deletes kept for the last
+    /// window, the ObjectIDs recorded by earlier windows): a pull must not hold every change it pulled.
+    public var windowProbe: (@Sendable (_ windowChanges: Int, _ heldAcrossWindows: Int) -> Void)?
 
     public init(policy: MergePolicy = .lastInWins, dryRun: Bool = false, actor: String = "editlog-sync", device: String = "editlog-sync", batchSize: Int = 100) {
         self.policy = policy; self.dryRun = dryRun; self.actor = actor; self.device = device; self.batchSize = batchSize
@@ -55,7 +59,8 @@ public struct SyncReport: Sendable {
     public var snapshot = false
     public var fromServerGen: Int64?
     public var toServerGen: Int64?
-    public var pulled: [SyncChange] = []
+    /// Every change pulled, in order (kept on disk: see `SyncChangeList`).
+    public internal(set) var pulled = SyncChangeList()
     public var pulledAttachments = 0
     public var imported = 0
     public var conflicts: [Conflict] = []
