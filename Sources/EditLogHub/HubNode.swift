@@ -231,9 +231,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     /// Starts the catch-up subscription: a thread that catches up when the store notifies a commit and every `poll`
     /// seconds (the fallback when notifications stop: a restarted server, a lost connection).
     public func startFollowing(poll: Double = 1) {
-        // A lost notification connection is the first sign of an outage: writes fail fast from then on, until a
-        // call to the store is answered again.
-        // Its reconnection is the first sign that the server is back: the follower tries at once, and writes try again.
+        // A notification connection that cannot be made again is the first sign of an outage: writes fail fast
+        // from then on. Its reconnection, or any call answered, is the first sign that the server is back: the
+        // follower tries at once, and writes try again.
         listener = Task { [store, wake] in
             await store.listen(lost: { [weak self] in self?.storeFailed() }, connected: { [weak self] in self?.storeAnswered(wakeFollower: true) }) { wake.signal() }
         }

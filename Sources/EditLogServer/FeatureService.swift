@@ -74,8 +74,11 @@ struct ServiceError: Error {
 
     /// A hub's store that does not answer now (`EditLogError.Kind.unavailable`): HTTP 503 with `Retry-After`, as a
     /// server that is up but cannot serve the request.
-    static func unavailable(_ e: EditLogError) -> ServiceError {
-        ServiceError(code: 503, message: "Service unavailable.", details: [e.description], status: .serviceUnavailable)
+    static func unavailable(_ e: EditLogError) -> ServiceError { unavailable(e.description) }
+
+    /// ArcGIS's "try again": HTTP 503 with `Retry-After` (`response`), for a store that does not answer or a full queue.
+    static func unavailable(_ detail: String) -> ServiceError {
+        ServiceError(code: 503, message: "Service unavailable.", details: [detail], status: .serviceUnavailable)
     }
 
     func response(pretty: Bool) -> Response {
@@ -200,9 +203,7 @@ final class FeatureService: Sendable {
     func routeOffThePool(write: Bool, _ body: @escaping @Sendable () throws -> Response) async throws -> Response {
         let admission = write ? editAdmission : readAdmission
         guard admission.enter() else {
-            throw ServiceError(code: 503, message: "Service unavailable.",
-                               details: ["\(admission.limit) \(write ? "edits" : "reads") are running or queued on this server: try again shortly"],
-                               status: .serviceUnavailable)
+            throw ServiceError.unavailable("\(admission.limit) \(write ? "edits" : "reads") are running or queued on this server: try again shortly")
         }
         defer { admission.leave() }
         return try await withCheckedThrowingContinuation { (c: CheckedContinuation<Response, any Error>) in
