@@ -458,6 +458,23 @@ class Run:
         self.outage = (t, None)
         await loop.run_in_executor(None, shell, self.a.pg_stop, "pg-stop")
         print(f"fault: PostgreSQL stopped at {t - start:.1f} s", flush=True)
+        # Probes of our own, 2 s into the outage, to every node: a query, an applyEdits and an extractChanges each,
+        # so the checks do not hang on what the devices' loops happened to send.
+        await asyncio.sleep(2)
+        for node in self.nodes:
+            http = HTTP(node["port"])
+            tok = "tok-device-00000"
+            for op, form in (("0/query", {"f": "json", "token": tok, "where": "1=1", "outFields": "OBJECTID", "resultRecordCount": "5"}),
+                             ("0/applyEdits", {"f": "json", "token": tok, "useGlobalIds": "true",
+                                               "updates": json.dumps([{"attributes": {"GlobalID": self.shared[0], "PlantedBy": "outage-probe"}}])}),
+                             ("extractChanges", {"f": "json", "token": tok, "layers": "[0]", "serverGens": "[1]", "returnIdsOnly": "true"})):
+                t0 = time.monotonic()
+                try:
+                    status, _ = await asyncio.wait_for(http.request(self.path(op), form), REQUEST_TIMEOUT)
+                    self.during_outage.append((op, status, (time.monotonic() - t0) * 1000, http.headers.get("x-editlog-stale-seconds")))
+                except Exception as e:
+                    self.fail(f"the outage probe {op} got no answer: {e!r}")
+            await http.close()
         await asyncio.sleep(max(0, start + seconds * 0.55 - time.monotonic()))
         i = len(self.nodes) - 1
         self.down.add(i)
