@@ -17,6 +17,7 @@ import GRDB
 @_exported import struct EditLogAudit.FieldChange
 @_exported import struct EditLogAudit.AuditReport
 @_exported import struct EditLogAudit.SchemaChangeRecord
+@_exported import enum EditLogProjections.ChangeIndex
 
 extension EditLog {
     public func eventCount() throws(EditLogError) -> Int64 {
@@ -106,6 +107,13 @@ extension EditLog {
             throw EditLogError(.invalidInput, "diff: from (\(a)) is after to (\(b))")
         }
         return try read { db in try Audit.diff(db, schema: schema, from: from, to: to, layer: layerId, clock: clock, geometry: geometry) }
+    }
+
+    /// The features of a layer added, updated and deleted after position `from` up to `to`, from the change index
+    /// (`ChangeIndex.changes`: the work grows with the window's changes); nil for a log without the index (`diff` answers).
+    public func changedFeatures(layer ref: String, after from: Int64, upTo to: Int64) throws(EditLogError) -> [(globalId: String, change: ChangeIndex.Change)]? {
+        let id = try layer(ref).id
+        return try read { db in try ChangeIndex.changes(db, layer: id, after: from, upTo: to) }
     }
 
     /// Drops and rebuilds every projection from the events, in one transaction.

@@ -132,6 +132,23 @@ public struct DiffFold: Sendable {
             marks.append(Mark(field: k, old: old ?? 0, new: new.hashValue, oldUnknown: old == nil))
         }
 
+        /// Sets the fields whose value at the window's start was unknown (`resolveTracking`) to `found`'s (null when
+        /// absent), in place: the field table is not copied.
+        mutating func resolveStart(_ found: [String: JSONValue]) {
+            var i = fields.startIndex
+            while i != fields.endIndex {
+                if fields.values[i].oldUnknown {
+                    fields.values[i].old = found[fields.keys[i]] ?? .null
+                    fields.values[i].oldUnknown = false
+                }
+                fields.formIndex(after: &i)
+            }
+            for m in marks.indices where marks[m].oldUnknown {
+                marks[m].old = (found[marks[m].field] ?? .null).hashValue
+                marks[m].oldUnknown = false
+            }
+        }
+
         /// Counts a row change the first time this feature makes that kind of change.
         mutating func count(_ row: FeatureEffect.Row, in counts: inout EditCounts) {
             let bit: UInt8
@@ -317,15 +334,7 @@ public struct DiffFold: Sendable {
             let values = try start(batch)
             for (_, g) in batch {
                 guard let i = features.index(forKey: g) else { continue }
-                let found = values[g] ?? [:]
-                for (k, c) in features.values[i].fields where c.oldUnknown {
-                    features.values[i].fields[k]?.old = found[k] ?? .null
-                    features.values[i].fields[k]?.oldUnknown = false
-                }
-                for m in features.values[i].marks.indices where features.values[i].marks[m].oldUnknown {
-                    features.values[i].marks[m].old = (found[features.values[i].marks[m].field] ?? .null).hashValue
-                    features.values[i].marks[m].oldUnknown = false
-                }
+                features.values[i].resolveStart(values[g] ?? [:])
             }
         }
     }
@@ -424,14 +433,15 @@ extension Audit {
 }
 
 extension Audit {
-    /// A feature's editor-tracking values at `moment`: its stream folded up to it (`fieldValues`: this log's decisions
-    /// and `EditorTracking`, as the projection applied them).
+    /// A feature's editor-tracking values at `moment`: at a position, from the change index (`ChangeIndex.values`,
+    /// the values the projection's writes left); at a time, or in a log without the index, its stream folded up to
+    /// it (`fieldValues`: this log's decisions and `EditorTracking`, as the projection applied them).
     static func trackingStart(_ db: Database, at moment: LogMoment, clock: EventClock, ownLog: String?)
         -> ([(layer: LayerSchema, globalId: String)]) throws -> [String: [String: JSONValue]] {
         { wanted in
-            try fieldValues(db, at: moment, clock: clock, ownLog: ownLog, of: wanted) { layer in
-                Set(layer.attributeFields.map(\.name).filter(layer.isEditorTrackingField))
-            }
+            func fields(_ layer: LayerSchema) -> Set<String> { Set(layer.attributeFields.map(\.name).filter(layer.isEditorTrackingField)) }
+            if case .position(let p) = moment, let indexed = try ChangeIndex.values(db, at: p, of: wanted, fields: fields) { return indexed }
+            return try fieldValues(db, at: moment, clock: clock, ownLog: ownLog, of: wanted, fields: fields)
         }
     }
 }

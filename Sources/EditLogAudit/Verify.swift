@@ -182,7 +182,7 @@ public enum Verifier {
     /// Rebuilds the projections in memory and compares them with the stored ones, table by table.
     public static func verifyProjections(_ db: Database, into r: inout VerifyReport) throws {
         let stored = try Projections.digest(db)
-        let rebuilt: (digest: String, tables: [String: String], definitions: [String: String])
+        let rebuilt: (digest: String, tables: [String: String], definitions: [String: String], changeIndex: String?)
         do { rebuilt = try Projections.rebuiltInMemory(from: db) } catch let e as EditLogError where e.kind == .corrupt {
             // A stored event the projector cannot apply (a malformed payload): named by its position.
             r.fail(e.position, "projections cannot be rebuilt: \(e.message)")
@@ -197,6 +197,9 @@ public enum Verifier {
             let tables = Set(stored.tables.keys).union(rebuilt.tables.keys).sorted()
             let differing = tables.filter { stored.tables[$0] != rebuilt.tables[$0] }
             r.problems.append("projections differ from a rebuild in \(differing.joined(separator: ", ")); run `editlog rebuild`")
+        }
+        if let stored = try ChangeIndex.digest(db), stored != rebuilt.changeIndex {
+            r.problems.append("the change index differs from a rebuild's; run `editlog rebuild`")
         }
     }
 }

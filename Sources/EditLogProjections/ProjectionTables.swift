@@ -124,9 +124,9 @@ public enum ProjectionTables {
     /// end reads (children of a deleted parent, rules derived again). Each is a random insert per row, competing with
     /// the events' stream index for the page cache; created afterwards, each costs one pass over its table. The
     /// sessions' index by actor stays: its misses during the bench's import cost less than that pass over the
-    /// sessions' rows.
+    /// sessions' rows. The change index's by feature (`ChangeIndex`) is read only by `diff`, after the import.
     public static func importDeferredIndexes(_ db: Database) throws -> [String] {
-        try ["p_sessions_feature"] + String.fetchAll(db, sql: """
+        try ["p_sessions_feature", ChangeIndex.byFeature] + String.fetchAll(db, sql: """
             SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name LIKE 'p\\_layer\\_%' ESCAPE '\\' ORDER BY name
             """)
     }

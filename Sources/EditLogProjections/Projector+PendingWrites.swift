@@ -28,6 +28,8 @@ struct LayerColumns {
                          "_deleted", "_version", "_position"]
     let geometry: Int, wkb: Int, xmin: Int, ymin: Int, xmax: Int, ymax: Int
     let creator: Int, created: Int, editor: Int, edited: Int, deleted: Int, version: Int, position: Int
+    /// The layer's editor-tracking attribute fields and their indices (what `ChangeIndex` records of a write).
+    let tracking: [(name: String, index: Int)]
 
     init(_ layer: LayerSchema) {
         table = ProjectionTables.featureTable(layer.id)
@@ -41,15 +43,17 @@ struct LayerColumns {
         (geometry, wkb, xmin, ymin, xmax, ymax) = (base, base + 1, base + 2, base + 3, base + 4, base + 5)
         (creator, created, editor, edited) = (base + 6, base + 7, base + 8, base + 9)
         (deleted, version, position) = (base + 10, base + 11, base + 12)
+        tracking = layer.attributeFields.filter { layer.isEditorTrackingField($0.name) }.map { ($0.name, attribute[$0.name]!) }
         insertSQL = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
     }
 
     /// Layouts made so far, by layer id and attribute field names (a schema that adds fields makes a new one).
     private static let made = Mutex<[LayoutKey: LayerColumns]>([:])
-    struct LayoutKey: Hashable { var layer: Int; var fields: [String] }
+    struct LayoutKey: Hashable { var layer: Int; var fields: [String]; var tracking: [String] }
 
     static func shared(_ layer: LayerSchema) -> LayerColumns {
-        let key = LayoutKey(layer: layer.id, fields: layer.attributeFields.map(\.name))
+        let names = layer.attributeFields.map(\.name)
+        let key = LayoutKey(layer: layer.id, fields: names, tracking: names.filter(layer.isEditorTrackingField))
         if let c = made.withLock({ $0[key] }) { return c }
         let c = LayerColumns(layer)
         made.withLock { if $0.count < 1_024 { $0[key] = c } }

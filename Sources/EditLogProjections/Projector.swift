@@ -14,6 +14,11 @@ public final class Projector {
     public var logId: String? { get { effects.ownLog } set { effects.ownLog = newValue } }
     /// Each event's typed body and effect, with this log's decisions held until their event.
     var effects: EffectFold
+    /// Whether the target keeps a change index (`ChangeIndex`), looked up at the first feature write; nil before.
+    var indexesChanges: Bool?
+    /// Creates the change index with the projection tables (the log's own projection: a new log, a rebuild); a
+    /// replay's or a checkpoint's tables have none.
+    public var createsChangeIndex = false
     /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
     /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
     public internal(set) var openSessions: [String: SessionState] = [:]
@@ -116,7 +121,10 @@ public final class Projector {
         // Rows folded under the old layout are written with it first.
         if schema != nil { try flush(db) }
         try exclusive {
-            if schema == nil, try !db.tableExists("p_sessions") { try ProjectionTables.createCommon(db) }
+            if schema == nil, try !db.tableExists("p_sessions") {
+                try ProjectionTables.createCommon(db)
+                if createsChangeIndex, try !ChangeIndex.exists(db) { try ChangeIndex.create(db) }
+            }
             for l in s.layers {
                 if try !db.tableExists(ProjectionTables.featureTable(l.id)) {
                     try ProjectionTables.createLayer(db, l)
@@ -132,18 +140,22 @@ public final class Projector {
     /// Whether `e` was first recorded by another log (imported).
     func isOthers(_ e: RecordedEvent) -> Bool { logId.map { e.origin.logId != $0 } ?? false }
 
-    /// Writes an event's effect on its feature (`FeatureEffect`: this log's decision applied) to the rows.
+    /// Writes an event's effect on its feature (`FeatureEffect`: this log's decision applied) to the rows, and its
+    /// row to the change index when the target keeps one (`ChangeIndex`).
     func write(_ f: FeatureEffect, _ e: RecordedEvent, _ db: Database) throws {
+        if indexesChanges == nil { indexesChanges = try exclusive { try ChangeIndex.exists(db) } }
+        let indexing = indexesChanges == true
         if f.revives || !f.revivedAttachments.isEmpty {
             try setDeleted(false, feature: f.revives ? f : nil, attachments: f.revivedAttachments, e, db)
         }
         // The effect's layer as the schema has it (the payload's reader names what is wrong when it does not).
         func layer() throws -> LayerSchema { try schema?.layer(id: f.layer) ?? e.layer(f.layer, in: schema) }
+        var tracking: String?
         switch f.row {
         case .create:
-            try insertFeature(e, try layer(), f, db)
+            tracking = try insertFeature(e, try layer(), f, db, indexing: indexing)
         case .update:
-            try updateFeature(try layer(), f, e, db)
+            tracking = try updateFeature(try layer(), f, e, db, indexing: indexing)
         case .delete:
             let l = try layer()
             // The layer's editor-tracking fields stay the last edit's (a feature revived, here or where the delete lost,
@@ -160,6 +172,10 @@ public final class Projector {
         }
         if f.row == .deleteAgain || !f.detachedAttachments.isEmpty {
             try setDeleted(true, feature: f.row == .deleteAgain ? f : nil, attachments: f.detachedAttachments, e, db)
+        }
+        if indexing {
+            try execute(db, "INSERT INTO \(ChangeIndex.table) (position, layer, global_id, kind, tracking) VALUES (?, ?, ?, ?, ?)",
+                        [e.position, f.layer, f.globalId, ChangeIndex.kind(f), tracking])
         }
         guard let atts = f.attachments, !atts.isEmpty else { return }
         for s in atts.added {
@@ -233,8 +249,10 @@ public final class Projector {
         }
     }
 
-    func insertFeature(_ e: RecordedEvent, _ layer: LayerSchema, _ f: FeatureEffect, _ db: Database) throws {
+    /// Returns the row's editor tracking for the change index when `indexing` (`ChangeIndex.tracking`).
+    func insertFeature(_ e: RecordedEvent, _ layer: LayerSchema, _ f: FeatureEffect, _ db: Database, indexing: Bool) throws -> String? {
         let g = f.globalId
+        var tracking: String?
         if let i = pendingFeatures.index(forKey: g), pendingFeatures.values[i].inserted { throw e.corrupt("creates feature \(g) a second time") }
         let tracked = layer.editorTrackingValues(of: e, f.tracking)
         try fold(layer, globalId: g, insertAt: e.position) { c, row in
@@ -253,7 +271,9 @@ public final class Projector {
             row[c.deleted] = 0.databaseValue
             row[c.version] = e.streamVersion.databaseValue
             row[c.position] = e.position.databaseValue
+            if indexing { tracking = ChangeIndex.tracking(c, row, only: nil) }
         }
+        return tracking
     }
 
     /// The geometry columns of a feature row: Esri JSON, WKB and the bounding box (all NULL without a geometry).
@@ -267,8 +287,10 @@ public final class Projector {
         row[c.ymax] = b?.maxY.databaseValue ?? .null
     }
 
-    func updateFeature(_ layer: LayerSchema, _ f: FeatureEffect, _ e: RecordedEvent, _ db: Database) throws {
+    /// Returns the editor tracking this write set, for the change index when `indexing` (`ChangeIndex.tracking`).
+    func updateFeature(_ layer: LayerSchema, _ f: FeatureEffect, _ e: RecordedEvent, _ db: Database, indexing: Bool) throws -> String? {
         let tracking = f.tracking
+        var indexed: String?
         let tracked = layer.editorTrackingValues(of: e, tracking)
         try fold(layer, globalId: f.globalId, insertAt: nil) { c, row in
             try f.forEachValue { k, _, new in
@@ -293,7 +315,15 @@ public final class Projector {
                 row[c.created] = e.recordedTime.databaseValue
             }
             row[c.position] = e.position.databaseValue
+            if indexing {
+                // Only the columns this event wrote: the pending row also holds earlier writes (more of them in a
+                // rebuild than in one transaction), and the index must be the same both ways.
+                var wrote = Set(tracked.keys)
+                f.forEachValue { k, _, _ in if let name = layer.field(k)?.name, layer.isEditorTrackingField(name) { wrote.insert(name) } }
+                indexed = ChangeIndex.tracking(c, row, only: wrote)
+            }
         }
+        return indexed
     }
 
     /// Starting after `last` (a replay from a checkpoint): a decision of this log recorded there still applies

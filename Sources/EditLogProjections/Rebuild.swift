@@ -10,14 +10,19 @@ public enum Projections {
     public static func rebuild(_ db: Database, events: Database? = nil, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
         // A log's writing connection has `secure_delete = FAST` (`EventStore.writerSettings`): with the system SQLite's
         // default, this drop wrote every freed page to the WAL as zeros.
+        // The change index is rebuilt with them (a log made before it gets one here).
         try ProjectionTables.dropAll(db)
-        return try replay(from: events ?? db, into: db, progress: progress)
+        try ChangeIndex.drop(db)
+        return try replay(from: events ?? db, into: db, changeIndex: true, progress: progress)
     }
 
     /// Replays the events of `source` into the (empty) projection tables of `target`; when they are two
     /// connections, the rows are written on a second thread while the events are read and folded.
-    public static func replay(from source: Database, into target: Database, progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
+    /// `changeIndex`: the target also gets the change index (`ChangeIndex`; the log's own projection).
+    public static func replay(from source: Database, into target: Database, changeIndex: Bool = false,
+                              progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
         let projector = Projector(logId: try EventStore.logId(in: source))
+        projector.createsChangeIndex = changeIndex
         let total = try EventReading.count(source)
         // On one connection, a schema change's table reshape cannot drop a table while the events' statement is
         // stepped (SQLite: "database table is locked"): the read stops before it, and goes on after it.
@@ -49,12 +54,15 @@ public enum Projections {
 
     /// What a rebuild from scratch gives: the projections replayed from `source`'s events into an in-memory
     /// database, as a digest and definitions. The log is not touched.
-    public static func rebuiltInMemory(from source: Database) throws -> (digest: String, tables: [String: String], definitions: [String: String]) {
+    /// `changeIndex`: the rebuilt change index's `ChangeIndex.digest` (nil when `source` has no index to compare).
+    public static func rebuiltInMemory(from source: Database) throws -> (digest: String, tables: [String: String], definitions: [String: String],
+                                                                        changeIndex: String?) {
+        let indexed = try ChangeIndex.exists(source)
         let memory = try DatabaseQueue()
         return try memory.write { target in
-            _ = try replay(from: source, into: target)
+            _ = try replay(from: source, into: target, changeIndex: indexed)
             let d = try digest(target)
-            return (d.digest, d.tables, try definitions(target))
+            return (d.digest, d.tables, try definitions(target), try ChangeIndex.digest(target))
         }
     }
 

@@ -134,6 +134,7 @@ extension EventStore {
         let logId = self.logId
         return try write(gated: gated, owning: { db, appender in
             let projector = Projector(schema: try db.tableExists("p_sessions") ? schema : nil, logId: logId)
+            projector.createsChangeIndex = true
             var unit = WriteUnit(db: db, appender: consume appender, projector: projector, schema: schema, geocoder: geocoder)
             let result = try body(&unit)
             try projector.flush(db)

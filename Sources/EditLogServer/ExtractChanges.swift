@@ -3,9 +3,10 @@ import Foundation
 import Hummingbird
 
 /// `…/FeatureServer/extractChanges`: the features added, updated and deleted since a server generation.
-/// A server generation is a log position; the changes are the facade's `diff` between two positions (a
-/// feature created and deleted in between is left out, as ArcGIS does). An update that moved only editor tracking
-/// is an update too: the row changed, and a sync client gets its new Editor and EditDate.
+/// A server generation is a log position; the changes are the change index's between two positions
+/// (`EditLog.changedFeatures`), or with attachments the facade's `diff` (a feature created and deleted in between is
+/// left out, as ArcGIS does). An update that moved only editor tracking is an update too: the row changed, and a sync
+/// client gets its new Editor and EditDate.
 ///
 /// `returnAttachments=true` adds each layer's attachment changes in the window, in the shape of applyEdits'
 /// attachments: `"attachments": {"adds": [...], "updates": [...], "deleteIds": [attachment GlobalIDs]}`. An
@@ -56,7 +57,18 @@ extension FeatureService {
             let start = max(1, from[l.id] ?? 1)
             var adds: [String] = [], updates: [String] = [], deletes: [String] = []
             var attachments = AttachmentChanges()
-            if start < to {
+            // Without attachments, the change index answers (the window's rows only); with them, or in a log without the
+            // index, `diff` (its `@attachment:` fields name the attachment changes).
+            if start < to, !withAttachments,
+               let indexed = try handles.read({ try $0.changedFeatures(layer: String(l.id), after: start, upTo: to) }) {
+                for (g, change) in indexed {
+                    switch change {
+                    case .added: adds.append(g)
+                    case .updated: updates.append(g)
+                    case .deleted: deletes.append(g)
+                    }
+                }
+            } else if start < to {
                 let diff = try handles.read { try $0.diff(from: .position(start), to: .position(to), layer: String(l.id), clock: .recorded) }
                 for c in diff.changes where c.layer == l.id {
                     switch c.kind {

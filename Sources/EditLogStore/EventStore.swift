@@ -160,12 +160,16 @@ public final class EventStore: Sendable {
     }
 
     /// `sqlite_master` definitions (type and name to SQL) of the store's own objects (`.store`) or of the
-    /// projections (`.projections`, every object on a `p_` table).
+    /// projections (`.projections`, every object on a `p_` table or on the change index, `derivedTables`).
     public enum DefinitionSet: Sendable { case store, projections }
 
+    /// Tables derived from the events besides the `p_*` ones: the projection's change index (`ChangeIndex`).
+    public static let derivedTables = ["change_index"]
+
     public static func definitions(_ db: Database, _ set: DefinitionSet = .store) throws -> [String: String] {
-        let filter = set == .store ? "tbl_name NOT LIKE 'p\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_stat%' ESCAPE '\\'"
-                                   : "tbl_name LIKE 'p\\_%' ESCAPE '\\'"
+        let derived = derivedTables.map { "'\($0)'" }.joined(separator: ", ")
+        let filter = set == .store ? "tbl_name NOT LIKE 'p\\_%' ESCAPE '\\' AND tbl_name NOT IN (\(derived)) AND name NOT LIKE 'sqlite\\_stat%' ESCAPE '\\'"
+                                   : "(tbl_name LIKE 'p\\_%' ESCAPE '\\' OR tbl_name IN (\(derived)))"
         var out: [String: String] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT type, name, sql FROM sqlite_master WHERE \(filter)") {
             out["\(row[0] as String) \(row[1] as String)"] = (row[2] as String?) ?? ""
