@@ -189,6 +189,49 @@ enum ServeLoad: Scenario {
         return (total / Double(ms.count), pct(0.5), pct(0.99), features)
     }
 
+    /// `extractChanges` of 1,000 changed features (features returned, as a sync client downloads them) over windows
+    /// ending across the log's second half, each window's start found on the change index; sequential requests, so
+    /// the latency is the request's own. Floor: the same features through `queryFeatureBytes` by ObjectID, in process.
+    static func extractChangesRow(_ log: EditLog, base: String, trees: Int, quick: Bool) throws -> Measurement {
+        let head = try log.eventCount()
+        guard try log.changedFeatures(layer: "0", after: 0, upTo: 1) != nil else {
+            throw RawError(description: "\(log.path) has no change index (made before it): run `editlog rebuild` on it, or remove it to have it made again")
+        }
+        let windows = quick ? 5 : 20, repeats = 3
+        var ms: [Double] = [], floorMs: [Double] = []
+        var changes = 0
+        for w in 0..<windows {
+            let to = head - Int64(w) * (head / 2) / Int64(windows)
+            // The latest start with at least 1,000 changes in the window (binary search over positions).
+            var lo: Int64 = 0, hi = to
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2
+                if (try log.changedFeatures(layer: "0", after: mid, upTo: to)?.count ?? 0) >= 1000 { lo = mid } else { hi = mid }
+            }
+            let found = try log.changedFeatures(layer: "0", after: lo, upTo: to) ?? []
+            changes += found.count
+            let url = "\(base.replacingOccurrences(of: "/FeatureServer/0", with: "/FeatureServer"))/extractChanges?layers=0&serverGens=%5B\(lo),\(to)%5D&returnInserts=true&returnUpdates=true&returnDeletes=true&returnIdsOnly=false&f=json"
+            for _ in 0..<repeats {
+                let t0 = Stopwatch.wallNow()
+                let d = try get(url)
+                ms.append(Double(Stopwatch.wallNow() - t0) / 1e6)
+                guard (try? JSONParser.parse(Array(d)))?["edits"] != nil else { throw RawError(description: "extractChanges answered \(String(decoding: d.prefix(300), as: UTF8.self))") }
+            }
+            let ids = try found.compactMap { try log.objectId(layer: "0", globalId: $0.globalId)?.objectId }
+            floorMs.append(try floor(log, FeatureQuery(objectIds: ids, limit: ids.count), runs: repeats).mean)
+        }
+        let sorted = ms.sorted()
+        func pct(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)] }
+        var m = Measurement(scenario: "serve extractChanges 1,000 changes", kind: .latency, size: "\(windows) windows of ≥ 1,000 changed trees of \(Fmt.count(trees)), \(Fmt.count(Int(head))) events",
+                            units: ms.count, unitName: "req", goal: .millisecondsAtMost(50))
+        m.seconds = ms.reduce(0, +) / 1000
+        m.p50ms = pct(0.5); m.p99ms = pct(0.99); m.maxms = sorted.last
+        m.floorSeconds = floorMs.reduce(0, +) / Double(floorMs.count) * Double(ms.count) / 1000
+        m.floorDescription = "the same features by ObjectID through queryFeatureBytes in this process (no HTTP), mean over the windows"
+        m.notes.append("\(ms.count) sequential requests (\(repeats) per window), \(changes / windows) changes per window on average; returnIdsOnly=false, so each answer carries the features")
+        return m
+    }
+
     static func run(_ ctx: BenchContext) throws -> [Measurement] {
         let trees = ctx.sizes.bulkTrees + 240
         let path = ctx.path("serve-\(ctx.sizes.bulkTrees)t-s\(ctx.seed).editlog")
@@ -281,6 +324,7 @@ enum ServeLoad: Scenario {
         var edits = row("serve applyEdits 10 updates", editAlone, floor: nil, seconds: aloneSeconds, goal: nil, note: "alone, full speed (capacity)")
         edits.notes.append("every request one record of 10 edit sessions (rollbackOnFailure=true) through the one writer; \(appended) events appended by both applyEdits runs")
         rows.append(edits)
+        rows.append(try extractChangesRow(log, base: base, trees: trees, quick: quick))
         let load = "2x load: \(Fmt.num(rate)) req/s of each kind"
         for (label, r, f) in [("serve query where @2x", wherePaced, whereFloor as (mean: Double, p50: Double, p99: Double, features: Int)?),
                               ("serve query objectIds @2x", idsPaced, idsFloor), ("serve applyEdits @2x", editPaced, nil)] {
