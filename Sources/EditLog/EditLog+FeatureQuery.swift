@@ -85,6 +85,16 @@ extension ProjectionReader {
         return try readProjections { state in try state.objectId(layer: l.id, globalId: g) }
     }
 
+    /// `objectId(layer:globalId:)` of many features in one read, by normalized GlobalID (those the layer lacks are left out).
+    public func objectIds(layer ref: String, globalIds: [String]) throws(EditLogError) -> [String: (objectId: Int64, deleted: Bool)] {
+        let l = try schema.requireLayer(ref)
+        return try readProjections { state in
+            var out: [String: (objectId: Int64, deleted: Bool)] = [:]
+            for g in globalIds { if let n = GlobalID.normalize(g), let found = try state.objectId(layer: l.id, globalId: n) { out[n] = found } }
+            return out
+        }
+    }
+
     /// The GlobalID of a feature by ObjectID, if the layer has it (deleted or not), with whether it is deleted.
     public func globalId(layer ref: String, objectId: Int64) throws(EditLogError) -> (globalId: String, deleted: Bool)? {
         let l = try schema.requireLayer(ref)

@@ -74,13 +74,13 @@ extension ProjectedState {
 
     /// The ObjectID of a feature by (normalized) GlobalID, if the layer has it (deleted or not), with whether it is deleted.
     public func objectId(layer: Int, globalId: String) throws -> (objectId: Int64, deleted: Bool)? {
-        try Row.fetchOne(db, sql: "SELECT _oid, _deleted FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?", arguments: [globalId])
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT _oid, _deleted FROM \(ProjectionTables.featureTable(layer)) WHERE _globalid = ?"), arguments: [globalId])
             .map { (objectId: $0[0], deleted: ($0[1] as Int64) != 0) }
     }
 
     /// The GlobalID of a feature by ObjectID, if the layer has it (deleted or not), with whether it is deleted.
     public func globalId(layer: Int, objectId: Int64) throws -> (globalId: String, deleted: Bool)? {
-        try Row.fetchOne(db, sql: "SELECT _globalid, _deleted FROM \(ProjectionTables.featureTable(layer)) WHERE _oid = ?", arguments: [objectId])
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT _globalid, _deleted FROM \(ProjectionTables.featureTable(layer)) WHERE _oid = ?"), arguments: [objectId])
             .map { (globalId: $0[0], deleted: ($0[1] as Int64) != 0) }
     }
 

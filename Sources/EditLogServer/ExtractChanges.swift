@@ -52,7 +52,10 @@ extension FeatureService {
         let idsOnly = p.bool("returnIdsOnly", default: false)
         let withAttachments = p.bool("returnAttachments", default: false) && !idsOnly
         let byURL = p.bool("returnAttachmentsDataByUrl", default: true)
+        // Features without attachments are written as `query` writes them, rows straight to bytes (`queryFeatureBytes`).
+        let asBytes = !idsOnly && !withAttachments && !r.pretty
         var edits: [JSONValue] = []
+        var editBytes: [[UInt8]] = []
         for l in layers {
             let start = max(1, from[l.id] ?? 1)
             var adds: [String] = [], updates: [String] = [], deletes: [String] = []
@@ -80,14 +83,26 @@ extension FeatureService {
                 }
             }
             let ref = String(l.id)
-            let (addIds, updateIds, deleteIds): ([Int64], [Int64], [Int64]) = try handles.read { log in
-                func oids(_ gids: [String]) throws -> [Int64] { try gids.compactMap { try log.objectId(layer: ref, globalId: $0)?.objectId }.sorted() }
-                return (try oids(adds), try oids(updates), try oids(deletes))
-            }
+            let found = try handles.read { try $0.objectIds(layer: ref, globalIds: adds + updates + deletes) }
+            func oids(_ gids: [String]) -> [Int64] { gids.compactMap { GlobalID.normalize($0).flatMap { found[$0]?.objectId } }.sorted() }
+            let (addIds, updateIds, deleteIds) = (oids(adds), oids(updates), oids(deletes))
             var o: [String: JSONValue] = ["id": .int(Int64(l.id))]
             if let oid = l.objectIdField { o["objectIdFieldName"] = .string(oid) }
             if let gid = l.globalIdField { o["globalIdFieldName"] = .string(gid) }
-            if idsOnly {
+            if asBytes {
+                func load(_ ids: [Int64]) throws -> [UInt8] {
+                    if ids.isEmpty { return [] }
+                    return try handles.read {
+                        try $0.queryFeatureBytes(layer: ref, FeatureQuery(objectIds: ids, limit: ids.count), fields: l.fields.filter { $0.type != .geometry },
+                                                 returnGeometry: !l.isTable).bytes
+                    }
+                }
+                var features: [(key: String, bytes: [UInt8])] = []
+                if returnInserts { features.append(("adds", Array("[".utf8) + (try load(addIds)) + Array("]".utf8))) }
+                if returnDeletes { features.append(("deleteIds", JSONValue.array(deleteIds.map { .int($0) }).serializedBytes())) }
+                if returnUpdates { features.append(("updates", Array("[".utf8) + (try load(updateIds)) + Array("]".utf8))) }
+                editBytes.append(Self.objectBytes(o.map { ($0.key, $0.value.serializedBytes()) } + [("features", Self.objectBytes(features))]))
+            } else if idsOnly {
                 var ids: [String: JSONValue] = [:]
                 if returnInserts { ids["adds"] = .array(addIds.map { .int($0) }) }
                 if returnUpdates { ids["updates"] = .array(updateIds.map { .int($0) }) }
@@ -112,7 +127,26 @@ extension FeatureService {
             }
             edits.append(.object(o))
         }
-        return out(["layerServerGens": .array(layers.map { ["id": .int(Int64($0.id)), "serverGen": .int(to)] }), "edits": .array(edits)], r)
+        let gens = JSONValue.array(layers.map { ["id": .int(Int64($0.id)), "serverGen": .int(to)] })
+        if asBytes {
+            let body = Self.objectBytes([("edits", Array("[".utf8) + Array(editBytes.joined(separator: Array(",".utf8))) + Array("]".utf8)),
+                                         ("layerServerGens", gens.serializedBytes())])
+            return FeatureSetJSON.response(bytes: body)
+        }
+        return out(["layerServerGens": gens, "edits": .array(edits)], r)
+    }
+
+    /// A JSON object of members already written, in key order as `JSONValue` writes an object.
+    static func objectBytes(_ members: [(key: String, bytes: [UInt8])]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        for (i, m) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.string(m.key).write(to: &out)
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: m.bytes)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }
 

@@ -151,6 +151,11 @@ struct ServerReadTests {
             let features = full.json["edits"]?.arrayValue?.first?["features"]
             #expect(features?["updates"]?.arrayValue?.first?["attributes"]?["Condition"] == "Poor")
             #expect(features?["deleteIds"]?.arrayValue == [3])
+            #expect(features?["adds"]?.arrayValue?.count == 1)
+            // The answer written straight to bytes (f=json) says what the one built as a document (f=pjson) says.
+            let pretty = try await client.getJSON(Self.base + "/extractChanges" + queryString([("layers", "0"), ("serverGens", "[\(gen)]"), ("f", "pjson")]))
+            let plain = try await client.getJSON(Self.base + "/extractChanges" + queryString([("layers", "0"), ("serverGens", "[\(gen)]"), ("f", "json")]))
+            #expect(pretty.json["edits"] != nil && plain.json == pretty.json, "\(plain.text.prefix(400))\n\(pretty.text.prefix(400))")
             let none = try await client.getJSON(Self.base + "/extractChanges?layers=0&serverGens=\(newGen)&returnIdsOnly=true")
             #expect(none.json["edits"]?.arrayValue?.first?["objectIds"]?["adds"]?.arrayValue?.isEmpty == true)
         }
