@@ -657,6 +657,34 @@ class Run:
                 fig[k] = round(v, 1)
         return fig
 
+    def node_figures(self, acked):
+        """What each hub node measured itself (its `editlog: node figures` line at SIGTERM): the store's serial section
+        (the head lock's time held by its appends) and the catch-up lag from a commit's notification to the local
+        copy's commit. The serial section per acknowledged edit adds every node's time held."""
+        out = {}
+        if self.a.engine != "postgres":
+            return out
+        figs = []
+        for i in range(len(self.nodes)):
+            last = None
+            with open(os.path.join(self.tmp, f"node{i}.log"), errors="replace") as f:
+                for line in f:
+                    if line.startswith("editlog: node figures "):
+                        last = json.loads(line[len("editlog: node figures "):])
+            if last:
+                figs.append(last)
+        if not figs:
+            return out
+        held = sum(f["headLockMs"] for f in figs)
+        out["headLockMsPerEdit"] = round(held / max(1, acked), 3)
+        out["headLockMsPerAppendP50Nodes"] = [f["headLockP50"] for f in figs]
+        out["headLockMsPerAppendP99Nodes"] = [f["headLockP99"] for f in figs]
+        out["headLockAppends"] = sum(f["headLockAppends"] for f in figs)
+        out["lagP50Nodes"] = [f["lagP50"] for f in figs]
+        out["lagP99Nodes"] = [f["lagP99"] for f in figs]
+        out["redecidedNodes"] = [f["redecided"] for f in figs]
+        return out
+
     async def sweep(self, rates, seconds, goals):
         """The open loop at each rate in turn; the highest rate whose p99s all hold `goals` and every sync completed."""
         best, figures = None, []
@@ -786,6 +814,8 @@ def main():
                 result = {"engine": a.engine, "nodes": a.nodes, **asyncio.run(run.open_loop(a.rate, a.seconds))}
             run.elapsed = a.seconds
             run.check()
+            if not a.sweep:
+                result.update(run.node_figures(result["acknowledgedEdits"]))
         finally:
             run.cleanup()
         print(json.dumps(result), flush=True)

@@ -61,6 +61,10 @@ public final class HubNode: LogWriter, @unchecked Sendable {
         var inSyncAt = Date()
         /// Since when the store's calls fail (nil: its last call was answered).
         var failingSince: Date?
+        /// Heads the store notified that the local copy did not hold yet, with when (`DispatchTime` nanoseconds).
+        var awaited: [(head: Int64, at: UInt64)] = []
+        /// `HubNode.lag`.
+        var lagMs: [Double] = []
     }
 
     private init(store: PostgresEventStore, local: EditLog, localPath: String) {
@@ -235,7 +239,10 @@ public final class HubNode: LogWriter, @unchecked Sendable {
         // from then on. Its reconnection, or any call answered, is the first sign that the server is back: the
         // follower tries at once, and writes try again.
         listener = Task { [store, wake] in
-            await store.listen(lost: { [weak self] in self?.storeFailed() }, connected: { [weak self] in self?.storeAnswered(wakeFollower: true) }) { wake.signal() }
+            await store.listen(lost: { [weak self] in self?.storeFailed() }, connected: { [weak self] in self?.storeAnswered(wakeFollower: true) }) { [weak self] head in
+                if let head { self?.notified(head) }
+                wake.signal()
+            }
         }
         let thread = Thread { [self] in
             while !stopping {
@@ -328,8 +335,47 @@ public final class HubNode: LogWriter, @unchecked Sendable {
         moved.lock()
         contact.localHead = max(contact.localHead, head)
         if inSync { contact.inSyncAt = Date() }
+        let now = DispatchTime.now().uptimeNanoseconds
+        while let first = contact.awaited.first, first.head <= head {
+            contact.awaited.removeFirst()
+            if contact.lagMs.count < 200_000 { contact.lagMs.append(Double(now - first.at) / 1e6) }
+        }
         moved.unlock()
         moved.broadcast()
+    }
+
+    /// The store notified a commit up to `head`: when the local copy is behind it, the time is kept until the local
+    /// copy holds it (`lag`).
+    private func notified(_ head: Int64) {
+        moved.lock()
+        let lastAwaited = contact.awaited.last?.head ?? 0
+        if head > contact.localHead, contact.awaited.count < 10_000, head > lastAwaited {
+            contact.awaited.append((head, DispatchTime.now().uptimeNanoseconds))
+        }
+        moved.unlock()
+    }
+
+    /// The catch-up lag measured here: for each commit of another node the store notified, the time from the
+    /// notification to the local copy's commit of it, in ms (the first 200,000). A node's own commits are in its local
+    /// copy before the store notifies them, and are not counted.
+    public var lag: [Double] {
+        moved.lock(); defer { moved.unlock() }
+        return contact.lagMs
+    }
+
+    /// The store's serial section as this node's appends saw it (`PostgresEventStore.serialSection`).
+    public var serialSection: PostgresEventStore.SerialSection { store.serialSection.withLock { $0 } }
+
+    /// The node's figures since it opened, for `serve`'s last line (`tools/hub-load.py` reads them): writes, decisions
+    /// made again, the head lock's time held by its appends (p50, p99, in all), and the catch-up lag (p50, p99).
+    public var figures: JSONValue {
+        let s = serialSection, lag = self.lag
+        func ms(_ v: Double) -> JSONValue { .double((v * 1000).rounded() / 1000) }
+        return ["writes": .int(Int64(stats.writes)), "redecided": .int(Int64(stats.redecided)),
+                "headLockAppends": .int(Int64(s.appends)), "headLockEvents": .int(Int64(s.events)), "headLockMs": ms(s.heldMs),
+                "headLockP50": ms(s.percentile(0.5)), "headLockP99": ms(s.percentile(0.99)),
+                "lagCommits": .int(Int64(lag.count)), "lagP50": ms(PostgresEventStore.SerialSection.percentile(lag, 0.5)),
+                "lagP99": ms(PostgresEventStore.SerialSection.percentile(lag, 0.99))]
     }
 
     /// The store answered; `wakeFollower` after an outage (the notification connection is back).

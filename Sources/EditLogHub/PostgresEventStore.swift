@@ -3,6 +3,7 @@ import EditLogStore
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// The hub's event store on PostgreSQL: the store contract (`EventStoreEngine`) with the columns, the chain and the
 /// rules of the SQLite log file.
@@ -109,8 +110,9 @@ public final class PostgresEventStore: EventStoreEngine {
     /// `lost` is called when the connection cannot be made (the server stopped or is unreachable): the first sign of
     /// an outage, before any call times out (a connection that ends is made again first: a restart is not an outage).
     /// `connected` is called each time the connection is made: the server answers again.
+    /// `wake` gets the head a notification names (nil for the first call after each connection).
     public func listen(retry: Double = 1, lost: @escaping @Sendable () -> Void = {}, connected: @escaping @Sendable () -> Void = {},
-                       _ wake: @escaping @Sendable () -> Void) async {
+                       _ wake: @escaping @Sendable (Int64?) -> Void) async {
         let location = self.location
         while !Task.isCancelled {
             do {
@@ -123,8 +125,8 @@ public final class PostgresEventStore: EventStoreEngine {
                 do {
                     try await withTaskCancellationHandler {
                         try await conn.listen(on: Self.channel) { notifications in
-                            wake()
-                            for try await _ in notifications { wake() }
+                            wake(nil)
+                            for try await n in notifications { wake(Int64(n.payload)) }
                         }
                     } onCancel: { conn.close().whenComplete { _ in } }
                 } catch {}
@@ -144,18 +146,60 @@ public final class PostgresEventStore: EventStoreEngine {
     public func append(_ batch: [EventAppend], after expectedHead: Int64?) async throws(EditLogError) -> [AppendOutcome] {
         guard !batch.isEmpty else { return [] }
         let logId = self.logId, clock = self.clock
+        let locked = LockedAt()
+        defer {
+            let start = locked.nanos.load(ordering: .acquiring)
+            if start > 0 { serialSection.withLock { $0.add(DispatchTime.now().uptimeNanoseconds - start, events: batch.count) } }
+        }
         return try await Self.wrap(location, "append") {
             try await client.withTransaction(logger: Self.logger) { conn in
-                try await Self.appendRows(batch, conn, logId: logId, clock: clock, after: expectedHead)
+                try await Self.appendRows(batch, conn, logId: logId, clock: clock, after: expectedHead) {
+                    locked.nanos.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing)
+                }
             }
+        }
+    }
+
+    /// When an append took the head's lock (0: not yet).
+    final class LockedAt: Sendable { let nanos = Atomic<UInt64>(0) }
+
+    /// The store's serial section as this process saw it: how long each of its appends held the head's lock, from
+    /// the lock taken to the commit (or rollback) answered. One store's ceiling follows from it: every append of
+    /// every node takes its turn there.
+    public let serialSection = Mutex(SerialSection())
+
+    public struct SerialSection: Sendable {
+        public private(set) var appends = 0
+        public private(set) var events = 0
+        public private(set) var heldMs = 0.0
+        /// Each append's time held, in ms (the first 200,000).
+        public private(set) var samples: [Double] = []
+
+        mutating func add(_ nanos: UInt64, events n: Int) {
+            let ms = Double(nanos) / 1e6
+            appends += 1; events += n; heldMs += ms
+            if samples.count < 200_000 { samples.append(ms) }
+        }
+
+        /// `p` (0…1) of the appends' times held, in ms.
+        public func percentile(_ p: Double) -> Double { Self.percentile(samples, p) }
+
+        /// `p` (0…1) of `samples` (nearest rank); 0 for none.
+        public static func percentile(_ samples: [Double], _ p: Double) -> Double {
+            guard !samples.isEmpty else { return 0 }
+            let sorted = samples.sorted()
+            return sorted[min(sorted.count - 1, max(0, Int((p * Double(sorted.count)).rounded(.up)) - 1))]
         }
     }
 
     /// The append inside a transaction: the head locked; the batch's ids and streams looked up in one query each;
     /// each event checked, hashed and inserted; the head moved, and the nodes notified at commit.
-    static func appendRows(_ batch: [EventAppend], _ conn: PostgresConnection, logId: String, clock: any LogClock, after expectedHead: Int64? = nil) async throws -> [AppendOutcome] {
+    /// `locked` is called once the head's lock is held.
+    static func appendRows(_ batch: [EventAppend], _ conn: PostgresConnection, logId: String, clock: any LogClock, after expectedHead: Int64? = nil,
+                           locked: () -> Void = {}) async throws -> [AppendOutcome] {
         guard !batch.isEmpty else { return [] }
         var head = try await lockHead(conn)
+        locked()
         try StoreHead.check(head.position, expected: expectedHead)
         // Ids already stored, and each stream's version (the batch's own appends move them on below).
         var stored: [UUID: Int64] = [:]

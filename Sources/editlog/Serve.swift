@@ -134,6 +134,7 @@ struct Serve: AsyncParsableCommand {
             do { try await app.runService() } catch { throw EditLogError(.io, "the server stopped: \(error)") }
             if let node {
                 out("editlog: node stopped: \(node.stats.writes) writes, \(node.stats.redecided) decided again after another node appended first")
+                out("editlog: node figures \(node.figures.serialized())")
             }
         }
     }

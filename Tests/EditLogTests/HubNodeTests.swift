@@ -309,6 +309,20 @@ struct HubNodeTests {
                 if !seen { try await Task.sleep(for: .milliseconds(25)) }
             }
             #expect(seen)
+            // The node measured its catch-up: from the store's notification of the other node's commit to its local copy's
+            // commit (a write made before its notification connection was up is caught up without one: written again).
+            for k in 2...6 where n1.lag.isEmpty {
+                try n2.write { try SyncRig.set($0, SyncRig.tree1, [("SiteWidth", "\(k).5")], at: "2026-06-01T12:0\(k):00Z", actor: "bob", session: "f-\(k)") }
+                let head = try await store.head()
+                var tries = 0
+                while try n1.local.head() != head, tries < 200 { tries += 1; try await Task.sleep(for: .milliseconds(25)) }
+            }
+            let lag = n1.lag
+            #expect(!lag.isEmpty && lag.allSatisfy { $0 >= 0 && $0 < 5_000 }, "\(lag)")
+            // And the head lock's time held by the appends (the serial section): one append per write, each held a while.
+            let held = n2.serialSection
+            #expect(held.appends >= 1 && held.events >= held.appends && held.heldMs > 0 && held.percentile(0.99) > 0, "\(held)")
+            #expect(n1.figures["lagCommits"]?.intValue == Int64(lag.count))
         }
     }
 }
