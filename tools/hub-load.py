@@ -605,7 +605,8 @@ class Run:
             await one("0/query", {"f": "json", "token": tok, "where": "1=1", "outFields": "OBJECTID,GlobalID,PlantedBy", "resultRecordCount": "50"}, "query")
             where = "GlobalID IN (" + ",".join(f"'{g}'" for g in picks) + ")"
             await one("0/query", {"f": "json", "token": tok, "where": where, "returnIdsOnly": "true"}, "objectIds")
-            values = [f"o{k}-{i}" for i in range(10)]
+            # Unique over the whole run (a sweep's rates start `k` again), so the store check finds each value once.
+            values = [f"o{self.open_runs}-{k}-{i}" for i in range(10)]
             answer = await one("0/applyEdits", {"f": "json", "token": tok, "useGlobalIds": "true", "rollbackOnFailure": "true",
                                                 "updates": json.dumps([{"attributes": {"GlobalID": g, "PlantedBy": v}} for g, v in zip(picks, values)])}, "applyEdits")
             if answer and all(r.get("success") for r in answer.get("updateResults", [])):
@@ -626,6 +627,7 @@ class Run:
     async def open_loop(self, rate, seconds):
         """Syncs arriving at `rate` per second for `seconds` (one device after another), each its own task started at
         its scheduled time whatever the others are doing. Returns the figures."""
+        self.open_runs = getattr(self, "open_runs", 0) + 1
         devices = [{"id": d, "token": f"tok-device-{d:05d}", "gen": 0} for d in range(self.a.devices)]
         stats = {"query": [], "objectIds": [], "applyEdits": [], "extractChanges": [], "sync": [], "errors": {}, "acked": 0}
         cpu0 = self.cpu_seconds()

@@ -80,7 +80,9 @@ public enum ChangeIndex {
         return out
     }
 
-    static func create(_ db: Database) throws {
+    /// The table, and its index by feature unless `byFeature` is false (a replay of the whole log creates that index
+    /// once at its end, `createFeatureIndex`: one sort instead of a random insert per row).
+    static func create(_ db: Database, byFeature withIndex: Bool = true) throws {
         try db.execute(sql: """
             CREATE TABLE \(table) (
                 position INTEGER PRIMARY KEY,
@@ -88,9 +90,15 @@ public enum ChangeIndex {
                 global_id TEXT NOT NULL,
                 kind INTEGER NOT NULL,
                 tracking TEXT
-            );
-            CREATE INDEX \(byFeature) ON \(table)(global_id, position);
+            )
             """)
+        if withIndex { try createFeatureIndex(db) }
+    }
+
+    /// The index by feature, when the table has none yet.
+    static func createFeatureIndex(_ db: Database) throws {
+        guard try exists(db), try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)", arguments: [byFeature])! else { return }
+        try db.execute(sql: "CREATE INDEX \(byFeature) ON \(table)(global_id, position)")
     }
 
     /// Read from `sqlite_master` itself, not GRDB's schema cache: a projector asks after creating the projection's

@@ -19,6 +19,9 @@ public final class Projector {
     /// Creates the change index with the projection tables (the log's own projection: a new log, a rebuild); a
     /// replay's or a checkpoint's tables have none.
     public var createsChangeIndex = false
+    /// With `createsChangeIndex`, the index's lookup by feature is left to the caller (`Projections.replay` creates it
+    /// after the whole log).
+    var defersChangeIndexLookup = false
     /// Open sessions this projector has seen, so a staged step does not re-read and re-parse the session
     /// row. Only the projector writes `p_sessions`, and it lives for one transaction (or one rebuild).
     public internal(set) var openSessions: [String: SessionState] = [:]
@@ -123,7 +126,7 @@ public final class Projector {
         try exclusive {
             if schema == nil, try !db.tableExists("p_sessions") {
                 try ProjectionTables.createCommon(db)
-                if createsChangeIndex, try !ChangeIndex.exists(db) { try ChangeIndex.create(db) }
+                if createsChangeIndex, try !ChangeIndex.exists(db) { try ChangeIndex.create(db, byFeature: !defersChangeIndexLookup) }
             }
             for l in s.layers {
                 if try !db.tableExists(ProjectionTables.featureTable(l.id)) {

@@ -23,6 +23,7 @@ public enum Projections {
                               progress: ((Int64, Int64) -> Void)? = nil) throws -> Projector {
         let projector = Projector(logId: try EventStore.logId(in: source))
         projector.createsChangeIndex = changeIndex
+        projector.defersChangeIndexLookup = true
         let total = try EventReading.count(source)
         // On one connection, a schema change's table reshape cannot drop a table while the events' statement is
         // stepped (SQLite: "database table is locked"): the read stops before it, and goes on after it.
@@ -43,6 +44,7 @@ public enum Projections {
             }
             try projector.flush(target)
         }
+        if changeIndex { try ChangeIndex.createFeatureIndex(target) }
         progress?(total, total)
         return projector
     }
