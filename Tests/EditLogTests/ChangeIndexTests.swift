@@ -21,10 +21,7 @@ import Testing
     @Test(arguments: [UInt64(11), 12, 13])
     func diffFromTheIndexEqualsDiffFromTheStreams(seed: UInt64) throws {
         let tmp = TempPath(), plain = TempPath()
-        let log = try Fixture.treesLog(at: tmp.path, seed: seed)
-        var editor = RebuildPropertyTests.RandomEditor(rng: SplitMix64(seed: seed), trees: Array(try Fixture.globalIds("Trees").prefix(30)),
-                                                       species: try Fixture.globalIds("Species"))
-        _ = try RebuildPropertyTests.drive(log, editor: &editor, steps: 240)
+        let log = try RebuildPropertyTests.randomLog(at: tmp.path, seed: seed, steps: 240)
         #expect(try Self.hasIndex(tmp.path))
         let folded = try Self.copyWithoutIndex(tmp.path, to: plain.path)
         let end = try log.eventCount()
@@ -55,10 +52,7 @@ import Testing
     @Test(arguments: [UInt64(21), 22])
     func theIndexsChangesAgreeWithDiff(seed: UInt64) throws {
         let tmp = TempPath()
-        let log = try Fixture.treesLog(at: tmp.path, seed: seed)
-        var editor = RebuildPropertyTests.RandomEditor(rng: SplitMix64(seed: seed), trees: Array(try Fixture.globalIds("Trees").prefix(30)),
-                                                       species: try Fixture.globalIds("Species"))
-        _ = try RebuildPropertyTests.drive(log, editor: &editor, steps: 300)
+        let log = try RebuildPropertyTests.randomLog(at: tmp.path, seed: seed, steps: 300)
         let end = try log.eventCount()
         var rng = SplitMix64(seed: seed &* 31)
         var kinds: [ChangeIndex.Change: Int] = [:]
@@ -94,9 +88,7 @@ import Testing
             if dropped { try RawLog.write(path) { db in try db.execute(sql: "DROP TABLE change_index") } }
             let clock = StepClock(start: 1_790_000_000_000, step: 7)
             let log = try EditLog.open(at: path, clock: clock, ids: UUIDv7Generator(clock: clock, seed: 5))
-            var editor = RebuildPropertyTests.RandomEditor(rng: SplitMix64(seed: 5), trees: Array(try Fixture.globalIds("Trees").prefix(30)),
-                                                           species: try Fixture.globalIds("Species"))
-            _ = try RebuildPropertyTests.drive(log, editor: &editor, steps: 120)
+            try RebuildPropertyTests.drive(log, seed: 5, steps: 120)
             return log
         }
         let old = try make(tmp.path, dropped: true)

@@ -58,8 +58,7 @@ import Testing
     func rebuildEqualsIncremental(seed: UInt64) throws {
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path, seed: seed)
-        var editor = RandomEditor(rng: SplitMix64(seed: seed), trees: Array(try Fixture.globalIds("Trees").prefix(30)), species: try Fixture.globalIds("Species"))
-        let (accepted, rejected) = try Self.drive(log, editor: &editor, steps: 240)
+        let (accepted, rejected) = try Self.drive(log, seed: seed, steps: 240)
         #expect(accepted > 60 && rejected > 10, "accepted \(accepted), rejected \(rejected): the generator should exercise both paths")
         let incremental = try log.digestOfProjections()
         #expect(incremental == (try log.digestOfRebuild()))
@@ -78,6 +77,20 @@ import Testing
         #expect(try log.digestOfRebuild() == d)
         let r = try log.verify()
         #expect(!r.ok && r.problems.first?.contains("p_layer_0") == true)
+    }
+
+    /// The fixture log at `path` after `steps` random pop-up steps of `seed` (`drive`).
+    static func randomLog(at path: String, seed: UInt64, steps: Int) throws -> EditLog {
+        let log = try Fixture.treesLog(at: path, seed: seed)
+        try drive(log, seed: seed, steps: steps)
+        return log
+    }
+
+    /// `drive` with the editor of `seed` over the fixture's first 30 trees.
+    @discardableResult
+    static func drive(_ log: EditLog, seed: UInt64, steps: Int) throws -> (accepted: Int, rejected: Int) {
+        var editor = RandomEditor(rng: SplitMix64(seed: seed), trees: Array(try Fixture.globalIds("Trees").prefix(30)), species: try Fixture.globalIds("Species"))
+        return try drive(log, editor: &editor, steps: steps)
     }
 
     /// Feeds `steps` random pop-up steps to `log`, each actor in its own session (create/edit name a new one,

@@ -26,10 +26,7 @@ import Testing
     @Test(arguments: [UInt64(5), 6])
     func theRowWriterWritesWhatOneConnectionWrites(seed: UInt64) throws {
         let tmp = TempPath()
-        let log = try Fixture.treesLog(at: tmp.path, seed: seed)
-        var editor = RebuildPropertyTests.RandomEditor(rng: SplitMix64(seed: seed), trees: Array(try Fixture.globalIds("Trees").prefix(30)),
-                                                       species: try Fixture.globalIds("Species"))
-        _ = try RebuildPropertyTests.drive(log, editor: &editor, steps: 240)
+        let log = try RebuildPropertyTests.randomLog(at: tmp.path, seed: seed, steps: 240)
         let incremental = try log.digestOfProjections()
         try RawLog.read(log.path) { (source: Database) throws -> Void in
             // Batches of one row, of a few rows (a feature folded across batches is an UPDATE), and one batch.
@@ -46,9 +43,7 @@ import Testing
     @Test func aWriteThatFailsOnTheWritersThreadIsThrownAndStopsTheReplay() throws {
         let tmp = TempPath()
         let log = try Fixture.treesLog(at: tmp.path)
-        var editor = RebuildPropertyTests.RandomEditor(rng: SplitMix64(seed: 9), trees: Array(try Fixture.globalIds("Trees").prefix(30)),
-                                                       species: try Fixture.globalIds("Species"))
-        _ = try RebuildPropertyTests.drive(log, editor: &editor, steps: 120)
+        try RebuildPropertyTests.drive(log, seed: 9, steps: 120)
         let target = try DatabaseQueue()
         // The target's session table refuses its 20th row: the writer's thread fails part-way through the replay.
         try target.write { db in
