@@ -2,7 +2,6 @@ import EditLogCore
 import EditLogMerge
 import EditLogStore
 import GRDB
-import GRDBSQLite
 
 /// The change index: one row per event that changed a feature in this log's projection (as the projector applied
 /// it, this log's decisions included), by position, with the editor-tracking values that event left in the row.
@@ -17,25 +16,28 @@ public enum ChangeIndex {
     public static let table = EventStore.derivedTables[0]
     static let byFeature = "change_index_feature"
 
-    /// The row kinds as stored: `FeatureEffect.Row`, and 5 for a feature made live again by a write that changed
-    /// no row (`revives` with `.none`).
-    static func kind(_ f: FeatureEffect) -> Int {
-        switch f.row {
-        case .create: 1
-        case .update: 2
-        case .delete: 3
-        case .deleteAgain: 4
-        case .none: f.revives ? 5 : 0
-        }
-    }
-    static let created: Int64 = 1
+    /// A row's kind as stored: `FeatureEffect.Row`, and `revive` for a feature made live again by a write that
+    /// changed no row (`revives` with `.none`).
+    enum Kind: Int64 {
+        case none = 0, create, update, delete, deleteAgain, revive
 
-    /// Whether a feature is live after a row of `kind`; nil when the row leaves it as it was.
-    static func live(after kind: Int64) -> Bool? {
-        switch kind {
-        case 1, 2, 5: true
-        case 3, 4: false
-        default: nil
+        init(_ f: FeatureEffect) {
+            switch f.row {
+            case .create: self = .create
+            case .update: self = .update
+            case .delete: self = .delete
+            case .deleteAgain: self = .deleteAgain
+            case .none: self = f.revives ? .revive : .none
+            }
+        }
+
+        /// Whether the feature is live after such a row; nil when the row leaves it as it was (an unknown kind too).
+        static func live(after stored: Int64) -> Bool? {
+            switch Kind(rawValue: stored) {
+            case .create?, .update?, .revive?: true
+            case .delete?, .deleteAgain?: false
+            case .none?, nil: nil
+            }
         }
     }
 
@@ -58,7 +60,7 @@ public enum ChangeIndex {
         while let r = try rows.next() {
             let g: String = r[0], k: Int64 = r[1]
             if window.index(forKey: g) == nil { order.append(g); window[g] = Window(first: k, live: nil) }
-            if let now = live(after: k) { window[g]!.live = now; window[g]!.written = true }
+            if let now = Kind.live(after: k) { window[g]!.live = now; window[g]!.written = true }
         }
         let before = try db.cachedStatement(sql: "SELECT kind FROM \(table) WHERE global_id = ? AND position <= ? ORDER BY position DESC")
         var out: [(globalId: String, change: Change)] = []
@@ -66,9 +68,9 @@ public enum ChangeIndex {
             let w = window[g]!
             guard w.written else { continue }
             var wasLive = false
-            if w.first != created {
+            if w.first != Kind.create.rawValue {
                 let kinds = try Int64.fetchCursor(before, arguments: [g, from])
-                while let k = try kinds.next() { if let l = live(after: k) { wasLive = l; break } }
+                while let k = try kinds.next() { if let l = Kind.live(after: k) { wasLive = l; break } }
             }
             switch (wasLive, w.live ?? wasLive) {
             case (false, true): out.append((g, .added))
@@ -95,10 +97,10 @@ public enum ChangeIndex {
         if withIndex { try createFeatureIndex(db) }
     }
 
-    /// The index by feature, when the table has none yet.
+    /// The index by feature, when the table has none yet (SQLite keeps the definition without `IF NOT EXISTS`).
     static func createFeatureIndex(_ db: Database) throws {
-        guard try exists(db), try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)", arguments: [byFeature])! else { return }
-        try db.execute(sql: "CREATE INDEX \(byFeature) ON \(table)(global_id, position)")
+        guard try exists(db) else { return }
+        try db.execute(sql: "CREATE INDEX IF NOT EXISTS \(byFeature) ON \(table)(global_id, position)")
     }
 
     /// Read from `sqlite_master` itself, not GRDB's schema cache: a projector asks after creating the projection's
@@ -111,13 +113,13 @@ public enum ChangeIndex {
         if try exists(db) { try db.execute(sql: "DROP TABLE \(table)") }
     }
 
-    /// The tracking values a row holds after a write (`columns`' editor-tracking attribute columns, those named in
-    /// `only` when given: the ones the write set), as a JSON object; nil when the layer tracks nothing or the write set
-    /// none of them.
-    static func tracking(_ c: LayerColumns, _ row: [DatabaseValue?], only: Set<String>?) -> String? {
+    /// The tracking values a row holds after a write (`columns`' editor-tracking attribute columns, those at the
+    /// indices `only` when given: the ones the write set), as a JSON object; nil when the layer tracks nothing or the
+    /// write set none of them.
+    static func tracking(_ c: LayerColumns, _ row: [DatabaseValue?], only: [Int]?) -> String? {
         guard !c.tracking.isEmpty, only?.isEmpty != true else { return nil }
         var o: [String: JSONValue] = [:]
-        for (name, i) in c.tracking where only?.contains(name) ?? true {
+        for (name, i) in c.tracking where only?.contains(i) ?? true {
             guard let v = row[i] else { continue }
             switch v.storage {
             case .null: o[name] = .null
@@ -145,9 +147,7 @@ public enum ChangeIndex {
     public static func values(_ db: Database, at position: Int64, of wanted: [(layer: LayerSchema, globalId: String)],
                               fields: (LayerSchema) -> Set<String>) throws -> [String: [String: JSONValue]]? {
         guard try exists(db) else { return nil }
-        // Stepped through SQLite's C API: one short range per feature, where GRDB's cursor and row cost more than the read.
         let statement = try db.cachedStatement(sql: "SELECT kind, tracking FROM \(table) WHERE global_id = ? AND position <= ? ORDER BY position DESC")
-        let stmt = statement.sqliteStatement
         var fieldSets: [Int: Set<String>] = [:]
         var out: [String: [String: JSONValue]] = [:]
         for (layer, g) in wanted {
@@ -155,25 +155,20 @@ public enum ChangeIndex {
             fieldSets[layer.id] = wantedFields
             var values: [String: JSONValue] = [:]
             var seen = false
-            sqlite3_reset(stmt)
-            let bindings = RawBindings(stmt)
-            bindings.bind(1, g)
-            sqlite3_bind_int64(stmt, 2, position)
-            while true {
-                let rc = sqlite3_step(stmt)
-                if rc == SQLITE_DONE { break }
-                guard rc == SQLITE_ROW else { throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection))) }
+            let rows = try Row.fetchCursor(statement, arguments: [g, position])
+            while let r = try rows.next() {
                 seen = true
-                if let text = sqlite3_column_text(stmt, 1) {
-                    let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(stmt, 1)))
-                    if case .object(let o)? = try? JSONParser.parse(Array(bytes)) {
-                        for (k, v) in o {
-                            let name = layer.field(k)?.name ?? k
-                            if wantedFields.contains(name), values[name] == nil { values[name] = v }
-                        }
+                if let text: String = r[1] {
+                    guard case .object(let o)? = try? JSONParser.parse(text) else {
+                        throw EditLogError(.corrupt, "the change index's row of \(g) holds no JSON object of tracking values; the index was altered: run `editlog rebuild`",
+                                           at: "change_index before position \(position)")
+                    }
+                    for (k, v) in o {
+                        let name = layer.field(k)?.name ?? k
+                        if wantedFields.contains(name), values[name] == nil { values[name] = v }
                     }
                 }
-                if sqlite3_column_int64(stmt, 0) == Self.created {
+                if (r[0] as Int64) == Kind.create.rawValue {
                     for f in wantedFields where values[f] == nil { values[f] = .null }
                     break
                 }
@@ -181,7 +176,6 @@ public enum ChangeIndex {
             }
             if seen { out[g] = values }
         }
-        sqlite3_reset(stmt)
         return out
     }
 }

@@ -178,7 +178,7 @@ public final class Projector {
         }
         if indexing {
             try execute(db, "INSERT INTO \(ChangeIndex.table) (position, layer, global_id, kind, tracking) VALUES (?, ?, ?, ?, ?)",
-                        [e.position, f.layer, f.globalId, ChangeIndex.kind(f), tracking])
+                        [e.position, f.layer, f.globalId, ChangeIndex.Kind(f).rawValue, tracking])
         }
         guard let atts = f.attachments, !atts.isEmpty else { return }
         for s in atts.added {
@@ -296,6 +296,9 @@ public final class Projector {
         var indexed: String?
         let tracked = layer.editorTrackingValues(of: e, tracking)
         try fold(layer, globalId: f.globalId, insertAt: nil) { c, row in
+            // The tracking columns this event writes (for the index: the pending row also holds earlier writes, more
+            // of them in a rebuild than in one transaction, and the index must be the same both ways).
+            var wrote: [Int] = []
             try f.forEachValue { k, _, new in
                 guard let field = layer.field(k), let i = c.attribute[field.name] else {
                     // Another log's value for a field this log's schema lacks (removed here, or there before the
@@ -305,9 +308,14 @@ public final class Projector {
                     throw e.corrupt("changes field \"\(k)\", which layer \(layer.name) does not have as an attribute")
                 }
                 row[i] = Projector.databaseValue(new)?.databaseValue ?? .null
+                if indexing, c.tracking.contains(where: { $0.index == i }) { wrote.append(i) }
             }
             // Editor tracking after the changes, as a field the tracking fills is not the crew's to set.
-            for (k, v) in tracked { if let i = c.attribute[k] { row[i] = Projector.databaseValue(v)?.databaseValue ?? .null } }
+            for (k, v) in tracked {
+                guard let i = c.attribute[k] else { continue }
+                row[i] = Projector.databaseValue(v)?.databaseValue ?? .null
+                if indexing { wrote.append(i) }
+            }
             if let g = f.geometry { Self.setGeometry(g, c, &row) }
             if tracking.editor {
                 row[c.editor] = e.actor.databaseValue
@@ -318,13 +326,7 @@ public final class Projector {
                 row[c.created] = e.recordedTime.databaseValue
             }
             row[c.position] = e.position.databaseValue
-            if indexing {
-                // Only the columns this event wrote: the pending row also holds earlier writes (more of them in a
-                // rebuild than in one transaction), and the index must be the same both ways.
-                var wrote = Set(tracked.keys)
-                f.forEachValue { k, _, _ in if let name = layer.field(k)?.name, layer.isEditorTrackingField(name) { wrote.insert(name) } }
-                indexed = ChangeIndex.tracking(c, row, only: wrote)
-            }
+            if indexing { indexed = ChangeIndex.tracking(c, row, only: wrote) }
         }
         return indexed
     }

@@ -12,6 +12,11 @@ public enum ArcGISResponse {
     public static func json(_ value: JSONValue, pretty: Bool = false, contentType: String = "application/json; charset=utf-8", status: HTTPResponse.Status = .ok) -> Response {
         var bytes: [UInt8] = []
         if pretty { prettyWrite(value, indent: 0, into: &bytes) } else { bytes = value.serializedBytes() }
+        return Self.bytes(bytes, contentType: contentType, status: status)
+    }
+
+    /// A JSON answer already written to bytes.
+    public static func bytes(_ bytes: [UInt8], contentType: String = "application/json; charset=utf-8", status: HTTPResponse.Status = .ok) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = contentType
         headers[.cacheControl] = "no-cache"

@@ -52,10 +52,9 @@ extension FeatureService {
         let idsOnly = p.bool("returnIdsOnly", default: false)
         let withAttachments = p.bool("returnAttachments", default: false) && !idsOnly
         let byURL = p.bool("returnAttachmentsDataByUrl", default: true)
-        // Features without attachments are written as `query` writes them, rows straight to bytes (`queryFeatureBytes`).
-        let asBytes = !idsOnly && !withAttachments && !r.pretty
-        var edits: [JSONValue] = []
-        var editBytes: [[UInt8]] = []
+        // Each layer's member is written to bytes: its features as `query` writes them (`queryFeatureBytes`), the rest
+        // as documents. A pretty answer (f=pjson) is the same document, read back and indented.
+        var edits: [[UInt8]] = []
         for l in layers {
             let start = max(1, from[l.id] ?? 1)
             var adds: [String] = [], updates: [String] = [], deletes: [String] = []
@@ -86,54 +85,39 @@ extension FeatureService {
             let found = try handles.read { try $0.objectIds(layer: ref, globalIds: adds + updates + deletes) }
             func oids(_ gids: [String]) -> [Int64] { gids.compactMap { GlobalID.normalize($0).flatMap { found[$0]?.objectId } }.sorted() }
             let (addIds, updateIds, deleteIds) = (oids(adds), oids(updates), oids(deletes))
-            var o: [String: JSONValue] = ["id": .int(Int64(l.id))]
-            if let oid = l.objectIdField { o["objectIdFieldName"] = .string(oid) }
-            if let gid = l.globalIdField { o["globalIdFieldName"] = .string(gid) }
-            if asBytes {
+            var members: [(key: String, bytes: [UInt8])] = [("id", JSONValue.int(Int64(l.id)).serializedBytes())]
+            if let oid = l.objectIdField { members.append(("objectIdFieldName", JSONValue.string(oid).serializedBytes())) }
+            if let gid = l.globalIdField { members.append(("globalIdFieldName", JSONValue.string(gid).serializedBytes())) }
+            func idList(_ ids: [Int64]) -> [UInt8] { JSONValue.array(ids.map { .int($0) }).serializedBytes() }
+            if idsOnly {
+                var ids: [(key: String, bytes: [UInt8])] = []
+                if returnInserts { ids.append(("adds", idList(addIds))) }
+                if returnUpdates { ids.append(("updates", idList(updateIds))) }
+                if returnDeletes { ids.append(("deletes", idList(deleteIds))) }
+                members.append(("objectIds", Self.objectBytes(ids)))
+            } else {
                 func load(_ ids: [Int64]) throws -> [UInt8] {
-                    if ids.isEmpty { return [] }
-                    return try handles.read {
+                    if ids.isEmpty { return Array("[]".utf8) }
+                    let page = try handles.read {
                         try $0.queryFeatureBytes(layer: ref, FeatureQuery(objectIds: ids, limit: ids.count), fields: l.fields.filter { $0.type != .geometry },
-                                                 returnGeometry: !l.isTable).bytes
+                                                 returnGeometry: !l.isTable)
                     }
+                    return Array("[".utf8) + page.bytes + Array("]".utf8)
                 }
                 var features: [(key: String, bytes: [UInt8])] = []
-                if returnInserts { features.append(("adds", Array("[".utf8) + (try load(addIds)) + Array("]".utf8))) }
-                if returnDeletes { features.append(("deleteIds", JSONValue.array(deleteIds.map { .int($0) }).serializedBytes())) }
-                if returnUpdates { features.append(("updates", Array("[".utf8) + (try load(updateIds)) + Array("]".utf8))) }
-                editBytes.append(Self.objectBytes(o.map { ($0.key, $0.value.serializedBytes()) } + [("features", Self.objectBytes(features))]))
-            } else if idsOnly {
-                var ids: [String: JSONValue] = [:]
-                if returnInserts { ids["adds"] = .array(addIds.map { .int($0) }) }
-                if returnUpdates { ids["updates"] = .array(updateIds.map { .int($0) }) }
-                if returnDeletes { ids["deletes"] = .array(deleteIds.map { .int($0) }) }
-                o["objectIds"] = .object(ids)
-            } else {
-                var features: [String: JSONValue] = [:]
-                func load(_ ids: [Int64]) throws -> JSONValue {
-                    if ids.isEmpty { return [] }
-                    let page = try handles.read { try $0.queryFeatures(layer: ref, FeatureQuery(objectIds: ids)) }
-                    return .array(page.features.map { f in
-                        guard var fo = f.objectValue else { return f }
-                        if let g = fo["geometry"] { fo["geometry"] = Self.stripSpatialReference(g) }
-                        return .object(fo)
-                    })
-                }
-                if returnInserts { features["adds"] = try load(addIds) }
-                if returnUpdates { features["updates"] = try load(updateIds) }
-                if returnDeletes { features["deleteIds"] = .array(deleteIds.map { .int($0) }) }
-                o["features"] = .object(features)
-                if withAttachments { o["attachments"] = try attachmentEdits(attachments, layer: l, byURL: byURL, r) }
+                if returnInserts { features.append(("adds", try load(addIds))) }
+                if returnUpdates { features.append(("updates", try load(updateIds))) }
+                if returnDeletes { features.append(("deleteIds", idList(deleteIds))) }
+                members.append(("features", Self.objectBytes(features)))
+                if withAttachments { members.append(("attachments", try attachmentEdits(attachments, layer: l, byURL: byURL, r).serializedBytes())) }
             }
-            edits.append(.object(o))
+            edits.append(Self.objectBytes(members))
         }
         let gens = JSONValue.array(layers.map { ["id": .int(Int64($0.id)), "serverGen": .int(to)] })
-        if asBytes {
-            let body = Self.objectBytes([("edits", Array("[".utf8) + Array(editBytes.joined(separator: Array(",".utf8))) + Array("]".utf8)),
-                                         ("layerServerGens", gens.serializedBytes())])
-            return FeatureSetJSON.response(bytes: body)
-        }
-        return out(["layerServerGens": gens, "edits": .array(edits)], r)
+        let body = Self.objectBytes([("edits", Array("[".utf8) + Array(edits.joined(separator: Array(",".utf8))) + Array("]".utf8)),
+                                     ("layerServerGens", gens.serializedBytes())])
+        if r.pretty { return out(try JSONParser.parse(body), r) }
+        return ArcGISResponse.bytes(body)
     }
 
     /// A JSON object of members already written, in key order as `JSONValue` writes an object.

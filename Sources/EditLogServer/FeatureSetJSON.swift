@@ -9,15 +9,7 @@ import Hummingbird
 /// path of `tools/bench serve`).
 public enum FeatureSetJSON {
     static func response(header: [String: JSONValue], features: [UInt8]) -> Response {
-        response(bytes: bytes(header: header, features: features))
-    }
-
-    /// A JSON answer already written to bytes.
-    static func response(bytes: [UInt8]) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=utf-8"
-        headers[.cacheControl] = "no-cache"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        ArcGISResponse.bytes(bytes(header: header, features: features))
     }
 
     /// The document's bytes (public for `tools/bench serve`'s in-process floor).
