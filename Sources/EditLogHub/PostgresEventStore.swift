@@ -33,10 +33,6 @@ public final class PostgresEventStore: EventStoreEngine {
     public static let appenderRole = "editlog_appender"
     /// The channel a committed append notifies, with the new head position as its payload.
     public static let channel = "editlog_events"
-    /// Rows per INSERT statement of an append (16 binds each, under PostgreSQL's 65,535).
-    static let insertRows = 1000
-    /// The size of a stored blob piece.
-    static let pieceBytes = Int(BlobStorage.inlineLimit)
 
     init(location: PostgresLocation, client: PostgresClient, runner: Task<Void, Never>, logId: String, format: Int, clock: any LogClock) {
         self.location = location; self.client = client; self.runner = runner; self.logId = logId; self.format = format; self.clock = clock
@@ -56,8 +52,9 @@ public final class PostgresEventStore: EventStoreEngine {
     /// Creates a hub store in an empty database: the tables, triggers and role, the log's id and `initial` (a log's
     /// events copied as they are: `editlog hub init`), in one transaction. Fails, changing nothing, when the database
     /// already holds a store or an initial event does not append.
+    /// `schemaVersion`: the schema made (tests make an older one, to open it).
     public static func create(_ location: PostgresLocation, logId: String, initial: [EventAppend] = [], initialBlobs: [[UInt8]] = [],
-                              clock: any LogClock = SystemClock()) async throws(EditLogError) -> PostgresEventStore {
+                              clock: any LogClock = SystemClock(), schemaVersion: Int = PostgresSchema.versions.count) async throws(EditLogError) -> PostgresEventStore {
         let (client, runner) = try await start(location)
         do throws(EditLogError) {
             try await wrap(location, "create the hub store") {
@@ -69,7 +66,8 @@ public final class PostgresEventStore: EventStoreEngine {
                     for statement in PostgresSchema.statements { try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
                     try await conn.query("INSERT INTO editlog_meta (key, value) VALUES ('log_id', \(logId)), ('format', \(String(EventStore.formatVersion)))", logger: logger)
                     try await conn.query("INSERT INTO editlog_head (only_row, position, hash) VALUES (true, 0, \(Data(EventHash.genesis)))", logger: logger)
-                    _ = try await appendRows(initial, conn, logId: logId, clock: clock)
+                    try await upgrade(conn, from: 1, to: schemaVersion)
+                    _ = try await append(initial, conn, logId: logId, clock: clock)
                     for blob in initialBlobs { _ = try await putBlobRows(blob, conn) }
                 }
             }
@@ -97,10 +95,35 @@ public final class PostgresEventStore: EventStoreEngine {
             guard format <= EventStore.formatVersion else {
                 throw EditLogError(.unsupported, "\(location) was written in format \(format); this editlog reads up to \(EventStore.formatVersion): upgrade editlog")
             }
+            let version = PostgresSchema.version(meta)
+            guard version <= PostgresSchema.versions.count else {
+                throw EditLogError(.unsupported, "\(location) has hub schema \(version); this editlog knows up to \(PostgresSchema.versions.count): upgrade editlog")
+            }
+            if version < PostgresSchema.versions.count {
+                try await wrap(location, "upgrade the hub store's schema from version \(version) (connect once as the role that made the store)") {
+                    try await client.withTransaction(logger: logger) { conn in
+                        // One upgrader at a time; a second finds the work done.
+                        try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended('editlog schema', 0))", logger: logger)
+                        var meta: [String: String] = [:]
+                        for try await (k, v) in try await conn.query("SELECT key, value FROM editlog_meta", logger: logger).decode((String, String).self) { meta[k] = v }
+                        try await upgrade(conn, from: PostgresSchema.version(meta), to: PostgresSchema.versions.count)
+                    }
+                }
+            }
             return PostgresEventStore(location: location, client: client, runner: runner, logId: id, format: format, clock: clock)
         } catch {
             runner.cancel()
             throw error
+        }
+    }
+
+    /// Runs the schema's versions after `from` up to `to`, each recorded in `editlog_meta` (`PostgresSchema.metaKey`).
+    static func upgrade(_ conn: PostgresConnection, from: Int, to: Int) async throws {
+        guard from < to else { return }
+        for n in (from + 1)...to {
+            for statement in PostgresSchema.versions[n - 1] { try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+            try await conn.query("INSERT INTO editlog_meta (key, value) VALUES (\(PostgresSchema.metaKey(n)), \(Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))))",
+                                 logger: logger)
         }
     }
 
@@ -146,26 +169,26 @@ public final class PostgresEventStore: EventStoreEngine {
     public func append(_ batch: [EventAppend], after expectedHead: Int64?) async throws(EditLogError) -> [AppendOutcome] {
         guard !batch.isEmpty else { return [] }
         let logId = self.logId, clock = self.clock
-        let locked = LockedAt()
-        defer {
-            let start = locked.nanos.load(ordering: .acquiring)
-            if start > 0 { serialSection.withLock { $0.add(DispatchTime.now().uptimeNanoseconds - start, events: batch.count) } }
-        }
         return try await Self.wrap(location, "append") {
-            try await client.withTransaction(logger: Self.logger) { conn in
-                try await Self.appendRows(batch, conn, logId: logId, clock: clock, after: expectedHead) {
-                    locked.nanos.store(DispatchTime.now().uptimeNanoseconds, ordering: .releasing)
+            // One statement, one round trip, committed on its own: the head lock is held inside it and its commit only.
+            if batch.count <= Self.appendRows {
+                return try await Self.appendCall(batch, logId: logId, clock: clock, after: expectedHead,
+                                             held: { ms in self.serialSection.withLock { $0.add(ms, events: batch.count) } }) { query in
+                    // On a leased connection, released whatever happens: `PostgresClient.query` kept the lease of a
+                    // call the function refused (the pool ran dry under concurrent conflicts).
+                    try await client.withConnection { conn in try await conn.query(query, logger: Self.logger).collect() }
                 }
+            }
+            return try await client.withTransaction(logger: Self.logger) { conn in
+                try await Self.append(batch, conn, logId: logId, clock: clock, after: expectedHead)
             }
         }
     }
 
-    /// When an append took the head's lock (0: not yet).
-    final class LockedAt: Sendable { let nanos = Atomic<UInt64>(0) }
-
-    /// The store's serial section as this process saw it: how long each of its appends held the head's lock, from
-    /// the lock taken to the commit (or rollback) answered. One store's ceiling follows from it: every append of
-    /// every node takes its turn there.
+    /// The store's serial section as this process saw it: how long each of its appends held the head's lock. Measured
+    /// as the call of `editlog_append`, from its send to its answer (its commit included), less the time it waited for
+    /// the lock (the function reports it): an upper bound, by one network round trip. One store's ceiling follows
+    /// from it: every append of every node takes its turn there.
     public let serialSection = Mutex(SerialSection())
 
     public struct SerialSection: Sendable {
@@ -175,8 +198,7 @@ public final class PostgresEventStore: EventStoreEngine {
         /// Each append's time held, in ms (the first 200,000).
         public private(set) var samples: [Double] = []
 
-        mutating func add(_ nanos: UInt64, events n: Int) {
-            let ms = Double(nanos) / 1e6
+        mutating func add(_ ms: Double, events n: Int) {
             appends += 1; events += n; heldMs += ms
             if samples.count < 200_000 { samples.append(ms) }
         }
@@ -192,74 +214,83 @@ public final class PostgresEventStore: EventStoreEngine {
         }
     }
 
-    /// The append inside a transaction: the head locked; the batch's ids and streams looked up in one query each;
-    /// each event checked, hashed and inserted; the head moved, and the nodes notified at commit.
-    /// `locked` is called once the head's lock is held.
-    static func appendRows(_ batch: [EventAppend], _ conn: PostgresConnection, logId: String, clock: any LogClock, after expectedHead: Int64? = nil,
-                           locked: () -> Void = {}) async throws -> [AppendOutcome] {
-        guard !batch.isEmpty else { return [] }
-        var head = try await lockHead(conn)
-        locked()
-        try StoreHead.check(head.position, expected: expectedHead)
-        // Ids already stored, and each stream's version (the batch's own appends move them on below).
-        var stored: [UUID: Int64] = [:]
-        for try await (id, position) in try await conn.query("SELECT id, position FROM events WHERE id = ANY(\(batch.map(\.id)))", logger: logger)
-            .decode((UUID, Int64).self) { stored[id] = position }
-        // One descent of the (stream, stream_version) index per stream: a grouped MAX would read every version of
-        // each stream, a cost that grows with the log (a bookkeeping stream has one version per write).
-        var versions: [String: Int64] = [:]
-        for try await (stream, version) in try await conn.query("""
-            SELECT s, (SELECT stream_version FROM events WHERE stream = s ORDER BY stream_version DESC LIMIT 1)
-            FROM unnest(\(Array(Set(batch.map(\.stream))))::text[]) AS s
-            """, logger: logger)
-            .decode((String, Int64?).self) { if let version { versions[stream] = version } }
-        var encoder = EventHash.Encoder()
+    /// Events per call of `editlog_append` (a longer batch is appended in calls of this many, in one transaction).
+    static let appendRows = 1000
+    /// The size of a stored blob piece.
+    static let pieceBytes = Int(BlobStorage.inlineLimit)
+
+    /// A batch of any length inside a transaction (`create`'s initial events, a long batch): calls of `appendRows`
+    /// events; the head checked by the first (the lock is then held to the commit).
+    static func append(_ batch: [EventAppend], _ conn: PostgresConnection, logId: String, clock: any LogClock,
+                       after expectedHead: Int64? = nil) async throws -> [AppendOutcome] {
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(batch.count)
-        // The batch's rows in one multi-row INSERT (one round trip, whatever its size up to `insertRows`).
-        var rows: [String] = [], binds = PostgresBindings(capacity: batch.count * 16)
-        func flush() async throws {
-            guard !rows.isEmpty else { return }
-            try await conn.query(PostgresQuery(unsafeSQL: """
-                INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause, client_time,
-                                    recorded_time, origin_log, origin_position, origin_hash, hash) VALUES \(rows.joined(separator: ","))
-                """, binds: binds), logger: logger)
-            rows.removeAll(keepingCapacity: true)
-            binds = PostgresBindings(capacity: batch.count * 16)
-        }
-        for e in batch {
-            if let position = stored[e.id] {
-                outcomes.append(.alreadyStored(position: position))
-                continue
+        var after = expectedHead
+        for start in stride(from: 0, to: batch.count, by: appendRows) {
+            outcomes += try await appendCall(Array(batch[start..<min(batch.count, start + appendRows)]), logId: logId, clock: clock, after: after) {
+                try await conn.query($0, logger: logger).collect()
             }
-            let version = versions[e.stream] ?? 0
-            try e.expected.check(stream: e.stream, current: version)
-            let position = head.position + 1
-            let payload = e.canonicalPayload
-            let recorded = e.recordedTime ?? Timestamp.format(milliseconds: clock.now())
-            let values = e.hashValues(position: position, streamVersion: version + 1, payload: payload, recorded: recorded, logId: logId)
-            let hash = EventHash.compute(using: &encoder, previous: head.hash, values)
-            let first = binds.count
-            rows.append("(" + (1...16).map { "$\(first + $0)" }.joined(separator: ",") + ")")
-            try binds.append(position); try binds.append(e.id); try binds.append(e.stream); try binds.append(version + 1); try binds.append(e.type)
-            try binds.append(Data(payload)); try binds.append(e.actor); try binds.append(e.device); try binds.append(e.session); try binds.append(e.cause)
-            try binds.append(e.clientTime); try binds.append(recorded); try binds.append(values.originLog); try binds.append(values.originPosition)
-            try binds.append(values.originHash.map { Data($0) }); try binds.append(Data(hash))
-            if rows.count == insertRows { try await flush() }
-            head = StoreHead(position: position, hash: hash)
-            versions[e.stream] = version + 1
-            stored[e.id] = position
-            outcomes.append(.appended(e.recorded(position: position, streamVersion: version + 1, recorded: recorded,
-                                                 origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: hash) : e.origin!,
-                                                 hash: hash)))
+            after = nil
         }
-        try await flush()
-        // The head moved and the nodes notified (delivered at commit) in one statement.
-        try await conn.query("""
-            WITH moved AS (UPDATE editlog_head SET position = \(head.position), hash = \(Data(head.hash)) RETURNING position)
-            SELECT pg_notify(\(channel), position::text) FROM moved
-            """, logger: logger)
         return outcomes
+    }
+
+    /// One call of `editlog_append` (PostgresSchema.version2), run by `run`: the batch's columns as arrays; its answer,
+    /// one row per event, as outcomes. The function's refusals come out in the words of the rules both engines apply
+    /// (`StoreHead.check`, `ExpectedVersion.check`).
+    static func appendCall(_ batch: [EventAppend], logId: String, clock: any LogClock, after expectedHead: Int64?,
+                           held: (Double) -> Void = { _ in },
+                           _ run: (PostgresQuery) async throws -> [PostgresRow]) async throws -> [AppendOutcome] {
+        let n = batch.count
+        var ids: [UUID] = [], streams: [String] = [], expected: [Int64] = [], types: [String] = [], payloads: [ByteBuffer] = []
+        var actors: [String] = [], devices: [String] = [], sessions: [String] = [], causes: [String] = [], clientTimes: [String] = []
+        var recorded: [String] = [], originLogs: [String] = [], originPositions: [Int64] = [], originHashes: [ByteBuffer] = [], absent: [Int32] = []
+        for e in batch {
+            ids.append(e.id); streams.append(e.stream); types.append(e.type); payloads.append(ByteBuffer(bytes: e.canonicalPayload))
+            switch e.expected {
+            case .any: expected.append(-1)
+            case .noStream: expected.append(-2)
+            case .exact(let v): expected.append(v)
+            }
+            actors.append(e.actor); devices.append(e.device); sessions.append(e.session ?? ""); causes.append(e.cause)
+            clientTimes.append(e.clientTime ?? "")
+            recorded.append(e.recordedTime ?? Timestamp.format(milliseconds: clock.now()))
+            originLogs.append(e.origin?.logId ?? ""); originPositions.append(e.origin?.position ?? 0)
+            originHashes.append(ByteBuffer(bytes: e.origin?.hash ?? []))
+            absent.append((e.session == nil ? 1 : 0) | (e.clientTime == nil ? 2 : 0) | (e.origin == nil ? 4 : 0))
+        }
+        let query: PostgresQuery = """
+            SELECT out_position, out_version, out_hash, out_stored, out_waited_ms FROM editlog_append(\(logId), \(expectedHead), \(ids), \(streams),
+                \(expected), \(types), \(payloads), \(actors), \(devices), \(sessions), \(causes), \(clientTimes), \(recorded), \(originLogs),
+                \(originPositions), \(originHashes), \(absent))
+            """
+        let sent = DispatchTime.now().uptimeNanoseconds
+        var rows: [(Int64, Int64?, Data?, Bool, Double)] = []
+        rows.reserveCapacity(n)
+        do {
+            for row in try await run(query) { rows.append(try row.decode((Int64, Int64?, Data?, Bool, Double).self)) }
+        } catch let error as PSQLError {
+            let detail = (error.serverInfo?[.detail] ?? "").split(separator: " ").compactMap { Int64($0) }
+            switch error.serverInfo?[.sqlState] {
+            case "EL001" where detail.count == 1:
+                try StoreHead.check(detail[0], expected: expectedHead)
+            case "EL002" where detail.count == 2 && Int(detail[0]) < n:
+                let e = batch[Int(detail[0])]
+                try e.expected.check(stream: e.stream, current: detail[1])
+            default: break
+            }
+            throw error
+        }
+        if let waited = rows.first?.4 { held(max(0, Double(DispatchTime.now().uptimeNanoseconds - sent) / 1e6 - waited)) }
+        guard rows.count == n else { throw EditLogError(.corrupt, "editlog_append answered \(rows.count) rows for \(n) events") }
+        return batch.indices.map { i in
+            let e = batch[i], (position, version, hash, stored, _) = rows[i]
+            guard !stored, let version, let hash else { return .alreadyStored(position: position) }
+            let h = [UInt8](hash)
+            return .appended(e.recorded(position: position, streamVersion: version, recorded: recorded[i],
+                                        origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: h) : e.origin!,
+                                        hash: h))
+        }
     }
 
     public func events(after position: Int64, limit: Int) async throws(EditLogError) -> [RecordedEvent] {

@@ -1,6 +1,6 @@
 /// The hub store's tables, triggers and role. Written once by `PostgresEventStore.create`; like the SQLite store's
 /// migrations, never edited (a change is a new statement list, applied by version).
-enum PostgresSchema {
+public enum PostgresSchema {
     static let statements: [String] = [
         "CREATE TABLE editlog_meta (key text PRIMARY KEY, value text NOT NULL)",
         // The one row appenders lock: the last position and hash.
@@ -71,4 +71,106 @@ enum PostgresSchema {
         "GRANT SELECT, INSERT ON events, blobs TO editlog_appender",
         "GRANT SELECT, UPDATE ON editlog_head TO editlog_appender",
     ]
+}
+
+extension PostgresSchema {
+    /// Version 2: each stream's version in a table of its own (kept by a trigger on every event inserted, so a
+    /// stream's version is one row, not an aggregate over its events), and `editlog_append`: one statement, one round
+    /// trip, that takes the head lock, checks the head or each stream's expected version, hashes each event where it
+    /// gets its position (the encoding of `EventHash`, so the hashes equal SQLite's), inserts, moves the head and
+    /// notifies. The lock is held only inside it and its commit.
+    /// Expected versions: -1 any, -2 no stream, n exact. `absent` bits: 1 no session, 2 no client time, 4 no origin
+    /// (a new event of this log). A refusal is SQLSTATE EL001 (the head moved; DETAIL: the head) or EL002 (a stream
+    /// moved; DETAIL: the event's index and the stream's version): the caller words it, by the rules of `EditLogStore`.
+    static let version2: [String] = [
+        "CREATE TABLE editlog_streams (stream text PRIMARY KEY, version bigint NOT NULL CHECK (version > 0))",
+        """
+        CREATE FUNCTION editlog_stream_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO editlog_streams AS s (stream, version) VALUES (NEW.stream, NEW.stream_version)
+            ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version WHERE s.version < EXCLUDED.version;
+            RETURN NULL;
+        END $$
+        """,
+        "CREATE TRIGGER events_stream_version AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION editlog_stream_moved()",
+        "INSERT INTO editlog_streams (stream, version) SELECT stream, MAX(stream_version) FROM events GROUP BY stream",
+        // One field of the hash encoding: its length (4 bytes, big-endian), then its bytes.
+        "CREATE FUNCTION editlog_field(b bytea) RETURNS bytea IMMUTABLE STRICT LANGUAGE sql AS $$ SELECT int4send(length(b)) || b $$",
+        #"""
+        CREATE FUNCTION editlog_append(log_id text, after_head bigint, ids uuid[], streams text[], expected bigint[], types text[],
+                                       payloads bytea[], actors text[], devices text[], sessions text[], causes text[], client_times text[],
+                                       recorded_times text[], origin_logs text[], origin_positions bigint[], origin_hashes bytea[], absent int[])
+        RETURNS TABLE (out_position bigint, out_version bigint, out_hash bytea, out_stored boolean, out_waited_ms double precision)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            head_position bigint; head_hash bytea; start_position bigint; found_position bigint; v bigint; p bigint;
+            o_log text; o_position bigint; o_hash bytea; h bytea; waited double precision;
+        BEGIN
+            SELECT position, hash INTO head_position, head_hash FROM editlog_head FOR UPDATE;
+            waited := extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000;
+            IF after_head IS NOT NULL AND after_head <> head_position THEN
+                RAISE EXCEPTION 'EditLog: the head moved' USING ERRCODE = 'EL001', DETAIL = head_position::text;
+            END IF;
+            start_position := head_position;
+            FOR i IN 1 .. coalesce(array_length(ids, 1), 0) LOOP
+                SELECT position INTO found_position FROM events WHERE id = ids[i];
+                IF FOUND THEN
+                    out_position := found_position; out_version := NULL; out_hash := NULL; out_stored := true; out_waited_ms := waited;
+                    RETURN NEXT;
+                    CONTINUE;
+                END IF;
+                SELECT version INTO v FROM editlog_streams WHERE stream = streams[i];
+                v := coalesce(v, 0);
+                IF (expected[i] = -2 AND v <> 0) OR (expected[i] >= 0 AND expected[i] <> v) THEN
+                    RAISE EXCEPTION 'EditLog: stream % moved', streams[i] USING ERRCODE = 'EL002', DETAIL = (i - 1)::text || ' ' || v::text;
+                END IF;
+                p := head_position + 1;
+                IF absent[i] & 4 <> 0 OR (origin_logs[i] = log_id AND origin_positions[i] = p) THEN
+                    o_log := log_id; o_position := p; o_hash := NULL;
+                ELSE
+                    o_log := origin_logs[i]; o_position := origin_positions[i]; o_hash := origin_hashes[i];
+                END IF;
+                h := sha256(editlog_field(head_hash)
+                    || int4send(8) || int8send(p)
+                    || int4send(16) || uuid_send(ids[i])
+                    || editlog_field(convert_to(streams[i], 'UTF8'))
+                    || int4send(8) || int8send(v + 1)
+                    || editlog_field(convert_to(types[i], 'UTF8'))
+                    || editlog_field(payloads[i])
+                    || editlog_field(convert_to(actors[i], 'UTF8'))
+                    || editlog_field(convert_to(devices[i], 'UTF8'))
+                    || CASE WHEN absent[i] & 1 <> 0 THEN '\x00'::bytea ELSE '\x01'::bytea || editlog_field(convert_to(sessions[i], 'UTF8')) END
+                    || editlog_field(convert_to(causes[i], 'UTF8'))
+                    || CASE WHEN absent[i] & 2 <> 0 THEN '\x00'::bytea ELSE '\x01'::bytea || editlog_field(convert_to(client_times[i], 'UTF8')) END
+                    || editlog_field(convert_to(recorded_times[i], 'UTF8'))
+                    || editlog_field(convert_to(o_log, 'UTF8'))
+                    || int4send(8) || int8send(o_position)
+                    || CASE WHEN o_hash IS NULL THEN '\x00'::bytea ELSE '\x01'::bytea || editlog_field(o_hash) END);
+                INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause, client_time,
+                                    recorded_time, origin_log, origin_position, origin_hash, hash)
+                VALUES (p, ids[i], streams[i], v + 1, types[i], payloads[i], actors[i], devices[i],
+                        CASE WHEN absent[i] & 1 <> 0 THEN NULL ELSE sessions[i] END, causes[i],
+                        CASE WHEN absent[i] & 2 <> 0 THEN NULL ELSE client_times[i] END, recorded_times[i], o_log, o_position, o_hash, h);
+                head_position := p; head_hash := h;
+                out_position := p; out_version := v + 1; out_hash := h; out_stored := false; out_waited_ms := waited;
+                RETURN NEXT;
+            END LOOP;
+            IF head_position > start_position THEN
+                UPDATE editlog_head SET position = head_position, hash = head_hash;
+                PERFORM pg_notify('editlog_events', head_position::text);
+            END IF;
+        END $$
+        """#,
+        "GRANT SELECT ON editlog_streams TO editlog_appender",
+        "GRANT INSERT, UPDATE ON editlog_streams TO editlog_appender",
+    ]
+
+    /// Every version's statements, in order: a store at version n runs `versions[n...]` to reach the last.
+    public static let versions: [[String]] = [statements, version2]
+    /// The meta key that records version `n` (≥ 2) applied; a store without one is at version 1.
+    static func metaKey(_ n: Int) -> String { "schema \(n)" }
+    /// The version a store's `editlog_meta` rows record.
+    static func version(_ meta: [String: String]) -> Int {
+        meta.keys.compactMap { $0.hasPrefix("schema ") ? Int($0.dropFirst(7)) : nil }.max() ?? 1
+    }
 }

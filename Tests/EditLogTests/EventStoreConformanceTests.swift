@@ -313,6 +313,52 @@ struct PostgresStoreTests {
         }
     }
 
+    /// A store made before the streams table (schema 1), holding events, is upgraded when opened: each stream's version
+    /// comes from its events, so expected versions hold across the upgrade, and `editlog_append` continues the chain
+    /// with the hashes SQLite gives the same events.
+    @Test func aSchema1StoreIsUpgradedWhenOpenedAndItsStreamsKeepTheirVersions() async throws {
+        try await PostgresScratch.withDatabase { location in
+            // The reference: the same events in a SQLite log of the same id.
+            let tmp = TempPath()
+            let clock = StepClock()
+            let reference = try EventStore.create(at: tmp.path, logId: "log-pg", clock: clock, ids: UUIDv7Generator(clock: clock, seed: 3))
+            defer { try? reference.close() }
+            let first = [EventAppend(EventStoreConformanceTests.event("0:{A}", 0)), EventAppend(EventStoreConformanceTests.event("0:{B}", 1)),
+                         EventAppend(EventStoreConformanceTests.event("0:{A}", 2)), EventAppend(EventStoreConformanceTests.event("0:{A}", 3))]
+            _ = try await reference.append(first)
+            let old = try await PostgresEventStore.create(location, logId: "log-pg", schemaVersion: 1)
+            old.close()
+            // Schema 1's appenders wrote rows as they are: copied here by SQL.
+            func text(_ s: String?) -> String { s.map { "'\($0.replacingOccurrences(of: "'", with: "''"))'" } ?? "NULL" }
+            func bytes(_ b: [UInt8]?) -> String { b.map { "'\\x\(Hex.encode($0))'::bytea" } ?? "NULL" }
+            for e in try reference.events(after: 0, limit: 10) {
+                try await PostgresScratch.run(location, """
+                    INSERT INTO events VALUES (\(e.position), '\(e.id.uuidString)', \(text(e.stream)), \(e.streamVersion), \(text(e.type)),
+                        \(bytes(e.payload.serializedBytes())), \(text(e.actor)), \(text(e.device)), \(text(e.session)), \(text(e.cause)),
+                        \(text(e.clientTime)), \(text(e.recordedTime)), \(text(e.origin.logId)), \(e.origin.position), NULL, \(bytes(e.hash)))
+                    """)
+                try await PostgresScratch.run(location, "UPDATE editlog_head SET position = \(e.position), hash = \(bytes(e.hash))")
+            }
+            let store = try await PostgresEventStore.open(location, clock: clock)
+            defer { store.close() }
+            // Stream B is at version 1: expecting 0 is refused, naming it; A at 3 appends at position 5.
+            await #expect {
+                _ = try await store.append([EventAppend(EventStoreConformanceTests.event("0:{B}", 4), expected: .exact(0))])
+            } throws: { ($0 as? EditLogError)?.kind == .conflict && "\($0)".contains("0:{B} is at version 1") }
+            var next = EventAppend(EventStoreConformanceTests.event("0:{A}", 5), expected: .exact(3))
+            next.recordedTime = "2026-06-01T10:00:00.000Z"
+            let outcome = try await store.append([next])
+            let expected = try await reference.append([next])
+            #expect(outcome.count == 1 && expected.count == 1)
+            guard case .appended(let stored) = outcome[0], case .appended(let there) = expected[0] else { Issue.record("not appended"); return }
+            #expect(stored.position == 5 && stored.streamVersion == 4 && stored.hash == there.hash)
+            #expect(try await store.verifyChain() == (try reference.head()))
+            // Opened again: nothing to upgrade, the same store.
+            let again = try await PostgresEventStore.open(location)
+            again.close()
+        }
+    }
+
     @Test func aSecondCreateAndAnOpenOfAnEmptyDatabaseAreRefused() async throws {
         try await PostgresScratch.withDatabase { location in
             await #expect {
