@@ -241,11 +241,14 @@ public final class PostgresEventStore: EventStoreEngine {
     static func appendCall(_ batch: [EventAppend], logId: String, clock: any LogClock, after expectedHead: Int64?,
                            held: (Double) -> Void = { _ in },
                            _ run: (PostgresQuery) async throws -> [PostgresRow]) async throws -> [AppendOutcome] {
-        let n = batch.count
+        // An id repeated within the batch is sent once; its later copies are stored where the first went.
+        var firstOf: [UUID: Int] = [:], sent: [Int] = []
+        for i in batch.indices where firstOf[batch[i].id] == nil { firstOf[batch[i].id] = sent.count; sent.append(i) }
+        let n = sent.count
         var ids: [UUID] = [], streams: [String] = [], expected: [Int64] = [], types: [String] = [], payloads: [ByteBuffer] = []
         var actors: [String] = [], devices: [String] = [], sessions: [String] = [], causes: [String] = [], clientTimes: [String] = []
         var recorded: [String] = [], originLogs: [String] = [], originPositions: [Int64] = [], originHashes: [ByteBuffer] = [], absent: [Int32] = []
-        for e in batch {
+        for e in sent.map({ batch[$0] }) {
             ids.append(e.id); streams.append(e.stream); types.append(e.type); payloads.append(ByteBuffer(bytes: e.canonicalPayload))
             switch e.expected {
             case .any: expected.append(-1)
@@ -264,7 +267,7 @@ public final class PostgresEventStore: EventStoreEngine {
                 \(expected), \(types), \(payloads), \(actors), \(devices), \(sessions), \(causes), \(clientTimes), \(recorded), \(originLogs),
                 \(originPositions), \(originHashes), \(absent))
             """
-        let sent = DispatchTime.now().uptimeNanoseconds
+        let sentAt = DispatchTime.now().uptimeNanoseconds
         var rows: [(Int64, Int64?, Data?, Bool, Double)] = []
         rows.reserveCapacity(n)
         do {
@@ -275,19 +278,19 @@ public final class PostgresEventStore: EventStoreEngine {
             case "EL001" where detail.count == 1:
                 try StoreHead.check(detail[0], expected: expectedHead)
             case "EL002" where detail.count == 2 && Int(detail[0]) < n:
-                let e = batch[Int(detail[0])]
+                let e = batch[sent[Int(detail[0])]]
                 try e.expected.check(stream: e.stream, current: detail[1])
             default: break
             }
             throw error
         }
-        if let waited = rows.first?.4 { held(max(0, Double(DispatchTime.now().uptimeNanoseconds - sent) / 1e6 - waited)) }
+        if let waited = rows.first?.4 { held(max(0, Double(DispatchTime.now().uptimeNanoseconds - sentAt) / 1e6 - waited)) }
         guard rows.count == n else { throw EditLogError(.corrupt, "editlog_append answered \(rows.count) rows for \(n) events") }
         return batch.indices.map { i in
-            let e = batch[i], (position, version, hash, stored, _) = rows[i]
-            guard !stored, let version, let hash else { return .alreadyStored(position: position) }
+            let k = firstOf[batch[i].id]!, e = batch[i], (position, version, hash, stored, _) = rows[k]
+            guard !stored, sent[k] == i, let version, let hash else { return .alreadyStored(position: position) }
             let h = [UInt8](hash)
-            return .appended(e.recorded(position: position, streamVersion: version, recorded: recorded[i],
+            return .appended(e.recorded(position: position, streamVersion: version, recorded: recorded[k],
                                         origin: e.isOwn(at: position, in: logId) ? EventOrigin(logId: logId, position: position, hash: h) : e.origin!,
                                         hash: h))
         }

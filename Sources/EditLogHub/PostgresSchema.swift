@@ -84,18 +84,21 @@ extension PostgresSchema {
     /// moved; DETAIL: the event's index and the stream's version): the caller words it, by the rules of `EditLogStore`.
     static let version2: [String] = [
         "CREATE TABLE editlog_streams (stream text PRIMARY KEY, version bigint NOT NULL CHECK (version > 0))",
+        // Once per INSERT statement, over the rows it inserted: any writer's rows keep the table right.
         """
-        CREATE FUNCTION editlog_stream_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE FUNCTION editlog_streams_moved() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            INSERT INTO editlog_streams AS s (stream, version) VALUES (NEW.stream, NEW.stream_version)
+            INSERT INTO editlog_streams AS s (stream, version) SELECT stream, MAX(stream_version) FROM inserted GROUP BY stream
             ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version WHERE s.version < EXCLUDED.version;
             RETURN NULL;
         END $$
         """,
-        "CREATE TRIGGER events_stream_version AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION editlog_stream_moved()",
+        "CREATE TRIGGER events_stream_versions AFTER INSERT ON events REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION editlog_streams_moved()",
         "INSERT INTO editlog_streams (stream, version) SELECT stream, MAX(stream_version) FROM events GROUP BY stream",
         // One field of the hash encoding: its length (4 bytes, big-endian), then its bytes.
         "CREATE FUNCTION editlog_field(b bytea) RETURNS bytea IMMUTABLE STRICT LANGUAGE sql AS $$ SELECT int4send(length(b)) || b $$",
+        // Set-based where it can be: the ids and the streams' versions in one query each, the rows in one INSERT; only
+        // the chain is a loop. Ids are distinct within a call (the caller sends a repeated id once).
         #"""
         CREATE FUNCTION editlog_append(log_id text, after_head bigint, ids uuid[], streams text[], expected bigint[], types text[],
                                        payloads bytea[], actors text[], devices text[], sessions text[], causes text[], client_times text[],
@@ -103,8 +106,12 @@ extension PostgresSchema {
         RETURNS TABLE (out_position bigint, out_version bigint, out_hash bytea, out_stored boolean, out_waited_ms double precision)
         LANGUAGE plpgsql AS $$
         DECLARE
-            head_position bigint; head_hash bytea; start_position bigint; found_position bigint; v bigint; p bigint;
-            o_log text; o_position bigint; o_hash bytea; h bytea; waited double precision;
+            head_position bigint; head_hash bytea; start_position bigint; waited double precision;
+            n int := coalesce(array_length(ids, 1), 0);
+            found bigint[]; base bigint[]; moved jsonb := '{}';
+            keep int[] := '{}'; pos bigint[] := '{}'; ver bigint[] := '{}'; hashes bytea[] := '{}';
+            o_logs text[] := '{}'; o_positions bigint[] := '{}'; o_hashes bytea[] := '{}';
+            v bigint; p bigint; o_log text; o_position bigint; o_hash bytea; h bytea; j int := 0;
         BEGIN
             SELECT position, hash INTO head_position, head_hash FROM editlog_head FOR UPDATE;
             waited := extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000;
@@ -112,15 +119,12 @@ extension PostgresSchema {
                 RAISE EXCEPTION 'EditLog: the head moved' USING ERRCODE = 'EL001', DETAIL = head_position::text;
             END IF;
             start_position := head_position;
-            FOR i IN 1 .. coalesce(array_length(ids, 1), 0) LOOP
-                SELECT position INTO found_position FROM events WHERE id = ids[i];
-                IF FOUND THEN
-                    out_position := found_position; out_version := NULL; out_hash := NULL; out_stored := true; out_waited_ms := waited;
-                    RETURN NEXT;
-                    CONTINUE;
-                END IF;
-                SELECT version INTO v FROM editlog_streams WHERE stream = streams[i];
-                v := coalesce(v, 0);
+            found := ARRAY(SELECT e.position FROM unnest(ids) WITH ORDINALITY AS u(id, i) LEFT JOIN events e ON e.id = u.id ORDER BY u.i);
+            base := ARRAY(SELECT coalesce(s.version, 0) FROM unnest(streams) WITH ORDINALITY AS u(stream, i)
+                          LEFT JOIN editlog_streams s ON s.stream = u.stream ORDER BY u.i);
+            FOR i IN 1 .. n LOOP
+                CONTINUE WHEN found[i] IS NOT NULL;
+                v := coalesce((moved ->> streams[i])::bigint, base[i]);
                 IF (expected[i] = -2 AND v <> 0) OR (expected[i] >= 0 AND expected[i] <> v) THEN
                     RAISE EXCEPTION 'EditLog: stream % moved', streams[i] USING ERRCODE = 'EL002', DETAIL = (i - 1)::text || ' ' || v::text;
                 END IF;
@@ -146,19 +150,32 @@ extension PostgresSchema {
                     || editlog_field(convert_to(o_log, 'UTF8'))
                     || int4send(8) || int8send(o_position)
                     || CASE WHEN o_hash IS NULL THEN '\x00'::bytea ELSE '\x01'::bytea || editlog_field(o_hash) END);
-                INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause, client_time,
-                                    recorded_time, origin_log, origin_position, origin_hash, hash)
-                VALUES (p, ids[i], streams[i], v + 1, types[i], payloads[i], actors[i], devices[i],
-                        CASE WHEN absent[i] & 1 <> 0 THEN NULL ELSE sessions[i] END, causes[i],
-                        CASE WHEN absent[i] & 2 <> 0 THEN NULL ELSE client_times[i] END, recorded_times[i], o_log, o_position, o_hash, h);
+                keep := keep || i; pos := pos || p; ver := ver || (v + 1); hashes := hashes || h;
+                o_logs := o_logs || o_log; o_positions := o_positions || o_position; o_hashes := o_hashes || o_hash;
+                moved := moved || jsonb_build_object(streams[i], v + 1);
                 head_position := p; head_hash := h;
-                out_position := p; out_version := v + 1; out_hash := h; out_stored := false; out_waited_ms := waited;
-                RETURN NEXT;
             END LOOP;
             IF head_position > start_position THEN
+                INSERT INTO events (position, id, stream, stream_version, type, payload, actor, device, session, cause, client_time,
+                                    recorded_time, origin_log, origin_position, origin_hash, hash)
+                SELECT pos[k], ids[i], streams[i], ver[k], types[i], payloads[i], actors[i], devices[i],
+                       CASE WHEN absent[i] & 1 <> 0 THEN NULL ELSE sessions[i] END, causes[i],
+                       CASE WHEN absent[i] & 2 <> 0 THEN NULL ELSE client_times[i] END, recorded_times[i], o_logs[k], o_positions[k], o_hashes[k], hashes[k]
+                FROM generate_subscripts(keep, 1) AS k, LATERAL (SELECT keep[k] AS i) AS x
+                ORDER BY k;
                 UPDATE editlog_head SET position = head_position, hash = head_hash;
                 PERFORM pg_notify('editlog_events', head_position::text);
             END IF;
+            FOR i IN 1 .. n LOOP
+                IF found[i] IS NOT NULL THEN
+                    out_position := found[i]; out_version := NULL; out_hash := NULL; out_stored := true;
+                ELSE
+                    j := j + 1;
+                    out_position := pos[j]; out_version := ver[j]; out_hash := hashes[j]; out_stored := false;
+                END IF;
+                out_waited_ms := waited;
+                RETURN NEXT;
+            END LOOP;
         END $$
         """#,
         "GRANT SELECT ON editlog_streams TO editlog_appender",
