@@ -74,8 +74,9 @@ public enum PostgresSchema {
 }
 
 extension PostgresSchema {
-    /// Version 2: each stream's version in a table of its own (kept by a trigger on every event inserted, so a
-    /// stream's version is one row, not an aggregate over its events), and `editlog_append`: one statement, one round
+    /// Version 2: each stream's version in a table of its own (kept by a trigger once per INSERT statement, which also
+    /// checks the gap-free rule version 1 checked per row; a stream's version is one row, not an aggregate over its
+    /// events), and `editlog_append`: one statement, one round
     /// trip, that takes the head lock, checks the head or each stream's expected version, hashes each event where it
     /// gets its position (the encoding of `EventHash`, so the hashes equal SQLite's), inserts, moves the head and
     /// notifies. The lock is held only inside it and its commit.
@@ -84,16 +85,25 @@ extension PostgresSchema {
     /// moved; DETAIL: the event's index and the stream's version): the caller words it, by the rules of `EditLogStore`.
     static let version2: [String] = [
         "CREATE TABLE editlog_streams (stream text PRIMARY KEY, version bigint NOT NULL CHECK (version > 0))",
-        // Once per INSERT statement, over the rows it inserted: any writer's rows keep the table right.
+        // Once per INSERT statement, over the rows it inserted (any writer's): they must continue the log without a gap
+        // (version 1 checked it row by row, a query per row), and each stream's version moves to its last.
         """
-        CREATE FUNCTION editlog_streams_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE FUNCTION editlog_events_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE lo bigint; hi bigint; n bigint; before bigint;
         BEGIN
+            SELECT MIN(position), MAX(position), COUNT(*) INTO lo, hi, n FROM inserted;
+            IF n = 0 THEN RETURN NULL; END IF;
+            SELECT COALESCE(MAX(position), 0) INTO before FROM events WHERE position < lo;
+            IF lo <> before + 1 OR hi - lo + 1 <> n THEN
+                RAISE EXCEPTION 'EditLog: event positions % to % do not follow position %: positions are gap-free', lo, hi, before;
+            END IF;
             INSERT INTO editlog_streams AS s (stream, version) SELECT stream, MAX(stream_version) FROM inserted GROUP BY stream
             ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version WHERE s.version < EXCLUDED.version;
             RETURN NULL;
         END $$
         """,
-        "CREATE TRIGGER events_stream_versions AFTER INSERT ON events REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION editlog_streams_moved()",
+        "CREATE TRIGGER events_inserted AFTER INSERT ON events REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION editlog_events_inserted()",
+        "DROP TRIGGER events_gap_free ON events",
         "INSERT INTO editlog_streams (stream, version) SELECT stream, MAX(stream_version) FROM events GROUP BY stream",
         // One field of the hash encoding: its length (4 bytes, big-endian), then its bytes.
         "CREATE FUNCTION editlog_field(b bytea) RETURNS bytea IMMUTABLE STRICT LANGUAGE sql AS $$ SELECT int4send(length(b)) || b $$",
