@@ -9,15 +9,16 @@ import Synchronization
 /// rules of the SQLite log file.
 ///
 /// - Positions are gap-free under appenders in any number of processes: a sequence is not (a rolled-back transaction
-///   burns its numbers), so every append locks the one row of `editlog_head` (`SELECT … FOR UPDATE`) and takes the
-///   positions after it; a trigger also refuses an event row whose position is not the last one plus one.
+///   burns its numbers), so every append (`editlog_append`, one statement: `PostgresSchema.version2`) locks the one row
+///   of `editlog_head` (`SELECT … FOR UPDATE`) and takes the positions after it; a trigger also refuses rows that do not
+///   continue the log without a gap.
 /// - Isolation is READ COMMITTED, PostgreSQL's default, on purpose: the head lock serializes appenders, and each
 ///   statement after it sees every append committed before (a REPEATABLE READ snapshot, taken before the lock was
 ///   granted, would not, and would fail the append instead).
 /// - Append-only: triggers refuse UPDATE, DELETE and TRUNCATE on `events`, `blobs` and `editlog_meta` (even for the
 ///   owner), and the `editlog_appender` role that nodes connect as has no UPDATE or DELETE grant on them.
-/// - The chain is computed in the append transaction by `EventHash`, as the SQLite store computes it, over the same
-///   canonical payload bytes, so the same events have the same hashes in both engines.
+/// - The chain is computed where positions are assigned, inside `editlog_append`, with `EventHash`'s encoding over
+///   the same canonical payload bytes, so the same events have the same hashes in both engines.
 public final class PostgresEventStore: EventStoreEngine {
     public let location: PostgresLocation
     public let logId: String
