@@ -29,8 +29,8 @@ PostgreSQL stopped at 30 %, the last node sent SIGTERM at 55 %, PostgreSQL and t
 Asserted (any failure: exit 1):
   * every acknowledged edit is in the store exactly once (its unique value in exactly one SessionCommitted);
   * positions are 1..N with no gap (`editlog log --json`), and `editlog verify` of the store passes;
-  * each node's replica, once the load stops, is at the store's head with its hash, and `editlog verify` of the
-    replica file passes (its chain and its projections equal a rebuild from its events);
+  * each node's local copy, once the load stops, is at the store's head with its hash, and `editlog verify` of the
+    local copy's file passes (its chain and its projections equal a rebuild from its events);
   * no request got a 5xx other than while a node was down or the server restarting, except 503 (ArcGIS's "try
     again", sent when a node sheds load: a full queue, a bounded wait for its lock or its store) for at most 20 % of
     the edits outside the faults; and devices made progress after each fault (acknowledged edits after it);
@@ -661,8 +661,9 @@ class Run:
 
     def node_figures(self, acked):
         """What each hub node measured itself (its `editlog: node figures` line at SIGTERM): the store's serial section
-        (the head lock's time held by its appends) and the catch-up lag from a commit's notification to the local
-        copy's commit. The serial section per acknowledged edit adds every node's time held."""
+        (the head lock's time held by its appends), the catch-up lag from a commit's notification to the local
+        copy's commit, and its CPU per event decided and per event followed. The serial section per acknowledged edit
+        adds every node's time held."""
         out = {}
         if self.a.engine != "postgres":
             return out
@@ -685,6 +686,12 @@ class Run:
         out["lagP50Nodes"] = [f["lagP50"] for f in figs]
         out["lagP99Nodes"] = [f["lagP99"] for f in figs]
         out["redecidedNodes"] = [f["redecided"] for f in figs]
+        # A node's CPU to follow another node's event against its CPU to decide one of its own (redone decisions
+        # included), on the threads that write its local copy.
+        if all("decideCpuMsPerEvent" in f for f in figs):
+            out["decideCpuMsPerEventNodes"] = [f["decideCpuMsPerEvent"] for f in figs]
+            out["followCpuMsPerEventNodes"] = [f["followCpuMsPerEvent"] for f in figs]
+            out["followToDecideNodes"] = [round(f["followCpuMsPerEvent"] / f["decideCpuMsPerEvent"], 2) if f["decideCpuMsPerEvent"] else None for f in figs]
         return out
 
     async def sweep(self, rates, seconds, goals):
@@ -742,13 +749,13 @@ class Run:
             for i, n in enumerate(self.nodes):
                 files = [f for f in os.listdir(n["cache"]) if f.endswith(".editlog")]
                 if len(files) != 1:
-                    self.fail(f"node {i}: no replica file in {n['cache']}")
+                    self.fail(f"node {i}: no local copy file in {n['cache']}")
                     continue
                 rv = json.loads(self.run_cli("verify", os.path.join(n["cache"], files[0]), "--json", check=False).stdout or "{}")
                 if not rv.get("ok"):
-                    self.fail(f"node {i}: verify of its replica (chain and projections against a rebuild): {rv}")
+                    self.fail(f"node {i}: verify of its local copy (chain and projections against a rebuild): {rv}")
                 elif rv.get("headHash") != v.get("headHash") or rv.get("events") != v.get("events"):
-                    self.fail(f"node {i}: replica at {rv.get('events')} events, the store at {v.get('events')}")
+                    self.fail(f"node {i}: local copy at {rv.get('events')} events, the store at {v.get('events')}")
             self.check_outage()
             if self.shed_outside_faults > 0.2 * max(1, self.edits_outside_faults):
                 self.fail(f"{self.shed_outside_faults} of {self.edits_outside_faults} edits outside the faults were shed (503): over 20 %")

@@ -65,6 +65,26 @@ public final class HubNode: LogWriter, @unchecked Sendable {
         var awaited: [(head: Int64, at: UInt64)] = []
         /// `HubNode.lag`.
         var lagMs: [Double] = []
+        /// `HubNode.cpu`.
+        var cpu = CPUSplit()
+    }
+
+    /// The node's CPU time on the threads that write its local copy, split by what it was for: deciding its own
+    /// writes (every attempt, a redone one included; the gate's wait for the store is not CPU) and following the
+    /// store's events that other nodes appended (the catch-up's apply), with the events each produced.
+    public struct CPUSplit: Sendable {
+        public var decideNs: UInt64 = 0, decidedEvents = 0
+        public var followNs: UInt64 = 0, followedEvents = 0
+        /// Microseconds of CPU per event decided, and per event followed.
+        public var decideUsPerEvent: Double { decidedEvents == 0 ? 0 : Double(decideNs) / 1e3 / Double(decidedEvents) }
+        public var followUsPerEvent: Double { followedEvents == 0 ? 0 : Double(followNs) / 1e3 / Double(followedEvents) }
+    }
+
+    /// The calling thread's CPU time, in ns.
+    static func threadCPU() -> UInt64 {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
     }
 
     private init(store: PostgresEventStore, local: EditLog, localPath: String) {
@@ -133,15 +153,19 @@ public final class HubNode: LogWriter, @unchecked Sendable {
         defer { lock.unlock() }
         var attempt = 1
         while true {
-            try catchUpLocked()
+            let decidedAt = try catchUpLocked()
             hubMoved = false
             gateFailure = nil
+            let cpu = Self.threadCPU()
             do {
                 let result = try body(local)
                 stats.writes += 1
-                if let head = try? local.head().position { sawLocal(head, inSync: true) }
+                let head = try? local.head().position
+                if let head { sawLocal(head, inSync: true) }
+                spent(deciding: Self.threadCPU() - cpu, events: Int((head ?? decidedAt) - decidedAt))
                 return result
             } catch {
+                spent(deciding: Self.threadCPU() - cpu, events: 0)
                 if let e = error as? EditLogError, e.kind == .unavailable { throw e }
                 if let gateFailure { throw gateFailure }
                 guard hubMoved else { throw error }
@@ -224,7 +248,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
             let from = head
             let batch = try call { [store] in try await store.events(after: from, limit: Self.catchUpBatch) }
             guard let last = batch.last else { break }
+            let cpu = Self.threadCPU()
             try local.follow(batch, fetchBlob: { [store] sha in try Self.fetchBlob(store, sha) })
+            moved.lock(); contact.cpu.followNs += Self.threadCPU() - cpu; contact.cpu.followedEvents += batch.count; moved.unlock()
             head = last.position
             sawLocal(head, inSync: false)
         }
@@ -363,11 +389,22 @@ public final class HubNode: LogWriter, @unchecked Sendable {
         return contact.lagMs
     }
 
+    /// CPU spent deciding this node's writes against following the others' (`CPUSplit`).
+    public var cpu: CPUSplit {
+        moved.lock(); defer { moved.unlock() }
+        return contact.cpu
+    }
+
+    private func spent(deciding ns: UInt64, events: Int) {
+        moved.lock(); contact.cpu.decideNs += ns; contact.cpu.decidedEvents += events; moved.unlock()
+    }
+
     /// The store's serial section as this node's appends saw it (`PostgresEventStore.serialSection`).
     public var serialSection: PostgresEventStore.SerialSection { store.serialSection.withLock { $0 } }
 
     /// The node's figures since it opened, for `serve`'s last line (`tools/hub-load.py` reads them): writes, decisions
-    /// made again, the head lock's time held by its appends (p50, p99, in all), and the catch-up lag (p50, p99).
+    /// made again, the head lock's time held by its appends (p50, p99, in all), the catch-up lag (p50, p99), and the
+    /// CPU per event decided and per event followed (`cpu`).
     public var figures: JSONValue {
         let s = serialSection, lag = self.lag
         func ms(_ v: Double) -> JSONValue { .double((v * 1000).rounded() / 1000) }
@@ -375,7 +412,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
                 "headLockAppends": .int(Int64(s.appends)), "headLockEvents": .int(Int64(s.events)), "headLockMs": ms(s.heldMs),
                 "headLockP50": ms(s.percentile(0.5)), "headLockP99": ms(s.percentile(0.99)),
                 "lagCommits": .int(Int64(lag.count)), "lagP50": ms(PostgresEventStore.SerialSection.percentile(lag, 0.5)),
-                "lagP99": ms(PostgresEventStore.SerialSection.percentile(lag, 0.99))]
+                "lagP99": ms(PostgresEventStore.SerialSection.percentile(lag, 0.99)),
+                "decideCpuMsPerEvent": ms(cpu.decideUsPerEvent / 1000), "followCpuMsPerEvent": ms(cpu.followUsPerEvent / 1000),
+                "decidedEvents": .int(Int64(cpu.decidedEvents)), "followedEvents": .int(Int64(cpu.followedEvents))]
     }
 
     /// The store answered; `wakeFollower` after an outage (the notification connection is back).

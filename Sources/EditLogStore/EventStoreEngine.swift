@@ -17,7 +17,7 @@ public protocol EventStoreEngine: Sendable {
     /// `.conflict` naming the stream, with nothing appended.
     ///
     /// `after`, when given, is the head position the batch was decided on: if the log has moved past it, the append is a
-    /// `.conflict` and appends nothing (a replica's write, decided on a state that must still be the head's).
+    /// `.conflict` and appends nothing (a hub node's write, decided on its local copy: a state that must still be the head's).
     func append(_ batch: [EventAppend], after head: Int64?) async throws(EditLogError) -> [AppendOutcome]
     /// At most `limit` events after `position`, in position order.
     func events(after position: Int64, limit: Int) async throws(EditLogError) -> [RecordedEvent]

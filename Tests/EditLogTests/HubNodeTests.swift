@@ -27,7 +27,7 @@ struct HubNodeTests {
         }
     }
 
-    /// A node of `store` with its replica in `dir` (ids of its own: nodes never make the same event id).
+    /// A node of `store` with its local copy in `dir` (ids of its own: nodes never make the same event id).
     static func node(_ store: PostgresEventStore, _ dir: TempPath, seed: UInt64) throws -> HubNode {
         let clock = StepClock(start: 1_780_000_900_000 + Int64(seed) * 1_000_000, step: 3)
         return try HubNode.open(store.location, cacheDirectory: dir.path, clock: clock, ids: UUIDv7Generator(clock: clock, seed: seed))
@@ -106,8 +106,8 @@ struct HubNodeTests {
         }
     }
 
-    /// A write decided on a replica the hub moved past (node 2 appended in between) appends nothing, and is decided
-    /// again on the caught-up replica: both edits are in the store once, in the order the hub took them.
+    /// A write decided on a local copy the hub moved past (node 2 appended in between) appends nothing, and is decided
+    /// again on the caught-up local copy: both edits are in the store once, in the order the hub took them.
     @Test func aWriteTheHubMovedPastIsDecidedAgain() async throws {
         try await Self.withHub { store in
             let d1 = TempPath("node1"), d2 = TempPath("node2")
@@ -147,7 +147,7 @@ struct HubNodeTests {
     }
 
     /// A node closed while others append catches up from its last position when it opens again; a deleted cache is
-    /// built again from the store; a replica that is not the store's prefix (another hub's, damaged) is replaced.
+    /// built again from the store; a local copy that is not the store's prefix (another hub's, damaged) is replaced.
     @Test func aRestartedNodeCatchesUpAndALostCacheIsRebuilt() async throws {
         try await Self.withHub { store in
             let d1 = TempPath("node1"), d2 = TempPath("node2")
@@ -169,7 +169,7 @@ struct HubNodeTests {
             #expect(try n1.local.head() == head)
             #expect(try n1.local.digestOfProjections() == n1.local.digestOfRebuild())
             n1.close()
-            // Another log's file where the replica should be: replaced, not trusted.
+            // Another log's file where the local copy should be: replaced, not trusted.
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
             let other = try Fixture.treesLog(at: path, seed: 5, logId: store.logId)
             try SyncRig.set(other, SyncRig.tree1, [("SiteWidth", "9")], at: "2026-06-01T12:00:00Z", actor: "eve", session: "e")
@@ -301,6 +301,7 @@ struct HubNodeTests {
             let n1 = try Self.node(store, d1, seed: 77), n2 = try Self.node(store, d2, seed: 78)
             defer { n1.close(); n2.close() }
             n1.startFollowing(poll: 5)
+            let start = try await store.head().position
             try n2.write { try SyncRig.set($0, SyncRig.tree1, [("SiteWidth", "6.5")], at: "2026-06-01T12:00:00Z", actor: "bob", session: "f-1") }
             let target = try await store.head()
             var seen = false
@@ -323,14 +324,18 @@ struct HubNodeTests {
             let held = n2.serialSection
             #expect(held.appends >= 1 && held.events >= held.appends && held.heldMs > 0 && held.percentile(0.99) > 0, "\(held)")
             #expect(n1.figures["lagCommits"]?.intValue == Int64(lag.count))
+            // The CPU split: the writer decided every event it appended; the follower followed them (and decided none).
+            let wrote = n2.cpu, followed = n1.cpu
+            #expect(wrote.decidedEvents == Int(try await store.head().position - start) && wrote.decideNs > 0, "\(wrote)")
+            #expect(followed.followedEvents >= wrote.decidedEvents && followed.followNs > 0 && followed.decidedEvents == 0, "\(followed)")
         }
     }
 }
 
 extension HubNodeTests {
-    /// The commands on a `postgres://` store, through replicas in `--cache` directories: a device's bundle imported
+    /// The commands on a `postgres://` store, through local copies in `--cache` directories: a device's bundle imported
     /// into the hub (twice: the second a no-op), a script recorded there, and log, history, conflicts, bundle export
-    /// and verify reading it through another replica.
+    /// and verify reading it through another local copy.
     @Suite(.tags(.process)) struct ProcessTests {
         @Test func theCommandsTakeAPostgresStore() async throws {
             try await PostgresScratch.withDatabase { location in
@@ -358,7 +363,7 @@ extension HubNodeTests {
                 #expect(r.status == 0 && again["imported"]?.intValue == 0 && (first["imported"]?.intValue ?? 0) > 0, "\(first.serialized()) \(again.serialized())")
                 r = try CLI.run(["record", url, f + "/scripts/02-inspections.ndjson", "--cache", c1])
                 #expect(r.status == 0, "\(r.stderr)")
-                // Another replica (another machine's cache) reads all of it.
+                // Another local copy (another machine's cache) reads all of it.
                 r = try CLI.run(["verify", url, "--json"])
                 let verified = try JSONParser.parse(Array(r.stdout.utf8))
                 #expect(r.status == 0 && verified["ok"]?.boolValue == true, "\(r.stdout) \(r.stderr)")
