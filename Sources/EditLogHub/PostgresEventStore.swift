@@ -67,7 +67,7 @@ public final class PostgresEventStore: EventStoreEngine {
                     for statement in PostgresSchema.statements { try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
                     try await conn.query("INSERT INTO editlog_meta (key, value) VALUES ('log_id', \(logId)), ('format', \(String(EventStore.formatVersion)))", logger: logger)
                     try await conn.query("INSERT INTO editlog_head (only_row, position, hash) VALUES (true, 0, \(Data(EventHash.genesis)))", logger: logger)
-                    try await upgrade(conn, from: 1, to: schemaVersion)
+                    try await upgrade(conn, from: 1, to: schemaVersion, clock: clock)
                     _ = try await append(initial, conn, logId: logId, clock: clock)
                     for blob in initialBlobs { _ = try await putBlobRows(blob, conn) }
                 }
@@ -107,7 +107,7 @@ public final class PostgresEventStore: EventStoreEngine {
                         try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended('editlog schema', 0))", logger: logger)
                         var meta: [String: String] = [:]
                         for try await (k, v) in try await conn.query("SELECT key, value FROM editlog_meta", logger: logger).decode((String, String).self) { meta[k] = v }
-                        try await upgrade(conn, from: PostgresSchema.version(meta), to: PostgresSchema.versions.count)
+                        try await upgrade(conn, from: PostgresSchema.version(meta), to: PostgresSchema.versions.count, clock: clock)
                     }
                 }
             }
@@ -119,11 +119,11 @@ public final class PostgresEventStore: EventStoreEngine {
     }
 
     /// Runs the schema's versions after `from` up to `to`, each recorded in `editlog_meta` (`PostgresSchema.metaKey`).
-    static func upgrade(_ conn: PostgresConnection, from: Int, to: Int) async throws {
+    static func upgrade(_ conn: PostgresConnection, from: Int, to: Int, clock: any LogClock) async throws {
         guard from < to else { return }
         for n in (from + 1)...to {
             for statement in PostgresSchema.versions[n - 1] { try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-            try await conn.query("INSERT INTO editlog_meta (key, value) VALUES (\(PostgresSchema.metaKey(n)), \(Timestamp.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))))",
+            try await conn.query("INSERT INTO editlog_meta (key, value) VALUES (\(PostgresSchema.metaKey(n)), \(Timestamp.format(milliseconds: clock.now())))",
                                  logger: logger)
         }
     }
@@ -215,7 +215,8 @@ public final class PostgresEventStore: EventStoreEngine {
         }
     }
 
-    /// Events per call of `editlog_append` (a longer batch is appended in calls of this many, in one transaction).
+    /// Events per call of `editlog_append` (a longer batch, `hub init`'s, is appended in calls of this many, in one
+    /// transaction, and is not counted in the serial section).
     static let appendRows = 1000
     /// The size of a stored blob piece.
     static let pieceBytes = Int(BlobStorage.inlineLimit)
@@ -457,13 +458,6 @@ public final class PostgresEventStore: EventStoreEngine {
                                      origin: EventOrigin(logId: v.originLog, position: v.originPosition, hash: v.originHash ?? hash), hash: hash))
         }
         return out
-    }
-
-    static func lockHead(_ conn: PostgresConnection) async throws -> StoreHead {
-        let rows = try await conn.query("SELECT position, hash FROM editlog_head FOR UPDATE", logger: logger).collect()
-        guard let row = rows.first else { throw EditLogError(.corrupt, "editlog_head has no row") }
-        let (p, h) = try row.decode((Int64, Data).self)
-        return StoreHead(position: p, hash: [UInt8](h))
     }
 
     /// Runs `body`, every error coming out as an `EditLogError` naming the store and what was being done.

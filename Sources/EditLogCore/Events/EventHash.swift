@@ -5,8 +5,10 @@ import Foundation
 /// (length-prefixed) encoding of every stored column, so changing any byte of any event, reordering,
 /// inserting or removing one breaks the chain from that position on.
 ///
-/// `encode(_:previous:into:)` is the only place that knows the encoding: the appender feeds it the values it
-/// is about to insert, `verify` feeds it SQLite's column buffers, bundles feed it decoded events.
+/// `encode(_:previous:into:)` is the only place in Swift that knows the encoding: the appender feeds it the values it
+/// is about to insert, `verify` feeds it SQLite's column buffers, bundles feed it decoded events. The hub's store
+/// computes the same encoding in SQL where it assigns positions (`editlog_append`, `EditLogHub.PostgresSchema`); a
+/// change here is a new schema version there, and the store conformance suite checks that both give the same hashes.
 public enum EventHash {
     public static let genesis = [UInt8](repeating: 0, count: 32)
 
