@@ -80,7 +80,7 @@ extension FeatureService {
         }
         let deletesByGlobalId = useGlobalIds || (mode == .delete && p["globalIds"] != nil && p["objectIds"] == nil && p["where"] == nil)
         let plan = try handles.read { log in try self.plan([edits], useGlobalIds: useGlobalIds, deletesByGlobalId: deletesByGlobalId, log: log) }
-        let (failures, moment, _) = try commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(layer.name) by \(user)")
+        let (failures, moment, _, _) = try commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(layer.name) by \(user)")
         var response = try results(plan, failures: failures, layer: layer, attachments: edits.attachments != nil)
         switch mode {
         case .applyEdits: break
@@ -123,7 +123,7 @@ extension FeatureService {
     /// plan's indices (a replica's record of its upload); with nothing to record they are written alone.
     func commit(_ plan: [PlannedEdit], rollback: Bool, user: String, device: String, name: String, cause: String? = nil,
                 then: (_ sessions: [String], _ events: [RecordedEvent], _ recorded: Set<Int>) -> [SystemEvent] = { _, _, _ in [] })
-        throws -> (failures: [Int: EditFailure], moment: Int64, error: EditLogError?) {
+        throws -> (failures: [Int: EditFailure], moment: Int64, error: EditLogError?, events: [RecordedEvent]) {
         let now = handles.clock.now()
         let at = Timestamp.format(milliseconds: now)
         var sessions: [String] = []
@@ -193,7 +193,7 @@ extension FeatureService {
             let (_, error) = try record([], last: true)
             if firstError == nil { firstError = error }
         }
-        return (failures, now, firstError)
+        return (failures, now, firstError, recorded)
     }
 
     /// One layer's results in ArcGIS's shape: `addResults`, `updateResults`, `deleteResults` (each

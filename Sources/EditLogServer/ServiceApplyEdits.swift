@@ -33,7 +33,7 @@ extension FeatureService {
         }
         let plan = try handles.read { log in try self.plan(layers, useGlobalIds: useGlobalIds, deletesByGlobalId: useGlobalIds, log: log) }
         let names = layers.map(\.layer.name).joined(separator: ", ")
-        let (failures, moment, _) = try commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(names) by \(user)")
+        let (failures, moment, _, _) = try commit(plan, rollback: rollback, user: user, device: r.device, name: "applyEdits \(names) by \(user)")
         let returnMoment = p.bool("returnEditMoment", default: false)
         var out: [JSONValue] = []
         for e in layers {

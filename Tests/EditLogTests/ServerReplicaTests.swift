@@ -100,6 +100,8 @@ struct ServerReplicaTests {
             // The record: every event of the log validates against its schema, the replica's included.
             let records = try ReplicaRecord.all(log.value.streamEvents(StreamName.replicas))
             #expect(records.count == 1 && records[0].syncs.count == 2 && records[0].user == "alice_pdx")
+            // Each answer's generation is its own record's position: past its upload, where the next one starts.
+            #expect(records[0].syncs.map(\.position) == [next, try #require(again.json["replicaServerGen"]?.intValue)])
             #expect(records[0].syncs[0].record.overwrote.first?["field"] == "Condition")
             let validator = SchemaFilesTests.validator()
             var checked = 0

@@ -151,7 +151,7 @@ extension FeatureService {
         // The record comes after the upload's events in the same transaction: its position is the client's next
         // generation, past its own upload (which it is never sent back).
         var firstWritten: Int64?
-        let (failures, _, error) = try commit(plan, rollback: rollback, user: user, device: r.device, name: "synchronizeReplica \(rep.id) by \(user)",
+        let (failures, _, error, written) = try commit(plan, rollback: rollback, user: user, device: r.device, name: "synchronizeReplica \(rep.id) by \(user)",
                                           cause: Cause.replica(rep.id)) { sessions, events, recorded in
             firstWritten = events.first?.position
             let won = overwrote.filter { recorded.contains($0.planIndex) }
@@ -163,7 +163,12 @@ extension FeatureService {
         if rollback, let error {
             throw ServiceError(code: 400, message: "Unable to synchronize replica.", details: ["\(error.description) (rollbackOnFailure: nothing was applied)"])
         }
-        guard var after = try handles.read({ try ReplicaRecord.all($0.streamEvents(StreamName.replicas)) }).first(where: { $0.id == rep.id })?.syncs.last?.position else {
+        // The record just written, from the write's own answer (the `$replicas` stream is not read again).
+        let record = written.last { e in
+            guard e.type == EventType.replicaSynchronized.rawValue, case .replicaSynchronized(let p)? = try? e.body else { return false }
+            return p.replicaId == rep.id
+        }
+        guard var after = record?.position else {
             throw ServiceError(code: 500, message: "Unable to synchronize replica.", details: ["the synchronize was not recorded"])
         }
         // Another writer (a hub's other node) appended between the download's end and this synchronize's first
