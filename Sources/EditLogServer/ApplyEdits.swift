@@ -116,7 +116,8 @@ extension FeatureService {
     /// Records a plan as sessions of `user`. With `rollback`, everything is one `record` (one transaction):
     /// one failure, planned or met while recording, records nothing and every other edit answers
     /// `1003 Operation rolled back.`; without, each edit is its own transaction. Returns the failures by plan
-    /// index and the edit moment (the sessions' time, epoch milliseconds).
+    /// index, the edit moment (the sessions' time, epoch milliseconds), the first error, and the events written (at
+    /// their positions in the log: a replica's record is read from them).
     ///
     /// `cause` marks the sessions (a replica's upload: `replica:<id>`). `then` gives system events to write in the
     /// same transaction as the last edits recorded, from what was recorded so far: the sessions, the events and the
