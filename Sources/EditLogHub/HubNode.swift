@@ -75,9 +75,9 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     public struct CPUSplit: Sendable {
         public var decideNs: UInt64 = 0, decidedEvents = 0
         public var followNs: UInt64 = 0, followedEvents = 0
-        /// Microseconds of CPU per event decided, and per event followed.
-        public var decideUsPerEvent: Double { decidedEvents == 0 ? 0 : Double(decideNs) / 1e3 / Double(decidedEvents) }
-        public var followUsPerEvent: Double { followedEvents == 0 ? 0 : Double(followNs) / 1e3 / Double(followedEvents) }
+        /// Milliseconds of CPU per event decided, and per event followed.
+        public var decideMsPerEvent: Double { decidedEvents == 0 ? 0 : Double(decideNs) / 1e6 / Double(decidedEvents) }
+        public var followMsPerEvent: Double { followedEvents == 0 ? 0 : Double(followNs) / 1e6 / Double(followedEvents) }
     }
 
     /// The calling thread's CPU time, in ns.
@@ -162,10 +162,10 @@ public final class HubNode: LogWriter, @unchecked Sendable {
                 stats.writes += 1
                 let head = try? local.head().position
                 if let head { sawLocal(head, inSync: true) }
-                spent(deciding: Self.threadCPU() - cpu, events: Int((head ?? decidedAt) - decidedAt))
+                spent(Self.threadCPU() - cpu, events: Int((head ?? decidedAt) - decidedAt), following: false)
                 return result
             } catch {
-                spent(deciding: Self.threadCPU() - cpu, events: 0)
+                spent(Self.threadCPU() - cpu, events: 0, following: false)
                 if let e = error as? EditLogError, e.kind == .unavailable { throw e }
                 if let gateFailure { throw gateFailure }
                 guard hubMoved else { throw error }
@@ -250,7 +250,7 @@ public final class HubNode: LogWriter, @unchecked Sendable {
             guard let last = batch.last else { break }
             let cpu = Self.threadCPU()
             try local.follow(batch, fetchBlob: { [store] sha in try Self.fetchBlob(store, sha) })
-            moved.lock(); contact.cpu.followNs += Self.threadCPU() - cpu; contact.cpu.followedEvents += batch.count; moved.unlock()
+            spent(Self.threadCPU() - cpu, events: batch.count, following: true)
             head = last.position
             sawLocal(head, inSync: false)
         }
@@ -395,8 +395,11 @@ public final class HubNode: LogWriter, @unchecked Sendable {
         return contact.cpu
     }
 
-    private func spent(deciding ns: UInt64, events: Int) {
-        moved.lock(); contact.cpu.decideNs += ns; contact.cpu.decidedEvents += events; moved.unlock()
+    /// Adds CPU time and the events it produced to what following, or deciding, cost.
+    private func spent(_ ns: UInt64, events: Int, following: Bool) {
+        moved.lock()
+        if following { contact.cpu.followNs += ns; contact.cpu.followedEvents += events } else { contact.cpu.decideNs += ns; contact.cpu.decidedEvents += events }
+        moved.unlock()
     }
 
     /// The store's serial section as this node's appends saw it (`PostgresEventStore.serialSection`).
@@ -413,7 +416,7 @@ public final class HubNode: LogWriter, @unchecked Sendable {
                 "headLockP50": ms(s.percentile(0.5)), "headLockP99": ms(s.percentile(0.99)),
                 "lagCommits": .int(Int64(lag.count)), "lagP50": ms(PostgresEventStore.SerialSection.percentile(lag, 0.5)),
                 "lagP99": ms(PostgresEventStore.SerialSection.percentile(lag, 0.99)),
-                "decideCpuMsPerEvent": ms(cpu.decideUsPerEvent / 1000), "followCpuMsPerEvent": ms(cpu.followUsPerEvent / 1000),
+                "decideCpuMsPerEvent": ms(cpu.decideMsPerEvent), "followCpuMsPerEvent": ms(cpu.followMsPerEvent),
                 "decidedEvents": .int(Int64(cpu.decidedEvents)), "followedEvents": .int(Int64(cpu.followedEvents))]
     }
 

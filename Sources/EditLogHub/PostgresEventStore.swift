@@ -250,7 +250,8 @@ public final class PostgresEventStore: EventStoreEngine {
         var ids: [UUID] = [], streams: [String] = [], expected: [Int64] = [], types: [String] = [], payloads: [ByteBuffer] = []
         var actors: [String] = [], devices: [String] = [], sessions: [String] = [], causes: [String] = [], clientTimes: [String] = []
         var recorded: [String] = [], originLogs: [String] = [], originPositions: [Int64] = [], originHashes: [ByteBuffer] = [], absent: [Int32] = []
-        for e in sent.map({ batch[$0] }) {
+        for i in sent {
+            let e = batch[i]
             ids.append(e.id); streams.append(e.stream); types.append(e.type); payloads.append(ByteBuffer(bytes: e.canonicalPayload))
             switch e.expected {
             case .any: expected.append(-1)

@@ -325,7 +325,10 @@ struct HubNodeTests {
             #expect(held.appends >= 1 && held.events >= held.appends && held.heldMs > 0 && held.percentile(0.99) > 0, "\(held)")
             #expect(n1.figures["lagCommits"]?.intValue == Int64(lag.count))
             // The CPU split: the writer decided every event it appended; the follower followed them (and decided none).
-            let wrote = n2.cpu, followed = n1.cpu
+            // (The follower counts a batch once its apply has returned, a moment after its commit made the head visible.)
+            let wrote = n2.cpu
+            for _ in 0..<200 where n1.cpu.followedEvents < wrote.decidedEvents { try await Task.sleep(for: .milliseconds(25)) }
+            let followed = n1.cpu
             #expect(wrote.decidedEvents == Int(try await store.head().position - start) && wrote.decideNs > 0, "\(wrote)")
             #expect(followed.followedEvents >= wrote.decidedEvents && followed.followNs > 0 && followed.decidedEvents == 0, "\(followed)")
         }
