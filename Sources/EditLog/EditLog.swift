@@ -132,6 +132,14 @@ public final class EditLog {
         return result
     }
 
+    /// Group commit (`EventStore.group`): every write of this handle inside `body` is a savepoint of one transaction
+    /// that commits once at the end, passing the commit gate once for all of them. A writer loop runs its queued
+    /// requests in one, each under `savepoint`.
+    public func group<T>(_ body: () throws -> T) throws(EditLogError) -> T { try store.group(body) }
+
+    /// Inside a `group`: `body`'s writes are undone together when it throws, and the group goes on.
+    public func savepoint<T>(_ body: () throws -> T) throws -> T { try store.savepoint(body) }
+
     /// A read transaction. Internal: GRDB stays behind the facade.
     func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
         try store.read { db in

@@ -193,11 +193,10 @@ final class FeatureService: Sendable {
         }
     }
 
-    /// Reads run on a concurrent queue and edits on a serial one, not on Swift's cooperative pool: each is
-    /// synchronous SQLite work (an edit waits for its commit's fsync), and on a machine with two cores the
-    /// pool has two threads — one edit and one query in them held every other request back (a long p99 tail).
+    /// Reads run on a concurrent queue and edits in the log's writer loop (`LogHandles.submit`: group commit), not on
+    /// Swift's cooperative pool: each is synchronous SQLite work, and on a machine with two cores the pool has two
+    /// threads — one edit and one query in them held every other request back (a long p99 tail).
     static let reads = DispatchQueue(label: "editlog.serve.reads", qos: .userInitiated, attributes: .concurrent)
-    static let edits = DispatchQueue(label: "editlog.serve.edits", qos: .userInitiated)
 
     /// Runs `body` on its class's queue when the class has room (`Admission`), else throws ArcGIS's 503.
     func routeOffThePool(write: Bool, _ body: @escaping @Sendable () throws -> Response) async throws -> Response {
@@ -207,7 +206,11 @@ final class FeatureService: Sendable {
         }
         defer { admission.leave() }
         return try await withCheckedThrowingContinuation { (c: CheckedContinuation<Response, any Error>) in
-            (write ? Self.edits : Self.reads).async { c.resume(with: Result { try body() }) }
+            if write {
+                handles.submit(LogHandles.WriteJob(body: body, done: { c.resume(with: $0) }))
+            } else {
+                Self.reads.async { c.resume(with: Result { try body() }) }
+            }
         }
     }
 

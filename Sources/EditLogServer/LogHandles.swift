@@ -1,5 +1,7 @@
 import EditLog
 import Foundation
+import Hummingbird
+import Synchronization
 
 /// The log handles a server uses. Writes go through the one read-write handle, one at a time (the
 /// store serializes writers anyway). Reads never wait for a write: each takes its own read-only handle
@@ -54,7 +56,9 @@ final class LogHandles: @unchecked Sendable {
         }
     }
 
+    /// A read on a handle of the pool; inside the writer loop's group, on the writer (it sees the group's writes).
     func read<T>(_ body: (EditLog) throws -> T) throws -> T {
+        if inGroup { return try body(writer) }
         poolLock.lock()
         let reused = idle.popLast()
         poolLock.unlock()
@@ -77,27 +81,114 @@ final class LogHandles: @unchecked Sendable {
         }
     }
 
+    /// A write of a request. Inside the writer loop's group (`submit`), a savepoint of it; elsewhere its own
+    /// transaction (through the hub node, when there is one).
     func write<T>(_ body: (EditLog) throws -> T) throws -> T {
+        if inGroup { return try writer.savepoint { try body(writer) } }
         writeLock.lock()
-        defer {
-            let start = checkpointer != nil && !checkpointRunning && Date().timeIntervalSince(lastCheckpoint) >= Self.checkpointInterval
-            if start { checkpointRunning = true; lastCheckpoint = Date() }
-            writeLock.unlock()
-            if start {
-                checkpoints.async { [self] in
-                    try? checkpointer?.checkpointPassive()
-                    writeLock.lock()
-                    checkpointRunning = false
-                    writeLock.unlock()
-                }
-            }
-        }
+        defer { afterWrite() }
         if let through { return try through.write(body) }
         return try body(writer)
     }
 
+    /// Releases the write lock and, when it is time, starts a checkpoint off the request path.
+    private func afterWrite() {
+        let start = checkpointer != nil && !checkpointRunning && Date().timeIntervalSince(lastCheckpoint) >= Self.checkpointInterval
+        if start { checkpointRunning = true; lastCheckpoint = Date() }
+        writeLock.unlock()
+        if start {
+            checkpoints.async { [self] in
+                try? checkpointer?.checkpointPassive()
+                writeLock.lock()
+                checkpointRunning = false
+                writeLock.unlock()
+            }
+        }
+    }
+
+    // MARK: The writer loop (group commit)
+
+    /// A request that writes, queued for the writer loop: `body` computes its answer (its writes through `write`,
+    /// its reads through `read`); `done` gets it once the group it ran in committed.
+    final class WriteJob: @unchecked Sendable {
+        let body: () throws -> Response
+        let done: @Sendable (Result<Response, any Error>) -> Void
+        /// The answer as the last run of `body` left it (a hub node may run a group again).
+        var result: Result<Response, any Error>?
+        init(body: @escaping () throws -> Response, done: @escaping @Sendable (Result<Response, any Error>) -> Void) {
+            self.body = body; self.done = done
+        }
+    }
+
+    /// Requests in one group at most: bounds its transaction, and a hub node's append of it.
+    static let maxGroup = 64
+    private let loopLock = NSLock()
+    private var queued: [WriteJob] = []
+    private var draining = false
+    private let loop = DispatchQueue(label: "editlog.serve.writer", qos: .userInitiated)
+    /// The thread running a group, while it does (its requests' `write`, `read` and `refresh` are the group's).
+    private let groupThread = Mutex<pthread_t?>(nil)
+    private var inGroup: Bool { groupThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
+
+    /// Queues a request that writes. One writer loop drains the queue: every request queued when it looks runs, one
+    /// after another, each under a savepoint of one transaction that commits once (on a hub node, one append of
+    /// the group's events). A request that throws rolls back to its own savepoint; its error is its answer alone.
+    /// Answers are handed out after the commit; a group whose commit fails runs again request by request.
+    func submit(_ job: WriteJob) {
+        loopLock.lock()
+        queued.append(job)
+        let start = !draining
+        draining = true
+        loopLock.unlock()
+        if start { loop.async { [self] in drain() } }
+    }
+
+    private func drain() {
+        while true {
+            loopLock.lock()
+            let jobs = Array(queued.prefix(Self.maxGroup))
+            queued.removeFirst(jobs.count)
+            if jobs.isEmpty { draining = false }
+            loopLock.unlock()
+            if jobs.isEmpty { return }
+            commitGroup(jobs)
+        }
+    }
+
+    /// Runs `jobs` in one group and hands out their answers.
+    private func commitGroup(_ jobs: [WriteJob]) {
+        let outcome = Result { () throws -> Void in
+            writeLock.lock()
+            defer { afterWrite() }
+            let run = { [self] (log: EditLog) throws -> Void in
+                try log.group {
+                    groupThread.withLock { $0 = pthread_self() }
+                    defer { groupThread.withLock { $0 = nil } }
+                    for job in jobs { job.result = Result { try log.savepoint { try job.body() } } }
+                }
+            }
+            if let through { try through.write(run) } else { try run(writer) }
+        }
+        switch outcome {
+        case .success:
+            for job in jobs { job.done(job.result!) }
+        case .failure(let error) where jobs.count == 1 || (error as? EditLogError)?.kind == .unavailable:
+            // One request, or a hub's store that does not answer (each alone would wait for it again): the error is
+            // every request's answer.
+            for job in jobs { job.done(.failure(error)) }
+        case .failure:
+            // The commit failed for the group (a disk error, or on a hub node the store's refusal): each request
+            // again on its own, so that one request's trouble is its answer alone.
+            for job in jobs { commitGroup([job]) }
+        }
+    }
+
     /// On a hub node's local copy, catches up with the hub first (`LogWriter.refresh`); nothing on a log of its own.
-    func refresh() throws { try through?.refresh() }
+    /// Inside a group, nothing: the node caught up before the group, and holds its lock until it commits.
+    func refresh() throws {
+        if inGroup { return }
+        try through?.refresh()
+    }
 
     /// On a hub node: seconds since its local copy was last known to hold the store's head.
     var staleness: Double? { through?.staleness }

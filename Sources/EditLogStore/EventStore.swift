@@ -208,9 +208,13 @@ public final class EventStore: Sendable {
     /// back at the end, moved rather than copied (a copy would share the stream versions the appender took from
     /// `AppendCache`, and its first append would copy them all).
     /// `gated`: the write passes the commit gate, if one is set (`setCommitGate`).
+    /// Inside a `group` (on its thread), the write is a savepoint of the group's transaction instead: its events are
+    /// visible to the group's next writes, a failure rolls back this write alone, and the gate waits for the group's end.
     public func write<T>(gated: Bool = true, owning body: (Database, consuming Appender) throws -> (result: T, appender: Appender)) throws(EditLogError) -> T {
         do {
-            return try dbQueue.writeWithoutTransaction { db in
+            // Reentrant only so that a group's writes reach its open transaction; outside a group it is the plain write.
+            return try dbQueue.unsafeReentrantWrite { db in
+                if db.isInsideTransaction { return try savepointWrite(db, body) }
                 var result: T?
                 var snapshot: AppendCache.Snapshot?
                 do {
@@ -239,6 +243,80 @@ public final class EventStore: Sendable {
         }
     }
 
+    /// A write of a group (`group`): a savepoint of its transaction. What it appended becomes the cached state at once,
+    /// valid for the group's next write (`data_version` does not move for this connection's own changes) and kept after
+    /// the group commits; a failed savepoint, or a group that rolls back, drops it.
+    private func savepointWrite<T>(_ db: Database, _ body: (Database, consuming Appender) throws -> (result: T, appender: Appender)) throws -> T {
+        var result: T?
+        var snapshot: AppendCache.Snapshot?
+        do {
+            try db.inSavepoint {
+                let (r, appender) = try body(db, try Appender(db: db, store: self))
+                result = r
+                snapshot = appender.snapshot
+                return .commit
+            }
+        } catch {
+            appendCache.drop()
+            throw error
+        }
+        if let snapshot { appendCache.store(snapshot) }
+        return result!
+    }
+
+    /// Group commit: `body`'s writes of this store (`write`, `writeUnit`, `savepoint`, on this thread) share one
+    /// IMMEDIATE transaction, each as a savepoint of it, and commit once at the end. The commit gate, if set, is
+    /// passed once for every event the group appended, in position order (a hub node appends them in one call). A
+    /// write that throws rolls back its own savepoint only (its caller sees the error; `body` goes on); `body`
+    /// throwing, or the gate refusing, rolls back the whole group. Reads of this handle inside see the group's writes.
+    public func group<T>(_ body: () throws -> T) throws(EditLogError) -> T {
+        do {
+            return try dbQueue.unsafeReentrantWrite { db in
+                // A group inside a group is part of it.
+                if db.isInsideTransaction { return try body() }
+                var result: T?
+                do {
+                    try db.inTransaction(.immediate) {
+                        let start = try Self.headPosition(db)
+                        result = try body()
+                        try passGate(db, after: start, head: try Self.headPosition(db))
+                        return .commit
+                    }
+                } catch {
+                    appendCache.drop()
+                    throw error
+                }
+                return result!
+            }
+        } catch {
+            throw EditLogError.wrapping(error, at: path)
+        }
+    }
+
+    /// Runs `body` as one unit inside a group: its writes are undone together when it throws (the group goes on).
+    /// Outside a group, `body` runs as it is (each of its writes its own transaction).
+    public func savepoint<T>(_ body: () throws -> T) throws -> T {
+        try dbQueue.unsafeReentrantWrite { db in
+            guard db.isInsideTransaction else { return try body() }
+            var result: T?
+            do {
+                try db.inSavepoint {
+                    result = try body()
+                    return .commit
+                }
+            } catch {
+                appendCache.drop()
+                throw error
+            }
+            return result!
+        }
+    }
+
+    /// The log's last position as `db` sees it (one seek of the primary key).
+    static func headPosition(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT position FROM events ORDER BY position DESC LIMIT 1") ?? 0
+    }
+
     /// A read transaction (a consistent snapshot), rolled back at the end. Every error comes out as an `EditLogError`.
     ///
     /// Not GRDB's `read`: on a read-write connection it wraps each read in `PRAGMA query_only = 1` and `= 0`, and
@@ -247,8 +325,16 @@ public final class EventStore: Sendable {
     /// feature table). Rolling back keeps the read from leaving a write behind.
     public func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
         do {
-            return try dbQueue.unsafeRead { db in
+            // Reentrant for a read inside a group, which sees the group's writes (a savepoint rolled back at the end).
+            return try dbQueue.unsafeReentrantRead { db in
                 var result: T?
+                if db.isInsideTransaction {
+                    try db.inSavepoint {
+                        result = try body(db)
+                        return .rollback
+                    }
+                    return result!
+                }
                 try db.inTransaction(.deferred) {
                     result = try body(db)
                     return .rollback

@@ -1,6 +1,7 @@
 import EditLog
 @testable import EditLogServer
 import Foundation
+import GRDB
 import Hummingbird
 import HummingbirdTesting
 import Testing
@@ -181,10 +182,22 @@ struct ServerEditTests {
     @Test func aFullEditQueueAnswers503AndReadsGoOn() async throws {
         try await ServedLog.run(configure: { $0.maxQueuedEdits = 1 }) { client, log in
             let gid = Self.trees[0]["GlobalID"]!.stringValue!
-            // The one writer queue is held until the refused edit has its answer (10 s at most: without the bound
-            // both edits would wait, and the first answer would be a success).
-            let held = DispatchSemaphore(value: 0)
-            FeatureService.edits.async { _ = held.wait(timeout: .now() + 10) }
+            // The log's write lock is held by another connection until the refused edit has its answer (10 s at most:
+            // without the bound both edits would wait, and the first answer would be a success): the writer loop's
+            // group waits for it at BEGIN IMMEDIATE.
+            let held = DispatchSemaphore(value: 0), holding = DispatchSemaphore(value: 0)
+            let path = log.value.path
+            Thread.detachNewThread {
+                guard let other = try? DatabaseQueue(path: path) else { holding.signal(); return }
+                try? other.writeWithoutTransaction { db in
+                    try db.execute(sql: "BEGIN IMMEDIATE")
+                    holding.signal()
+                    _ = held.wait(timeout: .now() + 10)
+                    try db.execute(sql: "ROLLBACK")
+                }
+                try? other.close()
+            }
+            holding.wait()
             let results = try await withThrowingTaskGroup(of: ServiceResponse.self) { group in
                 for value in ["Dead", "Poor"] {
                     group.addTask {
