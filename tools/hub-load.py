@@ -665,17 +665,21 @@ class Run:
         copy's commit, and its CPU per event decided and per event followed. The serial section per acknowledged edit
         adds every node's time held."""
         out = {}
-        if self.a.engine != "postgres":
-            return out
-        figs = []
+        figs, writers = [], []
         for i in range(len(self.nodes)):
             last = None
             with open(os.path.join(self.tmp, f"node{i}.log"), errors="replace") as f:
                 for line in f:
                     if line.startswith("editlog: node figures "):
                         last = json.loads(line[len("editlog: node figures "):])
+                    if line.startswith("editlog: writer figures "):
+                        writers.append(json.loads(line[len("editlog: writer figures "):]))
             if last:
                 figs.append(last)
+        # Group commit: the requests each node's writer loop committed per transaction (per append on a hub node).
+        if writers:
+            out["writeRequestsPerGroupNodes"] = [round(w["requests"] / w["groups"], 2) if w["groups"] else None for w in writers]
+            out["largestGroupNodes"] = [w["largest"] for w in writers]
         if not figs:
             return out
         held = sum(f["headLockMs"] for f in figs)

@@ -19,7 +19,7 @@ public struct ServerRequestContext: RequestContext {
 /// Builds the router of the feature service over a log. `log` becomes the service's one writer; reads use
 /// read-only handles of the same file (see `LogHandles`).
 public func makeRouter(log: EditLog, options: ServerOptions) -> Router<ServerRequestContext> {
-    let service = FeatureService(handles: LogHandles(writer: log, keep: options.readers, through: options.writer), options: options)
+    let service = FeatureService(handles: LogHandles(writer: log, keep: options.readers, through: options.writer, groupCommits: options.groupCommits), options: options)
     let router = Router(context: ServerRequestContext.self)
     router.get("**") { request, context in await service.respond(request, context) }
     router.post("**") { request, context in await service.respond(request, context) }

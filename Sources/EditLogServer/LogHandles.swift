@@ -41,8 +41,12 @@ final class LogHandles: @unchecked Sendable {
     /// A hub node that decides and appends each write (`LogWriter`), when the log is its local copy.
     private let through: (any LogWriter)?
 
-    init(writer: EditLog, keep: Int, through: (any LogWriter)? = nil) {
+    /// Where the writer loop counts its groups.
+    let groupCommits: GroupCommits
+
+    init(writer: EditLog, keep: Int, through: (any LogWriter)? = nil, groupCommits: GroupCommits = GroupCommits()) {
         self.writer = writer
+        self.groupCommits = groupCommits
         self.through = through
         self.path = writer.path
         let inForce = try? writer.schemaInForce()
@@ -171,6 +175,7 @@ final class LogHandles: @unchecked Sendable {
         }
         switch outcome {
         case .success:
+            groupCommits.committed(requests: jobs.count)
             for job in jobs { job.done(job.result!) }
         case .failure(let error) where jobs.count == 1 || (error as? EditLogError)?.kind == .unavailable:
             // One request, or a hub's store that does not answer (each alone would wait for it again): the error is

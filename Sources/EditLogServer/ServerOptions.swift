@@ -1,5 +1,6 @@
 import EditLog
 import Foundation
+import Synchronization
 
 /// How `editlog serve` runs.
 public struct ServerOptions: Sendable {
@@ -39,6 +40,8 @@ public struct ServerOptions: Sendable {
     public var historicClock: EventClock = .client
     /// The time tokens are issued and checked at (injected by tests).
     public var clock: @Sendable () -> Date = { Date() }
+    /// What the writer loop committed (`LogHandles.submit`), for `serve`'s last line.
+    public let groupCommits = GroupCommits()
 
     public init(serviceName: String) { self.serviceName = serviceName }
 
@@ -47,6 +50,23 @@ public struct ServerOptions: Sendable {
         let base = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         let cleaned = String(base.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "_" || $0 == "-" ? Character($0) : "_" })
         return cleaned.isEmpty ? "EditLog" : cleaned
+    }
+}
+
+/// The writer loop's groups: how many committed, and the requests in them (`LogHandles.submit`).
+public final class GroupCommits: Sendable {
+    private let counts = Mutex<(groups: Int, requests: Int, largest: Int)>((0, 0, 0))
+
+    public init() {}
+
+    func committed(requests: Int) {
+        counts.withLock { $0 = ($0.groups + 1, $0.requests + requests, max($0.largest, requests)) }
+    }
+
+    /// `{"groups", "requests", "largest"}`: groups committed, the requests they answered, the most in one.
+    public var figures: JSONValue {
+        let c = counts.withLock { $0 }
+        return ["groups": .int(Int64(c.groups)), "requests": .int(Int64(c.requests)), "largest": .int(Int64(c.largest))]
     }
 }
 

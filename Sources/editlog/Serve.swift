@@ -132,6 +132,7 @@ struct Serve: AsyncParsableCommand {
                 out("editlog: serving http://\(shownHost):\(port)/arcgis/rest/services/\(serviceName)/FeatureServer")
             }
             do { try await app.runService() } catch { throw EditLogError(.io, "the server stopped: \(error)") }
+            out("editlog: writer figures \(options.groupCommits.figures.serialized())")
             if let node {
                 out("editlog: node stopped: \(node.stats.writes) writes, \(node.stats.redecided) decided again after another node appended first")
                 out("editlog: node figures \(node.figures.serialized())")

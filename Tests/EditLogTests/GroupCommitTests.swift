@@ -132,6 +132,7 @@ import Testing
         let calls = gate.withLock { $0 }
         #expect(calls.count == 2)
         if calls.count == 2 { #expect(calls[1].first == calls[0].last.map { $0 + 1 }) }
+        #expect(handles.groupCommits.figures == ["groups": 2, "requests": 4, "largest": 3])
         #expect(try Self.dbh(log, g[1])?.doubleValue == 62 && Self.dbh(log, g[3])?.doubleValue == 64)
         #expect(try Self.dbh(log, g[2])?.doubleValue != 63)
         #expect(try log.verify().ok)
