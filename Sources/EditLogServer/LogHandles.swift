@@ -159,8 +159,16 @@ final class LogHandles: @unchecked Sendable {
         }
     }
 
-    /// Runs `jobs` in one group and hands out their answers.
+    /// Runs `jobs` in one group and hands out their answers. On a hub node, one at a time and not grouped: a group
+    /// runs whole requests (parsing and planning too) under the node's lock, which the catch-up waits for, and at
+    /// 40 syncs/s that raised the query, extractChanges and catch-up p99s about tenfold and the failed applyEdits
+    /// about fourfold against one request per append (`tools/BENCH-RESULTS.md`, 2026-12-01). A node groups once
+    /// a request's plan is made outside the lock.
     private func commitGroup(_ jobs: [WriteJob]) {
+        if through != nil {
+            for job in jobs { job.done(Result { try job.body() }) }
+            return
+        }
         let outcome = Result { () throws -> Void in
             writeLock.lock()
             defer { afterWrite() }
@@ -171,7 +179,7 @@ final class LogHandles: @unchecked Sendable {
                     for job in jobs { job.result = Result { try log.savepoint { try job.body() } } }
                 }
             }
-            if let through { try through.write(run) } else { try run(writer) }
+            try run(writer)
         }
         switch outcome {
         case .success:
