@@ -214,21 +214,25 @@ public final class EventStore: Sendable {
         do {
             // Reentrant only so that a group's writes reach its open transaction; outside a group it is the plain write.
             return try dbQueue.unsafeReentrantWrite { db in
-                if db.isInsideTransaction { return try savepointWrite(db, body) }
+                // Inside a group: a savepoint of its transaction, the gate passed at the group's end. What it appended
+                // becomes the cached state at once, valid for the group's next write (`data_version` does not move
+                // for this connection's own changes); a failed savepoint, or a group that rolls back, drops it.
+                let grouped = db.isInsideTransaction
                 var result: T?
                 var snapshot: AppendCache.Snapshot?
+                let step = { () throws -> Database.TransactionCompletion in
+                    let start = try Appender(db: db, store: self)
+                    let startHead = start.headPosition
+                    // Moved, not copied: a copy alive at the body's first append would share the cached stream
+                    // versions, and copy-on-write would then copy every stream's entry in every transaction.
+                    let (r, appender) = try body(db, consume start)
+                    if gated && !grouped { try self.passGate(db, after: startHead, head: appender.headPosition) }
+                    result = r
+                    snapshot = appender.snapshot
+                    return .commit
+                }
                 do {
-                    try db.inTransaction(.immediate) {
-                        let start = try Appender(db: db, store: self)
-                        let startHead = start.headPosition
-                        // Moved, not copied: a copy alive at the body's first append would share the cached stream
-                        // versions, and copy-on-write would then copy every stream's entry in every transaction.
-                        let (r, appender) = try body(db, consume start)
-                        if gated { try passGate(db, after: startHead, head: appender.headPosition) }
-                        result = r
-                        snapshot = appender.snapshot
-                        return .commit
-                    }
+                    if grouped { try db.inSavepoint(step) } else { try db.inTransaction(.immediate, step) }
                 } catch {
                     appendCache.drop()
                     throw error
@@ -241,27 +245,6 @@ public final class EventStore: Sendable {
         } catch {
             throw EditLogError.wrapping(error, at: path)
         }
-    }
-
-    /// A write of a group (`group`): a savepoint of its transaction. What it appended becomes the cached state at once,
-    /// valid for the group's next write (`data_version` does not move for this connection's own changes) and kept after
-    /// the group commits; a failed savepoint, or a group that rolls back, drops it.
-    private func savepointWrite<T>(_ db: Database, _ body: (Database, consuming Appender) throws -> (result: T, appender: Appender)) throws -> T {
-        var result: T?
-        var snapshot: AppendCache.Snapshot?
-        do {
-            try db.inSavepoint {
-                let (r, appender) = try body(db, try Appender(db: db, store: self))
-                result = r
-                snapshot = appender.snapshot
-                return .commit
-            }
-        } catch {
-            appendCache.drop()
-            throw error
-        }
-        if let snapshot { appendCache.store(snapshot) }
-        return result!
     }
 
     /// Group commit: `body`'s writes of this store (`write`, `writeUnit`, `savepoint`, on this thread) share one
