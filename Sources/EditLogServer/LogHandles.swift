@@ -117,26 +117,25 @@ final class LogHandles: @unchecked Sendable {
     final class WriteJob: @unchecked Sendable {
         let body: () throws -> Response
         let done: @Sendable (Result<Response, any Error>) -> Void
-        /// The answer as the last run of `body` left it (a hub node may run a group again).
+        /// The answer `body` gave inside the group, handed out once the group committed.
         var result: Result<Response, any Error>?
         init(body: @escaping () throws -> Response, done: @escaping @Sendable (Result<Response, any Error>) -> Void) {
             self.body = body; self.done = done
         }
     }
 
-    /// Requests in one group at most: bounds its transaction, and a hub node's append of it.
+    /// Requests in one group at most: bounds its transaction.
     static let maxGroup = 64
     private let loopLock = NSLock()
     private var queued: [WriteJob] = []
     private var draining = false
     private let loop = DispatchQueue(label: "editlog.serve.writer", qos: .userInitiated)
-    /// The thread running a group, while it does (its requests' `write`, `read` and `refresh` are the group's).
+    /// The thread running a group, while it does (its requests' `write` and `read` are the group's).
     private let groupThread = Mutex<pthread_t?>(nil)
     private var inGroup: Bool { groupThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
 
     /// Queues a request that writes. One writer loop drains the queue: every request queued when it looks runs, one
-    /// after another, each under a savepoint of one transaction that commits once (on a hub node, one append of
-    /// the group's events). A request that throws rolls back to its own savepoint; its error is its answer alone.
+    /// after another, each under a savepoint of one transaction that commits once. A request that throws rolls back to its own savepoint; its error is its answer alone.
     /// Answers are handed out after the commit; a group whose commit fails runs again request by request.
     func submit(_ job: WriteJob) {
         loopLock.lock()
@@ -172,36 +171,27 @@ final class LogHandles: @unchecked Sendable {
         let outcome = Result { () throws -> Void in
             writeLock.lock()
             defer { afterWrite() }
-            let run = { [self] (log: EditLog) throws -> Void in
-                try log.group {
-                    groupThread.withLock { $0 = pthread_self() }
-                    defer { groupThread.withLock { $0 = nil } }
-                    for job in jobs { job.result = Result { try log.savepoint { try job.body() } } }
-                }
+            try writer.group {
+                groupThread.withLock { $0 = pthread_self() }
+                defer { groupThread.withLock { $0 = nil } }
+                for job in jobs { job.result = Result { try writer.savepoint { try job.body() } } }
             }
-            try run(writer)
         }
         switch outcome {
         case .success:
             groupCommits.committed(requests: jobs.count)
             for job in jobs { job.done(job.result!) }
-        case .failure(let error) where jobs.count == 1 || (error as? EditLogError)?.kind == .unavailable:
-            // One request, or a hub's store that does not answer (each alone would wait for it again): the error is
-            // every request's answer.
+        case .failure(let error) where jobs.count == 1:
             for job in jobs { job.done(.failure(error)) }
         case .failure:
-            // The commit failed for the group (a disk error, or on a hub node the store's refusal): each request
-            // again on its own, so that one request's trouble is its answer alone.
+            // The commit failed for the group (a disk error): each request again on its own, so that one request's
+            // trouble is its answer alone.
             for job in jobs { commitGroup([job]) }
         }
     }
 
     /// On a hub node's local copy, catches up with the hub first (`LogWriter.refresh`); nothing on a log of its own.
-    /// Inside a group, nothing: the node caught up before the group, and holds its lock until it commits.
-    func refresh() throws {
-        if inGroup { return }
-        try through?.refresh()
-    }
+    func refresh() throws { try through?.refresh() }
 
     /// On a hub node: seconds since its local copy was last known to hold the store's head.
     var staleness: Double? { through?.staleness }
