@@ -135,8 +135,9 @@ final class LogHandles: @unchecked Sendable {
     private var inGroup: Bool { groupThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
 
     /// Queues a request that writes. One writer loop drains the queue: every request queued when it looks runs, one
-    /// after another, each under a savepoint of one transaction that commits once. A request that throws rolls back to its own savepoint; its error is its answer alone.
-    /// Answers are handed out after the commit; a group whose commit fails runs again request by request.
+    /// after another, each under a savepoint of one transaction that commits once. A request that throws rolls back
+    /// to its own savepoint; its error is its answer alone. Answers are handed out after the commit; a group whose
+    /// commit fails runs again request by request.
     func submit(_ job: WriteJob) {
         loopLock.lock()
         queued.append(job)
@@ -159,10 +160,8 @@ final class LogHandles: @unchecked Sendable {
     }
 
     /// Runs `jobs` in one group and hands out their answers. On a hub node, one at a time and not grouped: a group
-    /// runs whole requests (parsing and planning too) under the node's lock, which the catch-up waits for, and at
-    /// 40 syncs/s that raised the query, extractChanges and catch-up p99s about tenfold and the failed applyEdits
-    /// about fourfold against one request per append (`tools/BENCH-RESULTS.md`, 2026-12-01). A node groups once
-    /// a request's plan is made outside the lock.
+    /// would run whole requests (parsing and planning too) under the node's lock, which its catch-up and every read
+    /// that needs the store's head wait for. A node can group once a request's plan is made outside that lock.
     private func commitGroup(_ jobs: [WriteJob]) {
         if through != nil {
             for job in jobs { job.done(Result { try job.body() }) }
@@ -182,7 +181,7 @@ final class LogHandles: @unchecked Sendable {
             groupCommits.committed(requests: jobs.count)
             for job in jobs { job.done(job.result!) }
         case .failure(let error) where jobs.count == 1:
-            for job in jobs { job.done(.failure(error)) }
+            jobs[0].done(.failure(error))
         case .failure:
             // The commit failed for the group (a disk error): each request again on its own, so that one request's
             // trouble is its answer alone.

@@ -311,17 +311,11 @@ public final class EventStore: Sendable {
             // Reentrant for a read inside a group, which sees the group's writes (a savepoint rolled back at the end).
             return try dbQueue.unsafeReentrantRead { db in
                 var result: T?
-                if db.isInsideTransaction {
-                    try db.inSavepoint {
-                        result = try body(db)
-                        return .rollback
-                    }
-                    return result!
-                }
-                try db.inTransaction(.deferred) {
+                let step = { () throws -> Database.TransactionCompletion in
                     result = try body(db)
                     return .rollback
                 }
+                if db.isInsideTransaction { try db.inSavepoint(step) } else { try db.inTransaction(.deferred, step) }
                 return result!
             }
         } catch {
