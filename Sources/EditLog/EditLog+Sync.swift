@@ -44,6 +44,16 @@ extension EditLog {
         }
     }
 
+    /// The events of one stream that are of `types`, in position order; the others' rows are passed over unread.
+    public func streamEvents(_ stream: String, types: [EventType]) throws(EditLogError) -> [RecordedEvent] {
+        try read { db in
+            var out: [RecordedEvent] = []
+            let marks = types.map { _ in "?" }.joined(separator: ", ")
+            try EventReading.forEach(db, where: "stream = ? AND type IN (\(marks))", arguments: StatementArguments([stream] + types.map(\.rawValue))) { out.append($0) }
+            return out
+        }
+    }
+
     /// A feature's current projected state (deleted ones too), or nil when this log never had it.
     public func snapshot(layer: Int, globalId: String) throws(EditLogError) -> FeatureSnapshot? {
         return try read { db in try ProjectedState(db: db, schema: schema).feature(layer: layer, globalId: globalId) }

@@ -185,6 +185,46 @@ struct ServerReplicaTests {
         }
     }
 
+    /// The download tests only the features the service changed since the client's generation against the
+    /// replica's area and query: a change inside is sent, one outside the area or past the query is not, a delete is.
+    /// The info still lists every synchronize (the synchronize itself reads only the replica's creation and close).
+    @Test func aDownloadSendsOnlyTheChangesItsAreaAndQuerySelect() async throws {
+        try await ServedLog.run { client, log in
+            let created = try await Self.create(client, log.value)
+            let id = try #require(created["replicaID"]?.stringValue)
+            let gen = try #require(created["replicaServerGen"]?.intValue)
+            let env = try Self.envelope(log.value)
+            let inside = try Self.expectedTrees(log.value, env).sorted()
+            let outside = try #require(try Self.served(log.value).compactMap { f -> String? in
+                guard let x = f["geometry"]?["x"]?.doubleValue, let y = f["geometry"]?["y"]?.doubleValue,
+                      x < env.0 || x > env.2 || y < env.1 || y > env.3, f["attributes"]?["Condition"]?.stringValue != "Dead" else { return nil }
+                return f["attributes"]?["GlobalID"]?.stringValue
+            }.first)
+            let (kept, dead, gone) = (inside[0], inside[1], inside[2])
+            func edit(_ form: [(String, String)]) async throws {
+                let r = try await Self.post(client, "0/applyEdits", form + [("useGlobalIds", "true")], token: Self.victor)
+                #expect(r.json["error"] == nil && !r.text.contains(#""success":false"#), "\(r.text.prefix(300))")
+            }
+            try await edit([("updates", #"[{"attributes":{"GlobalID":"\#(kept)","DBH":77.5}},{"attributes":{"GlobalID":"\#(outside)","DBH":78.5}},{"attributes":{"GlobalID":"\#(dead)","Condition":"Dead"}}]"#)])
+            try await edit([("deletes", #"["\#(gone)"]"#)])
+            var next = gen
+            for round in 0..<3 {
+                let s = try await Self.post(client, "synchronizeReplica", [("replicaID", id), ("replicaServerGen", String(next)), ("syncDirection", "download")])
+                let trees = try #require(s.json["edits"]?.arrayValue?.first { $0["id"] == 0 }?["features"], "\(s.text.prefix(500))")
+                let updates = trees["updates"]?.arrayValue?.compactMap { $0["attributes"]?["GlobalID"]?.stringValue } ?? []
+                let deletes = trees["deleteIds"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                // The first round gets the changes; the later ones, from the generation it answered, get nothing.
+                #expect(updates == (round == 0 ? [kept] : []), "round \(round): \(s.text.prefix(500))")
+                #expect(deletes == (round == 0 ? [gone] : []), "round \(round): \(s.text.prefix(500))")
+                #expect(trees["adds"]?.arrayValue?.isEmpty == true)
+                next = try #require(s.json["replicaServerGen"]?.intValue)
+            }
+            let info = try await client.getJSON(Self.base + "/replicas/\(id)?f=json&token=\(Self.alice)")
+            #expect(info.json["history"]?["synchronizations"]?.arrayValue?.count == 3, "\(info.text.prefix(500))")
+            #expect(info.json["replicaServerGen"]?.intValue == next)
+        }
+    }
+
     @Test func answersByURLAndAsJobsAreTheCallersOnlyAndCloseReplicaEndsIt() async throws {
         try await ServedLog.run { client, log in
             let byURL = try await Self.create(client, log.value, extra: [("transportType", "esriTransportTypeUrl")])

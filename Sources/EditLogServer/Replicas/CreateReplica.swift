@@ -152,14 +152,26 @@ extension FeatureService {
 
     /// The live features of `layer` the replica takes: none for `none`, every one for `all`, else those its where
     /// selects that lie in the area (when it uses the geometry and the layer has one).
-    func replicaFeatures(_ layer: LayerSchema, _ q: ReplicaLayerQuery, area: ReplicaArea?, log: EditLog) throws -> [JSONValue] {
+    /// `among`: only these GlobalIDs are candidates (a synchronize's changed features), so the read grows with them,
+    /// not with the layer; nil reads the whole layer (createReplica, a snapshot).
+    func replicaFeatures(_ layer: LayerSchema, _ q: ReplicaLayerQuery, area: ReplicaArea?, among: [String]? = nil, log: EditLog) throws -> [JSONValue] {
         if q.option == "none" { return [] }
         var fq = FeatureQuery()
         if q.option == "useFilter" { fq.predicate = q.predicate }
         if let oid = layer.objectIdField { fq.orderBy = [(oid, false)] }
-        let page = try log.queryFeatures(layer: String(layer.id), fq)
+        var features: [JSONValue] = []
+        if let among {
+            let live = try log.objectIds(layer: String(layer.id), globalIds: among).values.filter { !$0.deleted }.map(\.objectId).sorted()
+            // A query binds at most 30,000 ObjectIDs.
+            for start in stride(from: 0, to: live.count, by: 30_000) {
+                fq.objectIds = Array(live[start..<min(live.count, start + 30_000)])
+                features += try log.queryFeatures(layer: String(layer.id), fq).features
+            }
+        } else {
+            features = try log.queryFeatures(layer: String(layer.id), fq).features
+        }
         let filterArea = q.option == "useFilter" && q.useGeometry && !layer.isTable ? area : nil
-        return page.features.compactMap { f in
+        return features.compactMap { f in
             if let filterArea, !filterArea.contains(geometry: f["geometry"]) { return nil }
             guard var o = f.objectValue else { return f }
             if let g = o["geometry"] { o["geometry"] = Self.stripSpatialReference(g) }

@@ -30,6 +30,10 @@ public struct ReplicaRecord: Sendable {
     /// The generation the replica's data was read at.
     public var createdGen: Int64 { created.serverGen }
 
+    /// The types that say which replicas exist and which are closed. Read alone, they skip the synchronizations,
+    /// which grow with every sync: the records they give have no `syncs`, and `serverGen` is the created one.
+    public static let registryTypes: [EventType] = [.replicaCreated, .replicaUnregistered]
+
     /// Every replica of `events` (the `$replicas` stream), in creation order.
     public static func all(_ events: [RecordedEvent]) throws(EditLogError) -> [ReplicaRecord] {
         var out: [ReplicaRecord] = []

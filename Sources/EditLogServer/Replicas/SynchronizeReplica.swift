@@ -17,9 +17,13 @@ import Hummingbird
 /// - The upload and its `ReplicaSynchronized` event are one transaction: with `rollbackOnFailure` (the default)
 ///   an edit that fails records nothing of the synchronize and answers the error.
 extension FeatureService {
-    func replica(_ id: String?, user: String, openOnly: Bool = true) throws -> ReplicaRecord {
+    /// The replica `id` of `user`. Without `syncs`, only its creation and closing are read (`registryTypes`): a
+    /// synchronize's cost does not grow with the synchronizations before it.
+    func replica(_ id: String?, user: String, openOnly: Bool = true, syncs: Bool = false) throws -> ReplicaRecord {
         guard let raw = id, let gid = GlobalID.normalize(raw) else { throw ServiceError.invalid("replicaID is required: the id createReplica answered") }
-        let all = try handles.read { try ReplicaRecord.all($0.streamEvents(StreamName.replicas)) }
+        let all = try handles.read { log in
+            try ReplicaRecord.all(syncs ? log.streamEvents(StreamName.replicas) : log.streamEvents(StreamName.replicas, types: ReplicaRecord.registryTypes))
+        }
         guard let rep = all.first(where: { $0.id == gid }) else { throw ServiceError(code: 400, message: "Replica does not exist.", details: ["no replica \(gid)"]) }
         guard rep.user == user else { throw ServiceError(code: 403, message: "You do not have permissions to access this resource or perform this operation.", details: ["replica \(gid) belongs to another user"]) }
         if openOnly && rep.closed { throw ServiceError(code: 400, message: "Replica does not exist.", details: ["replica \(gid) was unregistered (\(rep.closedBy ?? "closed"))"]) }
@@ -315,7 +319,9 @@ extension FeatureService {
         try handles.read { log in
             for id in rep.layers {
                 guard let layer = schema.layer(id: id), let gf = layer.globalIdField else { continue }
-                let selected = Set(try self.replicaFeatures(layer, queries[id] ?? ReplicaLayerQuery(), area: area, log: log)
+                // A download tests only the features changed since the client's generation; a snapshot takes them all.
+                let among = direction == "snapshot" ? nil : (changes[id] ?? []).filter { $0.kind != .deleted }.map(\.globalId)
+                let selected = among?.isEmpty == true ? [] : Set(try self.replicaFeatures(layer, queries[id] ?? ReplicaLayerQuery(), area: area, among: among, log: log)
                     .compactMap { $0["attributes"]?[gf]?.stringValue.flatMap(GlobalID.normalize) })
                 var s = DownloadSelection()
                 if direction == "snapshot" {
@@ -376,7 +382,7 @@ extension FeatureService {
     func replicaInfo(_ id: String, _ r: ServiceRequest) throws -> JSONValue {
         let user = try requireEdit(r)
         try handles.refresh()
-        let rep = try replica(id, user: user, openOnly: false)
+        let rep = try replica(id, user: user, openOnly: false, syncs: true)
         let created = Timestamp.parse(rep.createdAt).map { JSONValue.int($0) } ?? .null
         let last = rep.syncs.last.flatMap { Timestamp.parse($0.at) }.map { JSONValue.int($0) } ?? created
         return ["replicaName": .string(rep.name), "replicaID": .string(rep.id), "replicaOwner": .string(rep.user), "layers": .array(rep.layers.map { .int(Int64($0)) }),
