@@ -9,6 +9,9 @@ import Synchronization
 public struct ServerRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: String
+    /// The request as the handlers see it: its parameters and where it came from (`ArcGISRequestMiddleware`), its
+    /// user (`AuthenticationMiddleware`).
+    var service = ServiceRequest(params: Parameters(), user: nil, device: "unknown")
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -17,12 +20,32 @@ public struct ServerRequestContext: RequestContext {
 }
 
 /// Builds the router of the feature service over a log. `log` becomes the service's one writer; reads use
-/// read-only handles of the same file (see `LogHandles`).
+/// read-only handles of the same file (see `LogHandles`). Paths match in any case, with or without `/arcgis`;
+/// every route is behind `ArcGISRequestMiddleware`, all but the token service behind authentication, and all
+/// behind the rate limit; each resource's routes are its controller's.
 public func makeRouter(log: EditLog, options: ServerOptions) -> Router<ServerRequestContext> {
     let service = FeatureService(handles: LogHandles(writer: log, keep: options.readers, through: options.writer, groupCommits: options.groupCommits), options: options)
-    let router = Router(context: ServerRequestContext.self)
-    router.get("**") { request, context in await service.respond(request, context) }
-    router.post("**") { request, context in await service.respond(request, context) }
+    let router = Router(context: ServerRequestContext.self, options: .caseInsensitive)
+    router.add(middleware: ArcGISRequestMiddleware(service: service))
+    let limit = service.limiter.map(RateLimitMiddleware.init(limiter:))
+    for root in [router.group(""), router.group("arcgis")] {
+        let tokens = root.group("")
+        if let limit { tokens.add(middleware: limit) }
+        LoginController(service: service).addTokenRoutes(to: tokens)
+    }
+    router.add(middleware: AuthenticationMiddleware(options: options))
+    if let limit { router.add(middleware: limit) }
+    for root in [router.group(""), router.group("arcgis")] {
+        LoginController(service: service).addInfoRoutes(to: root)
+        let services = root.group("rest/services").add(middleware: ReadAccessMiddleware(anonymousReads: options.anonymousReads))
+        QueryController(service: service).addCatalogRoutes(to: services)
+        let server = services.group(":service/FeatureServer").add(middleware: ServiceNameMiddleware(name: options.serviceName))
+        QueryController(service: service).addRoutes(to: server)
+        ApplyEditsController(service: service).addRoutes(to: server)
+        AttachmentsController(service: service).addRoutes(to: server)
+        ExtractChangesController(service: service).addRoutes(to: server)
+        ReplicasController(service: service).addRoutes(to: server)
+    }
     return router
 }
 
@@ -112,85 +135,23 @@ final class FeatureService: Sendable {
 
     var schema: ServiceSchema { handles.schema }
 
-    /// Every answer; on a hub node, with `X-EditLog-Stale-Seconds`: how long ago its local copy, which every read
-    /// answers from, was last known to hold the store's head (growing while PostgreSQL is unreachable).
-    func respond(_ request: Request, _ context: ServerRequestContext) async -> Response {
-        var response = await answer(request, context)
-        if let stale = handles.staleness {
-            response.headers[Self.staleHeader] = String(format: "%.1f", stale)
-        }
-        return response
-    }
-
     static let staleHeader = HTTPFields.Element.Name("X-EditLog-Stale-Seconds")!
 
-    func answer(_ request: Request, _ context: ServerRequestContext) async -> Response {
-        var params = Parameters(query: request.uri.query)
-        if request.method == .post {
-            let body: ByteBuffer
-            do { body = try await request.body.collect(upTo: options.maxRequestBytes) } catch {
-                return ArcGISResponse.error(413, "The request is larger than \(options.maxRequestBytes) bytes.", status: .contentTooLarge)
-            }
-            let bytes = Array(body.readableBytesView)
-            let type = request.headers[.contentType]?.lowercased() ?? ""
-            if type.hasPrefix("multipart/form-data") {
-                guard let boundary = Parameters.headerParameter("boundary", in: request.headers[.contentType] ?? "") else {
-                    return ArcGISResponse.error(400, "Invalid or missing input parameters.", details: ["multipart/form-data without a boundary"])
-                }
-                do { try params.merge(multipart: bytes, boundary: boundary) } catch {
-                    return ArcGISResponse.error(400, "Invalid or missing input parameters.", details: [error.description])
-                }
-            } else if type.isEmpty || type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("text/plain") {
-                params.merge(form: String(decoding: bytes, as: UTF8.self))
-            }
+    /// A route's work, on its class's queue (`routeOffThePool`), answered with the schema in force: a schema change
+    /// recorded since the last request is what this one is answered and validated with.
+    func run(_ context: ServerRequestContext, write: Bool, followSchema: Bool = true,
+             _ body: @escaping @Sendable (FeatureService, ServiceRequest) throws -> Response) async throws -> Response {
+        let r = context.service
+        return try await routeOffThePool(write: write) {
+            if followSchema { try self.handles.followSchema() }
+            return try body(self, r)
         }
-        let pretty = params["f"]?.lowercased() == "pjson"
-        let parts = Self.pathParts(request.uri.path)
-        let referer = request.headers[.referer]
-        // Authentication: wherever ArcGIS clients send a token (see `RequestToken`): one of the token file's, else
-        // one this server signed. A login is not refused for a stale token it carries.
-        var user: String?
-        if !Self.isTokenService(parts), let token = RequestToken.find(params: params, headers: request.headers) {
-            if let u = options.tokens[token] {
-                user = u
-            } else if let u = options.login?.user(forToken: token, address: context.remoteAddress, referer: referer, now: options.clock()) {
-                user = u
-            } else {
-                return ServiceError.invalidToken.response(pretty: pretty)
-            }
-        }
-        if let limiter, !limiter.allow(user.map { "user:" + $0 } ?? "ip:" + context.remoteAddress) {
-            return ArcGISResponse.error(429, "Too many requests.", details: ["at most \(limiter.perSecond) requests per second"], status: .tooManyRequests, pretty: pretty)
-        }
-        let agent = request.headers[.userAgent].map { String($0.prefix(256)) } ?? "unknown"
-        var req = ServiceRequest(params: params, user: user, device: agent.isEmpty ? "unknown" : agent, address: context.remoteAddress)
-        let logger = context.logger
-        req.logError = { message in logger.error("\(message)") }
-        let authority = request.head.authority ?? "\(options.host):\(options.port)"
-        let prefix = request.uri.path.lowercased().hasPrefix("/arcgis/") ? "/arcgis" : ""
-        req.rootURL = "http://\(authority)\(prefix)"
-        req.serviceURL = "\(req.rootURL)/rest/services/\(options.serviceName.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? options.serviceName)/FeatureServer"
-        let r = req
-        do {
-            if Self.isTokenService(parts) {
-                // Off the event loop: checking a password is PBKDF2's deliberate work.
-                let method = request.method.rawValue
-                return try await routeOffThePool(write: false) { self.out(try self.generateToken(r, method: method), r) }
-            }
-            return try await routeOffThePool(write: request.method == .post && Self.isEdit(request.uri.path)) {
-                // A schema change recorded since the last request is what this one is answered and validated with.
-                try self.handles.followSchema()
-                return try self.route(parts, r)
-            }
-        } catch let e as ServiceError {
-            return e.response(pretty: pretty)
-        } catch let e as EditLogError where e.kind == .unavailable {
-            return ServiceError.unavailable(e).response(pretty: pretty)
-        } catch let e as EditLogError {
-            return ArcGISResponse.error(500, "Unable to complete operation.", details: [e.description], pretty: pretty)
-        } catch {
-            return ArcGISResponse.error(500, "Unable to complete operation.", details: ["\(error)"], pretty: pretty)
-        }
+    }
+
+    /// The layer a path names (`…/FeatureServer/{id}/…`) in the schema in force; another names no resource.
+    func layer(_ ref: String?) throws(ServiceError) -> LayerSchema {
+        guard let ref, let id = Int(ref), let layer = schema.layer(id: id) else { throw .notFound }
+        return layer
     }
 
     /// Reads run on a concurrent queue and edits in the log's writer loop (`LogHandles.submit`: group commit), not on
@@ -214,84 +175,9 @@ final class FeatureService: Sendable {
         }
     }
 
-    /// The operations that record (a POST of one of them goes to the edit queue; a POSTed query is a read).
-    static func isEdit(_ path: String) -> Bool {
-        guard let last = path.split(separator: "/").last?.lowercased() else { return false }
-        return ["applyedits", "addfeatures", "updatefeatures", "deletefeatures", "addattachment", "deleteattachments", "updateattachment",
-                "createreplica", "synchronizereplica", "unregisterreplica"].contains(last)
-    }
-
-    func requireRead(_ r: ServiceRequest) throws(ServiceError) {
-        if r.user == nil && !options.anonymousReads {
-            throw ServiceError.tokenRequired()
-        }
-    }
-
     func requireEdit(_ r: ServiceRequest) throws(ServiceError) -> String {
         guard let u = r.user else { throw ServiceError.tokenRequired(["editing needs a token"]) }
         return u
-    }
-
-    func route(_ parts: [String], _ r: ServiceRequest) throws -> Response {
-        if parts.map({ $0.lowercased() }) == ["sharing", "rest", "info"] { return out(restInfo(r, tokensAt: "/sharing/rest/generateToken"), r) }
-        guard parts.count >= 2, parts[0].lowercased() == "rest" else { throw ServiceError.notFound }
-        if parts.count == 2, parts[1].lowercased() == "info" { return out(restInfo(r, tokensAt: "/tokens/generateToken"), r) }
-        guard parts[1].lowercased() == "services" else { throw ServiceError.notFound }
-        try requireRead(r)
-        if parts.count == 2 {
-            return out(["currentVersion": Self.currentVersion, "folders": [], "services": [["name": .string(options.serviceName), "type": "FeatureServer"]]], r)
-        }
-        guard parts.count >= 4, parts[2].lowercased() == options.serviceName.lowercased(), parts[3].lowercased() == "featureserver" else {
-            throw ServiceError.notFound
-        }
-        let rest = Array(parts.dropFirst(4))
-        if rest.isEmpty { return out(try serviceRoot(), r) }
-        if rest.count == 1, rest[0].lowercased() == "layers" { return out(try allLayers(), r) }
-        if rest.count == 1, rest[0].lowercased() == "extractchanges" {
-            guard options.changeTracking else { throw ServiceError(code: 400, message: "Requested operation is not supported by this service.", details: ["extractChanges: this service has no change tracking; use a replica"]) }
-            return try extractChanges(r)
-        }
-        if rest.count == 1, rest[0].lowercased() == "applyedits" { return out(try serviceApplyEdits(r), r) }
-        switch (rest.count, rest[0].lowercased()) {
-        case (1, "createreplica"): return try createReplica(r)
-        case (1, "synchronizereplica"): return try synchronizeReplica(r)
-        case (1, "unregisterreplica"): return out(try unRegisterReplica(r), r)
-        case (1, "replicas"): return out(try replicaList(r), r)
-        case (2, "replicas"): return out(try replicaInfo(rest[1], r), r)
-        case (2, "replicaresults"), (3, "replicaresults"):
-            let key = rest.dropFirst().joined(separator: "/").lowercased()
-            guard let v = replicaResults.get(key, user: r.user) else { throw ServiceError.notFound }
-            return out(v, r)
-        default: break
-        }
-        guard let id = Int(rest[0]), let layer = schema.layer(id: id) else { throw ServiceError.notFound }
-        if rest.count == 1 { return out(try layerDefinition(layer), r) }
-        let op = rest[1].lowercased()
-        if rest.count == 2 {
-            switch op {
-            case "query": return try query(layer, r)
-            case "applyedits": return out(try applyEdits(layer, r, mode: .applyEdits), r)
-            case "addfeatures": return out(try applyEdits(layer, r, mode: .add), r)
-            case "updatefeatures": return out(try applyEdits(layer, r, mode: .update), r)
-            case "deletefeatures": return out(try applyEdits(layer, r, mode: .delete), r)
-            case "queryattachments": return try queryAttachments(layer, r)
-            case "queryrelatedrecords": return try queryRelatedRecords(layer, r)
-            default: break
-            }
-        }
-        if rest.count >= 3, let oid = Int64(rest[1]), rest[2].lowercased() == "attachments" {
-            if rest.count == 3 { return try attachmentInfos(layer, oid: oid, r) }
-            if rest.count == 4, let id = Int64(rest[3]) { return try attachmentBytes(layer, oid: oid, id: id, r) }
-        }
-        if rest.count == 3, let oid = Int64(rest[1]) {
-            switch rest[2].lowercased() {
-            case "addattachment": return try addAttachment(layer, oid: oid, r)
-            case "updateattachment": return try updateAttachment(layer, oid: oid, r)
-            case "deleteattachments": return try deleteAttachments(layer, oid: oid, r)
-            default: break
-            }
-        }
-        throw ServiceError.notFound
     }
 
     /// `/rest/info`: token-based security where there are tokens or users; with users, where to log in.

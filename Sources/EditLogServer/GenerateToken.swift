@@ -6,18 +6,6 @@ import Foundation
 /// `username`, `password`, `expiration` (minutes), `client` (`requestip`, `ip` with `ip=`, `referer` with
 /// `referer=`; without it, `referer` where one is given, else `requestip`), `f`. Answers `{token, expires, ssl}`.
 extension FeatureService {
-    static func isTokenService(_ parts: [String]) -> Bool {
-        let p = parts.map { $0.lowercased() }
-        return p == ["tokens", "generatetoken"] || p == ["sharing", "rest", "generatetoken"]
-    }
-
-    /// The path parts of a request without the leading `arcgis`.
-    static func pathParts(_ path: String) -> [String] {
-        var parts = path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) }
-        if parts.first?.lowercased() == "arcgis" { parts.removeFirst() }
-        return parts
-    }
-
     static let tokenFailure = "Unable to generate token."
 
     func generateToken(_ r: ServiceRequest, method: String) throws(ServiceError) -> JSONValue {

@@ -74,6 +74,32 @@ struct ServerTests {
         }
     }
 
+    /// The routes (Hummingbird's router groups): a resource answers in any case, with or without `/arcgis`, its
+    /// service's name percent-encoded or not; a path word where a number belongs names nothing; a bad token is
+    /// refused on every path, an unknown one too, but not by the token service (a login is not refused for a stale
+    /// token it carries).
+    @Test func routesMatchInAnyCaseWithOrWithoutArcGISAndAuthenticationCoversThem() async throws {
+        try await ServedLog.run { client, _ in
+            let count = "?where=1%3D1&returnCountOnly=true&f=json"
+            let expected = try await client.getJSON(Self.base + "/0/query" + count).json["count"]
+            #expect(expected?.intValue ?? 0 > 0)
+            for path in ["/rest/services/Trees/FeatureServer/0/query", "/ARCGIS/REST/services/trees/featureserver/0/QUERY", "/arcgis/rest/services/%54rees/FeatureServer/0/query"] {
+                let r = try await client.getJSON(path + count)
+                #expect(r.status == .ok && r.json["count"] == expected, "\(path): \(r.text.prefix(200))")
+            }
+            for path in [Self.base + "/0/one/attachments", Self.base + "/0/1/attachments/x", Self.base + "/x/query", "/arcgis/rest/services/Trees"] {
+                let r = try await client.getJSON(path)
+                #expect(r.status == .notFound && r.json["error"]?["code"] == 404, "\(path): \(r.text.prefix(200))")
+            }
+            for path in [Self.base + "/0/query", Self.base + "/nothing/here", "/arcgis/rest/info", "/arcgis/rest/services"] {
+                let r = try await client.getJSON(path + "?token=wrong-token-123")
+                #expect(r.json["error"]?["code"] == 498, "\(path): \(r.text.prefix(200))")
+            }
+            let login = try await client.postForm("/arcgis/tokens/generateToken", [("username", "a"), ("password", "b"), ("token", "wrong-token-123"), ("f", "json")])
+            #expect(login.json["error"]?["code"] == 400 && login.text.contains("no users file"), "\(login.text.prefix(200))")
+        }
+    }
+
     @Test func readsNeedATokenUnlessAnonymousReadsAndBadTokensAreRefused() async throws {
         try await ServedLog.run(configure: { $0.anonymousReads = false }) { client, _ in
             let none = try await client.getJSON(Self.base)

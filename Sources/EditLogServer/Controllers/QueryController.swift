@@ -1,0 +1,33 @@
+import EditLog
+import Hummingbird
+
+/// Reading the service: the catalog (`rest/services`), the service's and layers' documents, `query` and
+/// `queryRelatedRecords`.
+struct QueryController {
+    let service: FeatureService
+
+    func addCatalogRoutes(to services: some RouterMethods<ServerRequestContext>) {
+        services.getAndPost("") { _, context in
+            try await service.run(context, write: false) { s, r in
+                s.out(["currentVersion": FeatureService.currentVersion, "folders": [], "services": [["name": .string(s.options.serviceName), "type": "FeatureServer"]]], r)
+            }
+        }
+    }
+
+    func addRoutes(to server: some RouterMethods<ServerRequestContext>) {
+        server.getAndPost("") { _, context in try await service.run(context, write: false) { s, r in s.out(try s.serviceRoot(), r) } }
+        server.getAndPost("layers") { _, context in try await service.run(context, write: false) { s, r in s.out(try s.allLayers(), r) } }
+        server.getAndPost(":layer") { _, context in
+            let ref = context.pathParameter("layer")
+            return try await service.run(context, write: false) { s, r in s.out(try s.layerDefinition(try s.layer(ref)), r) }
+        }
+        server.getAndPost(":layer/query") { _, context in
+            let ref = context.pathParameter("layer")
+            return try await service.run(context, write: false) { s, r in try s.query(try s.layer(ref), r) }
+        }
+        server.getAndPost(":layer/queryRelatedRecords") { _, context in
+            let ref = context.pathParameter("layer")
+            return try await service.run(context, write: false) { s, r in try s.queryRelatedRecords(try s.layer(ref), r) }
+        }
+    }
+}
