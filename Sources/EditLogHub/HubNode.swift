@@ -46,6 +46,8 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     private var listener: Task<Void, Never>?
     private var follower: Thread?
     private let wake = DispatchSemaphore(value: 0)
+    /// Signalled once by the follower thread as it ends, for `close` to wait on.
+    private let followerEnded = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
     /// Signalled when the local copy moves on (a catch-up's batch, a write committed): `refresh` waits on it.
     private let moved = NSCondition()
@@ -271,6 +273,7 @@ public final class HubNode: LogWriter, @unchecked Sendable {
             }
         }
         let thread = Thread { [self] in
+            defer { followerEnded.signal() }
             while !stopping {
                 _ = wake.wait(timeout: .now() + poll)
                 if stopping { break }
@@ -297,12 +300,13 @@ public final class HubNode: LogWriter, @unchecked Sendable {
     /// local copy and the store's client.
     public func close() {
         stop()
-        let deadline = Date(timeIntervalSinceNow: 3)
-        while let t = follower, !t.isFinished, Date() < deadline { usleep(1000) }
-        if let t = follower, !t.isFinished {
-            // Still inside SQLite: the local copy stays open (the process is ending); its file is consistent.
-            store.close()
-            return
+        if follower != nil {
+            guard followerEnded.wait(timeout: .now() + 3) == .success else {
+                // Still inside SQLite: the local copy stays open (the process is ending); its file is consistent.
+                store.close()
+                return
+            }
+            followerEnded.signal()  // a second close does not wait again
         }
         local.setCommitGate(nil)
         local.close()
