@@ -116,20 +116,29 @@ public enum ChangeIndex {
     /// The tracking values a row holds after a write (`columns`' editor-tracking attribute columns, those at the
     /// indices `only` when given: the ones the write set), as a JSON object; nil when the layer tracks nothing or the
     /// write set none of them.
+    /// Written straight to bytes, members in `c.tracking`'s order (the names' byte order): the bytes
+    /// `JSONValue.object(…).serialized()` gives, without a dictionary per write (a third of a rebuild's row writes).
     static func tracking(_ c: LayerColumns, _ row: [DatabaseValue?], only: [Int]?) -> String? {
         guard !c.tracking.isEmpty, only?.isEmpty != true else { return nil }
-        var o: [String: JSONValue] = [:]
+        var out: [UInt8] = []
         for (name, i) in c.tracking where only?.contains(i) ?? true {
             guard let v = row[i] else { continue }
+            let value: JSONValue
             switch v.storage {
-            case .null: o[name] = .null
-            case .int64(let x): o[name] = .int(x)
-            case .double(let x): o[name] = .double(x)
-            case .string(let s): o[name] = .string(s)
+            case .null: value = .null
+            case .int64(let x): value = .int(x)
+            case .double(let x): value = .double(x)
+            case .string(let s): value = .string(s)
             case .blob: continue
             }
+            out.append(out.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            JSONValue.writeString(name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            value.write(to: &out)
         }
-        return o.isEmpty ? nil : JSONValue.object(o).serialized()
+        guard !out.isEmpty else { return nil }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// SHA-256 over the index's rows in position order (`verify` compares it with a rebuild's); nil without an index.

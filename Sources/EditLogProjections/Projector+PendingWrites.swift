@@ -28,7 +28,8 @@ struct LayerColumns {
                          "_deleted", "_version", "_position"]
     let geometry: Int, wkb: Int, xmin: Int, ymin: Int, xmax: Int, ymax: Int
     let creator: Int, created: Int, editor: Int, edited: Int, deleted: Int, version: Int, position: Int
-    /// The layer's editor-tracking attribute fields and their indices (what `ChangeIndex` records of a write).
+    /// The layer's editor-tracking attribute fields and their indices (what `ChangeIndex` records of a write), in
+    /// the order of their names' UTF-8 bytes: the order a JSON object's members are written in (`JSONValue.write`).
     let tracking: [(name: String, index: Int)]
 
     init(_ layer: LayerSchema) {
@@ -44,6 +45,7 @@ struct LayerColumns {
         (creator, created, editor, edited) = (base + 6, base + 7, base + 8, base + 9)
         (deleted, version, position) = (base + 10, base + 11, base + 12)
         tracking = layer.attributeFields.filter { layer.isEditorTrackingField($0.name) }.map { ($0.name, attribute[$0.name]!) }
+            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         insertSQL = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
     }
 

@@ -1,4 +1,5 @@
 import EditLog
+@testable import EditLogProjections
 import Foundation
 import GRDB
 import Testing
@@ -16,6 +17,48 @@ import Testing
 
     static func hasIndex(_ path: String) throws -> Bool {
         try RawLog.read(path) { db in try db.tableExists("change_index") }
+    }
+
+    /// An index row's tracking is written straight to bytes: the bytes the JSON object of the same members gives
+    /// (keys in byte order), for random rows and random sets of written columns, so indexes made before it still
+    /// equal a rebuild's. The layer's fields are given in reverse, so its tracking names are out of byte order.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func trackingBytesAreTheJSONObjectsBytes(seed: UInt64) throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path)
+        defer { log.close() }
+        var layer = try #require(log.schema.layer(id: 0))
+        layer.fields = layer.fields.reversed()  // Editor, EditDate, Creator, CreationDate: against their byte order
+        let c = LayerColumns(layer)
+        #expect(c.tracking.map(\.name) == ["CreationDate", "Creator", "EditDate", "Editor"])
+        var rng = SplitMix64(seed: seed)
+        for _ in 0..<500 {
+            var row = [DatabaseValue?](repeating: nil, count: c.names.count)
+            for (_, i) in c.tracking {
+                switch rng.next() % 6 {
+                case 0: row[i] = nil
+                case 1: row[i] = .null
+                case 2: row[i] = Int64(bitPattern: rng.next()).databaseValue
+                case 3: row[i] = (Double(rng.next() % 100_000) / 7).databaseValue
+                case 4: row[i] = "user \"\(rng.next() % 1000)\"\u{e9}".databaseValue
+                default: row[i] = Data([1, 2]).databaseValue
+                }
+            }
+            let only: [Int]? = rng.next() % 3 == 0 ? nil : c.tracking.map(\.index).filter { _ in rng.next() % 2 == 0 }
+            var o: [String: JSONValue] = [:]
+            for (name, i) in c.tracking where only?.contains(i) ?? true {
+                guard let v = row[i] else { continue }
+                switch v.storage {
+                case .null: o[name] = .null
+                case .int64(let x): o[name] = .int(x)
+                case .double(let x): o[name] = .double(x)
+                case .string(let s): o[name] = .string(s)
+                case .blob: continue
+                }
+            }
+            let expected = o.isEmpty || only?.isEmpty == true ? nil : JSONValue.object(o).serialized()
+            #expect(ChangeIndex.tracking(c, row, only: only) == expected)
+        }
     }
 
     @Test(arguments: [UInt64(11), 12, 13])
