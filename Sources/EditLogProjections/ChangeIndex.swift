@@ -117,7 +117,7 @@ public enum ChangeIndex {
     /// indices `only` when given: the ones the write set), as a JSON object; nil when the layer tracks nothing or the
     /// write set none of them.
     /// Written straight to bytes, members in `c.tracking`'s order (the names' byte order): the bytes
-    /// `JSONValue.object(…).serialized()` gives, without a dictionary per write (a third of a rebuild's row writes).
+    /// `JSONValue.object(…).serialized()` gives, without building a dictionary for every row written.
     static func tracking(_ c: LayerColumns, _ row: [DatabaseValue?], only: [Int]?) -> String? {
         guard !c.tracking.isEmpty, only?.isEmpty != true else { return nil }
         var out: [UInt8] = []

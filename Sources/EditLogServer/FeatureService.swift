@@ -148,10 +148,15 @@ final class FeatureService: Sendable {
         }
     }
 
-    /// The layer a path names (`…/FeatureServer/{id}/…`) in the schema in force; another names no resource.
-    func layer(_ ref: String?) throws(ServiceError) -> LayerSchema {
-        guard let ref, let id = Int(ref), let layer = schema.layer(id: id) else { throw .notFound }
-        return layer
+    /// `run` for a route under `…/FeatureServer/{layer}/…`: `body` gets the layer the path names, in the schema in
+    /// force (a path naming no layer is a 404).
+    func runOnLayer(_ context: ServerRequestContext, write: Bool,
+                    _ body: @escaping @Sendable (FeatureService, LayerSchema, ServiceRequest) throws -> Response) async throws -> Response {
+        let ref = context.pathParameter("layer")
+        return try await run(context, write: write) { s, r in
+            guard let ref, let id = Int(ref), let layer = s.schema.layer(id: id) else { throw ServiceError.notFound }
+            return try body(s, layer, r)
+        }
     }
 
     /// Reads run on a concurrent queue and edits in the log's writer loop (`LogHandles.submit`: group commit), not on

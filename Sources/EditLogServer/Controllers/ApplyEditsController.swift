@@ -13,8 +13,7 @@ struct ApplyEditsController {
         let modes: [(String, FeatureService.EditMode)] = [("applyEdits", .applyEdits), ("addFeatures", .add), ("updateFeatures", .update), ("deleteFeatures", .delete)]
         for (path, mode) in modes {
             server.getAndPost(RouterPath(":layer/\(path)")) { request, context in
-                let ref = context.pathParameter("layer")
-                return try await service.run(context, write: request.method == .post) { s, r in s.out(try s.applyEdits(try s.layer(ref), r, mode: mode), r) }
+                try await service.runOnLayer(context, write: request.method == .post) { s, layer, r in s.out(try s.applyEdits(layer, r, mode: mode), r) }
             }
         }
     }

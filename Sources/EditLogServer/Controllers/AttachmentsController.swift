@@ -8,16 +8,15 @@ struct AttachmentsController {
 
     func addRoutes(to server: some RouterMethods<ServerRequestContext>) {
         server.getAndPost(":layer/queryAttachments") { _, context in
-            let ref = context.pathParameter("layer")
-            return try await service.run(context, write: false) { s, r in try s.queryAttachments(try s.layer(ref), r) }
+            try await service.runOnLayer(context, write: false) { s, layer, r in try s.queryAttachments(layer, r) }
         }
         server.getAndPost(":layer/:oid/attachments") { _, context in
-            let (ref, oid) = (context.pathParameter("layer"), try Self.number(context, "oid"))
-            return try await service.run(context, write: false) { s, r in try s.attachmentInfos(try s.layer(ref), oid: oid, r) }
+            let oid = try Self.number(context, "oid")
+            return try await service.runOnLayer(context, write: false) { s, layer, r in try s.attachmentInfos(layer, oid: oid, r) }
         }
         server.getAndPost(":layer/:oid/attachments/:attachment") { _, context in
-            let (ref, oid, id) = (context.pathParameter("layer"), try Self.number(context, "oid"), try Self.number(context, "attachment"))
-            return try await service.run(context, write: false) { s, r in try s.attachmentBytes(try s.layer(ref), oid: oid, id: id, r) }
+            let (oid, id) = (try Self.number(context, "oid"), try Self.number(context, "attachment"))
+            return try await service.runOnLayer(context, write: false) { s, layer, r in try s.attachmentBytes(layer, oid: oid, id: id, r) }
         }
         let edits: [(String, @Sendable (FeatureService, LayerSchema, Int64, ServiceRequest) throws -> Response)] = [
             ("addAttachment", { s, l, oid, r in try s.addAttachment(l, oid: oid, r) }),
@@ -26,8 +25,8 @@ struct AttachmentsController {
         ]
         for (path, edit) in edits {
             server.getAndPost(RouterPath(":layer/:oid/\(path)")) { request, context in
-                let (ref, oid) = (context.pathParameter("layer"), try Self.number(context, "oid"))
-                return try await service.run(context, write: request.method == .post) { s, r in try edit(s, try s.layer(ref), oid, r) }
+                let oid = try Self.number(context, "oid")
+                return try await service.runOnLayer(context, write: request.method == .post) { s, layer, r in try edit(s, layer, oid, r) }
             }
         }
     }

@@ -18,16 +18,13 @@ struct QueryController {
         server.getAndPost("") { _, context in try await service.run(context, write: false) { s, r in s.out(try s.serviceRoot(), r) } }
         server.getAndPost("layers") { _, context in try await service.run(context, write: false) { s, r in s.out(try s.allLayers(), r) } }
         server.getAndPost(":layer") { _, context in
-            let ref = context.pathParameter("layer")
-            return try await service.run(context, write: false) { s, r in s.out(try s.layerDefinition(try s.layer(ref)), r) }
+            try await service.runOnLayer(context, write: false) { s, layer, r in s.out(try s.layerDefinition(layer), r) }
         }
         server.getAndPost(":layer/query") { _, context in
-            let ref = context.pathParameter("layer")
-            return try await service.run(context, write: false) { s, r in try s.query(try s.layer(ref), r) }
+            try await service.runOnLayer(context, write: false) { s, layer, r in try s.query(layer, r) }
         }
         server.getAndPost(":layer/queryRelatedRecords") { _, context in
-            let ref = context.pathParameter("layer")
-            return try await service.run(context, write: false) { s, r in try s.queryRelatedRecords(try s.layer(ref), r) }
+            try await service.runOnLayer(context, write: false) { s, layer, r in try s.queryRelatedRecords(layer, r) }
         }
     }
 }
