@@ -46,11 +46,17 @@ extension EditLog {
 
     /// The events of one stream that are of `types`, in position order; the others' rows are passed over unread.
     public func streamEvents(_ stream: String, types: [EventType]) throws(EditLogError) -> [RecordedEvent] {
+        var out: [RecordedEvent] = []
+        try forEachStreamEvent(stream, types: types) { out.append($0) }
+        return out
+    }
+
+    /// The events of one stream that are of `types`, in position order, one at a time (a fold over a long stream
+    /// holds one event, not the stream); the others' rows are passed over unread.
+    public func forEachStreamEvent(_ stream: String, types: [EventType], _ body: (RecordedEvent) throws -> Void) throws(EditLogError) {
         try read { db in
-            var out: [RecordedEvent] = []
             let marks = types.map { _ in "?" }.joined(separator: ", ")
-            try EventReading.forEach(db, where: "stream = ? AND type IN (\(marks))", arguments: StatementArguments([stream] + types.map(\.rawValue))) { out.append($0) }
-            return out
+            try EventReading.forEach(db, inStream: stream, where: "type IN (\(marks))", arguments: StatementArguments(types.map(\.rawValue)), body)
         }
     }
 

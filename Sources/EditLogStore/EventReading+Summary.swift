@@ -7,7 +7,7 @@ import GRDB
 extension EventReading {
     /// Calls `body` for each event of one stream, in position order.
     public static func forEach(_ db: Database, stream: String, _ body: (RecordedEvent) throws -> Void) throws {
-        try forEach(db, where: "stream = ?", arguments: [stream], body)
+        try forEach(db, inStream: stream, body)
     }
 
     /// The WHERE term of the partial index `events_baseline` (`v5-baseline-index`), as its definition spells it: SQLite

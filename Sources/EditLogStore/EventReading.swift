@@ -20,6 +20,24 @@ public enum EventReading {
         try forEach(db, after: after, where: clause, arguments: arguments, cached: cached, forProjection: forProjection, until: nil, body) { _ in }
     }
 
+    /// The events of one stream (and of `clause`, if given) after `after`, in order, read along the stream's index:
+    /// its versions grow with positions, so no sort is needed (ordered by position, SQLite sorts every selected row,
+    /// payloads and all, in memory first: a long stream's whole size).
+    public static func forEach(_ db: Database, inStream stream: String, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],
+                               _ body: (RecordedEvent) throws -> Void) throws {
+        var args: StatementArguments = [stream, after]
+        args += arguments
+        try step(db, sql: inStreamSQL(clause), arguments: args) { row in
+            try body(try decode(row))
+            return true
+        }
+    }
+
+    /// The statement of `forEach(_:inStream:…)`: a stream, a position, then `clause`'s parameters.
+    static func inStreamSQL(_ clause: String?) -> String {
+        "SELECT \(columns) FROM events WHERE stream = ? AND position > ?\(clause.map { " AND (\($0))" } ?? "") ORDER BY stream_version"
+    }
+
     /// `forEach` that stops at the first event `until` selects: `stopped` gets it after the statement is done with
     /// (not passed to `body`), so the caller may change the schema before it reads on from there.
     public static func forEach(_ db: Database, after: Int64 = 0, where clause: String? = nil, arguments: StatementArguments = [],

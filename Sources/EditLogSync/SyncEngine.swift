@@ -36,7 +36,7 @@ public final class SyncEngine {
         let tracking = root["extractChangesCapabilities"] != nil || root["changeTrackingInfo"] != nil
             || (root["capabilities"]?.stringValue ?? "").lowercased().contains("changetracking")
         for attempt in 1...Self.pullAttempts {
-            let state = try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey)
+            let state = try SyncState(log: log, service: client.serviceKey)
             var pulledGen: Int64?
             if tracking {
                 var from = state.serverGen ?? 0
@@ -47,16 +47,16 @@ public final class SyncEngine {
                     try await pullSnapshot(state: state, gen: gen)
                     from = gen ?? from
                 }
-                let st = from == (state.serverGen ?? 0) ? state : try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey)
+                let st = from == (state.serverGen ?? 0) ? state : try SyncState(log: log, service: client.serviceKey)
                 pulledGen = try await pullInWindows(from: from, root: root, state: st)
                 report.mode = "extractChanges"
             } else if root["syncEnabled"]?.boolValue == true {
                 if readsEveryFeature { try await pullSnapshot(state: state, gen: nil) }
-                try await pullByReplica(state: readsEveryFeature ? try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey) : state)
+                try await pullByReplica(state: readsEveryFeature ? try SyncState(log: log, service: client.serviceKey) : state)
                 report.mode = "replica"
             } else {
                 if readsEveryFeature { try await pullSnapshot(state: state, gen: nil) }
-                try await pullByQuery(state: readsEveryFeature ? try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey) : state)
+                try await pullByQuery(state: readsEveryFeature ? try SyncState(log: log, service: client.serviceKey) : state)
             }
             readsEveryFeature = false
             try fail("pulled")
@@ -156,7 +156,7 @@ public final class SyncEngine {
     func schemaConflicts(_ changes: [SchemaChange]) throws(EditLogError) -> [(kind: ConflictKind, layer: Int, globalId: String, field: String, base: JSONValue, local: JSONValue)] {
         let relevant = changes.filter { $0.kind == .fieldRemoved || !$0.removedCodes.isEmpty }
         guard !relevant.isEmpty else { return [] }
-        let state = try SyncState(events: log.streamEvents(StreamName.sync), service: client.serviceKey)
+        let state = try SyncState(log: log, service: client.serviceKey)
         let basePosition = try commonBase(state)
         let changed = try log.changedFeatures(after: basePosition, excludingCauses: [], excludingTypes: [])
         var out: [(kind: ConflictKind, layer: Int, globalId: String, field: String, base: JSONValue, local: JSONValue)] = []

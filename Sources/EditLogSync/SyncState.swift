@@ -16,25 +16,33 @@ struct SyncState {
     var objectIds: [Int: [Int64: String]] = [:]
     var runs = 0
 
-    init(events: [RecordedEvent], service: String) throws(EditLogError) {
-        for e in events {
-            let mappings: ObjectIdMappings
-            switch try e.body {
-            case .syncPulled(let x):
-                guard x.service == service else { continue }
-                if let g = x.serverGen { serverGen = g }
-                if let id = x.replicaId { replicaId = id }
-                if let d = x.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
-                mappings = x.objectIds
-            case .syncPushed(let x):
-                guard x.service == service else { continue }
-                if let g = x.serverGen { serverGen = g }
-                agreedPosition = x.agreedPosition
-                mappings = x.objectIds
-            default: continue
-            }
-            runs += 1
-            for (l, pairs) in mappings.byLayer { for (oid, g) in pairs { objectIds[l, default: [:]][oid] = g } }
+    /// Folded from `log`'s `$sync` stream, an event at a time: the stream keeps every pull's list of changes, so
+    /// it grows with every change ever pulled, and only the fold's result is held.
+    init(log: EditLog, service: String) throws(EditLogError) {
+        var state = SyncState()
+        try log.forEachStreamEvent(StreamName.sync, types: [.syncPulled, .syncPushed]) { e in try state.fold(e, service: service) }
+        self = state
+    }
+
+    private init() {}
+
+    private mutating func fold(_ e: RecordedEvent, service: String) throws(EditLogError) {
+        let mappings: ObjectIdMappings
+        switch try e.body {
+        case .syncPulled(let x):
+            guard x.service == service else { return }
+            if let g = x.serverGen { serverGen = g }
+            if let id = x.replicaId { replicaId = id }
+            if let d = x.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
+            mappings = x.objectIds
+        case .syncPushed(let x):
+            guard x.service == service else { return }
+            if let g = x.serverGen { serverGen = g }
+            agreedPosition = x.agreedPosition
+            mappings = x.objectIds
+        default: return
         }
+        runs += 1
+        for (l, pairs) in mappings.byLayer { for (oid, g) in pairs { objectIds[l, default: [:]][oid] = g } }
     }
 }

@@ -37,6 +37,39 @@ import Testing
         #expect(large <= small * 1.1 + 1, "entries copied per session: \(small) with 80 streams, \(large) with 800")
     }
 
+    /// A stream's events are read along its index, in position order, with no sort: sorted by position, SQLite held
+    /// every selected row of the stream in memory first (a sync run read `$sync`, which lists every change ever
+    /// pulled, so). Checked on a stream whose events are interleaved with another's.
+    @Test func aStreamIsReadAlongItsIndexInPositionOrderWithoutASort() throws {
+        let tmp = TempPath()
+        let log = try Fixture.treesLog(at: tmp.path)
+        let ids = try Fixture.globalIds("Trees")
+        for i in 0..<6 {
+            try log.run(#"{"op": "edit", "at": "2026-05-05T16:00:0\#(i)Z", "session": "s\#(i)", "layer": "Trees", "globalId": "\#(ids[i % 2])"}"#,
+                        #"{"op": "set", "at": "2026-05-05T16:00:0\#(i)Z", "field": "Condition", "value": "\#(i % 3 == 0 ? "Fair" : "Good")"}"#,
+                        #"{"op": "finish", "at": "2026-05-05T16:00:0\#(i)Z"}"#)
+        }
+        let stream = StreamName.feature(layer: 0, globalId: ids[0])
+        let all = try log.events()
+        let expected = all.filter { $0.stream == stream }.map(\.position)
+        #expect(expected.count > 3)
+        #expect(try log.streamEvents(stream).map(\.position) == expected)
+        let after = expected[1]
+        var read: [Int64] = []
+        try log.forEachStreamEvent(stream, types: [.sessionCommitted]) { read.append($0.position) }
+        #expect(read == all.filter { $0.stream == stream && $0.type == EventType.sessionCommitted.rawValue }.map(\.position))
+        read = []
+        try RawLog.read(tmp.path) { db in
+            try EventReading.forEach(db, inStream: stream, after: after) { read.append($0.position) }
+            for clause in [nil, "type IN (?, ?)"] {
+                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + EventReading.inStreamSQL(clause),
+                                            arguments: StatementArguments([stream, 0] + (clause == nil ? [] : ["A", "B"]))).map { $0["detail"] as String }
+                #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+            }
+        }
+        #expect(read == expected.filter { $0 > after })
+    }
+
     /// The end of the baseline (every report and sync reads it) is a lookup in the partial index `events_baseline`, not
     /// a scan of the log, and gives what a scan gives.
     @Test func theBaselinesEndIsAnIndexLookup() throws {
