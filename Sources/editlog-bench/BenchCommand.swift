@@ -118,6 +118,15 @@ struct EditLogBench: ParsableCommand {
     @Option(help: ArgumentHelp("With --serve-hub: the port (0: any free one).", valueName: "n", visibility: .hidden))
     var hubPort: Int?
 
+    @Option(help: ArgumentHelp("Sync this log with --hub-url once, as a process of its own, printing `DEVICE-SYNC {json}`.", valueName: "path", visibility: .hidden))
+    var syncDevice: String?
+
+    @Option(help: ArgumentHelp("With --sync-device: the hub's feature service URL.", valueName: "url", visibility: .hidden))
+    var hubURL: String?
+
+    @Option(help: ArgumentHelp("With --sync-device: which run of the device this is (its clock and ids start after the earlier runs').", valueName: "n", visibility: .hidden))
+    var deviceRun: Int = 1
+
     static func positive(_ s: String, _ flag: String) throws -> Int {
         guard let n = Int(s.replacingOccurrences(of: "_", with: "")), n > 0 else {
             throw ValidationError("\(flag) needs a positive integer, not \(s)")
@@ -203,6 +212,13 @@ struct EditLogBench: ParsableCommand {
             let ctx = BenchContext(sizes: sizes, seed: seed, workDir: (path as NSString).deletingLastPathComponent, fixtureDir: fx, prepareOnly: true)
             do { try SyncHub.serve(path: path, recordTrees: recordTrees ?? 0, port: hubPort ?? 0, ctx: ctx) } catch {
                 stderr("editlog-bench: the hub failed: \(error)")
+                throw ExitCode(1)
+            }
+            return
+        }
+        if let path = syncDevice {
+            do { try SyncDevice.run(path: path, url: hubURL ?? "", seed: seed, run: deviceRun) } catch {
+                stderr("editlog-bench: the device's sync failed: \(error)")
                 throw ExitCode(1)
             }
             return

@@ -56,9 +56,10 @@ enum SyncScenario: Scenario {
         for p in [hubPath, devicePath] { ctx.remove(p); try FileManager.default.copyItem(atPath: base, toPath: p) }
         defer { ctx.remove(hubPath); ctx.remove(devicePath) }
         let deviceClock = StepClock(start: 1_781_500_000_000, step: 1)
-        let device = try EditLog.open(at: devicePath, clock: deviceClock, ids: UUIDv7Generator(clock: deviceClock, seed: ctx.seed &+ 22))
-        let layers = device.schema.layers
-        let deviceBox = UncheckedRef(device)
+        let deviceIds = UUIDv7Generator(clock: deviceClock, seed: ctx.seed &+ 22)
+        let first_ = try EditLog.open(at: devicePath, clock: deviceClock, ids: deviceIds)
+        let layers = first_.schema.layers
+        let firstBox = UncheckedRef(first_)
         var hub = try SyncHub.Child(path: hubPath, recordTrees: 0, ctx: ctx)
         defer { hub.stop() }
         let firstURL = hub.url
@@ -66,7 +67,7 @@ enum SyncScenario: Scenario {
 
         ctx.note("timed: the first sync of a device with the hub (\(n) trees): a snapshot, every feature read in pages and compared")
         var first = Stopwatch()
-        let snapshot = try first.time { try blocking { try await SyncEngine(log: deviceBox.value, client: firstClient, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() } }
+        let snapshot = try first.time { try blocking { try await SyncEngine(log: firstBox.value, client: firstClient, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() } }
         var s = Measurement(scenario: "sync-snapshot", kind: .throughput, size: "\(Fmt.count(n)) trees", units: n, unitName: "trees",
                             seconds: first.seconds, cpuSeconds: first.cpuSeconds, goal: .ratioAtLeast(0.2))
         s.notes.append("snapshot \(snapshot.snapshot), \(snapshot.pulled.count) changes pulled, \(snapshot.pushed.count) pushed")
@@ -84,31 +85,44 @@ enum SyncScenario: Scenario {
         hub = try SyncHub.Child(path: hubPath, recordTrees: n, port: hub.port, ctx: ctx)
         let url = hub.url
         let client = try FeatureServiceClient(url: url, token: SyncHub.token)
-        let before = try device.eventCount()
+        first_.close()
+        let before = try eventCount(devicePath)
         ctx.prewarm(devicePath)
-        ctx.note("timed: the device's second sync")
-        Memory.resetPeak()
-        var watch = Stopwatch()
-        let report = try watch.time { try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: SyncOptions(actor: "bench", device: "editlog-bench")).run() } }
-        let rss = Memory.peakBytes()
-        let after = try device.eventCount()
-        device.close()
-        let size = "\(Fmt.count(report.pulled.count)) remote changes"
-        var m = Measurement(scenario: name, kind: .throughput, size: size, units: report.pulled.count, unitName: "changes",
-                            seconds: watch.seconds, cpuSeconds: watch.cpuSeconds, goal: .ratioAtLeast(0.5))
-        m.notes.append("\(report.pulled.count) changes pulled (serverGen \(report.fromServerGen ?? 0) -> \(report.toServerGen ?? 0)), \(report.imported) events imported, "
-                       + "\(report.conflicts.count) conflicts, \(report.pushed.count) pushed; the device grew from \(before) to \(after) events")
+        // The second sync is a second run, as each `editlog sync` is: a process of its own, whose peak RSS is that
+        // run's alone (`SyncDevice`); with --in-process (for profilers), in this one, after a trim of the heap.
+        ctx.note("timed: the device's second sync" + (ctx.inProcess ? " (in this process)" : " (in a process of its own)"))
+        let opts = SyncOptions(actor: "bench", device: "editlog-bench")
+        let report: SyncDevice.Outcome
+        if ctx.inProcess {
+            let device = try EditLog.open(at: devicePath, clock: deviceClock, ids: deviceIds)
+            defer { device.close() }
+            let deviceBox = UncheckedRef(device), o = opts
+            Memory.resetPeak()
+            var watch = Stopwatch()
+            let r = try watch.time { try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: o).run() } }
+            report = SyncDevice.Outcome(seconds: watch.seconds, cpuSeconds: watch.cpuSeconds, peakRSS: Memory.peakBytes(), pulled: r.pulled.count,
+                                        fromServerGen: r.fromServerGen ?? 0, toServerGen: r.toServerGen ?? 0, imported: r.imported,
+                                        conflicts: r.conflicts.count, pushed: r.pushed.count)
+        } else {
+            report = try SyncDevice.child(path: devicePath, url: url, run: 1, ctx: ctx)
+        }
+        let after = try eventCount(devicePath)
+        let size = "\(Fmt.count(report.pulled)) remote changes"
+        var m = Measurement(scenario: name, kind: .throughput, size: size, units: report.pulled, unitName: "changes",
+                            seconds: report.seconds, cpuSeconds: report.cpuSeconds, goal: .ratioAtLeast(0.5))
+        m.notes.append("\(report.pulled) changes pulled (serverGen \(report.fromServerGen) -> \(report.toServerGen)), \(report.imported) events imported, "
+                       + "\(report.conflicts) conflicts, \(report.pushed) pushed; the device grew from \(before) to \(after) events")
         if !ctx.prepareOnly {
             ctx.note("floor: the same extractChanges download, then raw inserts of every row the sync left (one transaction)")
             var download = Stopwatch()
             // In the same windows of server generations the sync asks for (serve answers at most 30,000 ObjectIDs at once).
-            let from = report.fromServerGen ?? 0, to = report.toServerGen ?? from
+            let from = report.fromServerGen, to = report.toServerGen
             let layerIds = "[\(layers.map { String($0.id) }.joined(separator: ","))]"
             let bytes = try download.time {
                 try blocking {
                     var total = 0, start = from
                     repeat {
-                        let end = min(to, start + SyncOptions().generationWindow)
+                        let end = min(to, start + opts.generationWindow)
                         let r = try await HTTPTransport().postForm(url + "/extractChanges", form: [
                             ("layers", layerIds), ("serverGens", "[\(start),\(end)]"), ("returnInserts", "true"), ("returnUpdates", "true"),
                             ("returnDeletes", "true"), ("dataFormat", "json"), ("f", "json"), ("token", SyncHub.token),
@@ -131,10 +145,28 @@ enum SyncScenario: Scenario {
                 + "plus raw C-API INSERT of every row the sync left (\(floor.total) rows: \(floor.summary)), one transaction, WAL + synchronous=NORMAL "
                 + "(\(Fmt.seconds(floor.watch.seconds)))"
         }
-        var r = Measurement(scenario: name, kind: .rss, size: size, units: report.pulled.count, goal: .megabytesAtMost(500))
-        r.rssBytes = rss
-        return [s, m, r]
+        var r = Measurement(scenario: name, kind: .rss, size: size, units: report.pulled, goal: .megabytesAtMost(120))
+        r.rssBytes = report.peakRSS
+        var rows = [s, m, r]
+        // A third run, with nothing new to pull: what a run holds of the pulls before it (the `$sync` stream lists
+        // every change ever pulled).
+        if !ctx.inProcess {
+            ctx.note("timed: the device's third sync (nothing new to pull; in a process of its own)")
+            let third = try SyncDevice.child(path: devicePath, url: url, run: 2, ctx: ctx)
+            var t = Measurement(scenario: name + " (the next run)", kind: .rss, size: "0 new after \(size)", units: third.pulled, goal: .megabytesAtMost(120))
+            t.rssBytes = third.peakRSS
+            t.notes.append("\(third.pulled) changes pulled, \(third.imported) events imported, \(third.pushed) pushed, in \(Fmt.seconds(third.seconds))")
+            rows.append(t)
+        }
+        return rows
     }
+}
+
+/// The events of the log at `path` (opened read-only, closed again).
+func eventCount(_ path: String) throws -> Int64 {
+    let log = try EditLog.open(at: path, readonly: true)
+    defer { log.close() }
+    return try log.eventCount()
 }
 
 final class ResultBox<T>: @unchecked Sendable {
