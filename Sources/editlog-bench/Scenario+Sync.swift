@@ -100,9 +100,7 @@ enum SyncScenario: Scenario {
             Memory.resetPeak()
             var watch = Stopwatch()
             let r = try watch.time { try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: o).run() } }
-            report = SyncDevice.Outcome(seconds: watch.seconds, cpuSeconds: watch.cpuSeconds, peakRSS: Memory.peakBytes(), pulled: r.pulled.count,
-                                        fromServerGen: r.fromServerGen ?? 0, toServerGen: r.toServerGen ?? 0, imported: r.imported,
-                                        conflicts: r.conflicts.count, pushed: r.pushed.count)
+            report = SyncDevice.Outcome(r, watch)
         } else {
             report = try SyncDevice.child(path: devicePath, url: url, run: 1, ctx: ctx)
         }

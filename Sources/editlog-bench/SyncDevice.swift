@@ -17,6 +17,13 @@ enum SyncDevice {
         var imported: Int
         var conflicts: Int
         var pushed: Int
+
+        /// A run's report, timed by `watch`; the peak RSS is the process's, read now.
+        init(_ report: SyncReport, _ watch: Stopwatch) {
+            seconds = watch.seconds; cpuSeconds = watch.cpuSeconds; peakRSS = Memory.peakBytes()
+            pulled = report.pulled.count; fromServerGen = report.fromServerGen ?? 0; toServerGen = report.toServerGen ?? 0
+            imported = report.imported; conflicts = report.conflicts.count; pushed = report.pushed.count
+        }
     }
 
     /// The child's side. Its clock and ids start after the earlier runs' (the first is the scenario's own), so no
@@ -30,9 +37,7 @@ enum SyncDevice {
         let opts = SyncOptions(actor: "bench", device: "editlog-bench")
         var watch = Stopwatch()
         let report = try watch.time { try SyncScenario.blocking { try await SyncEngine(log: box.value, client: client, options: opts).run() } }
-        let out = Outcome(seconds: watch.seconds, cpuSeconds: watch.cpuSeconds, peakRSS: Memory.peakBytes(), pulled: report.pulled.count,
-                          fromServerGen: report.fromServerGen ?? 0, toServerGen: report.toServerGen ?? 0, imported: report.imported,
-                          conflicts: report.conflicts.count, pushed: report.pushed.count)
+        let out = Outcome(report, watch)
         FileHandle.standardOutput.write(Data(("DEVICE-SYNC " + String(decoding: try JSONEncoder().encode(out), as: UTF8.self) + "\n").utf8))
     }
 
