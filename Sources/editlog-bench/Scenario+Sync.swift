@@ -6,13 +6,13 @@ import Foundation
 /// by `editlog serve`'s application in a process of its own (`SyncHub`: a hub is another machine, so the peak RSS
 /// is the device's alone); a device (another copy) syncs once (timed as `sync-snapshot`: a first sync reads every
 /// feature in pages; floor: the same pages downloaded), the hub then records one session on each of the N trees
-/// (again in its own process), and the device's second sync is timed (extractChanges, attachment
-/// lists, the merge of 2N sync-pull events, rules derived again, the state events). Floor: the same
-/// `extractChanges` answer downloaded over the same loopback, plus raw C-API inserts of every row the sync left,
-/// one transaction.
+/// (again in its own process), and the device's second sync is timed, in a process of its own as `editlog sync`
+/// runs (`SyncDevice`: extractChanges, attachment lists, the merge of 2N sync-pull events, rules derived again, the
+/// state events). Floor: the same `extractChanges` answer downloaded over the same loopback, plus raw C-API inserts
+/// of every row the sync left, one transaction. A third run, with nothing new to pull, gives a peak RSS row of its own.
 enum SyncScenario: Scenario {
     static let name = "sync"
-    static let summary = "sync pulling N remote changes (N: 100k full, 2k --quick) vs the extractChanges download plus raw inserts of the rows it left; the first sync's snapshot vs its query pages downloaded"
+    static let summary = "sync pulling N remote changes (N: 100k full, 2k --quick) vs the extractChanges download plus raw inserts of the rows it left; the first sync's snapshot vs its query pages downloaded; the peak RSS of the run after it"
 
     /// Runs async work from the scenario's synchronous code (the server answers on its own event loops).
     static func blocking<T>(_ body: @escaping () async throws -> T) throws -> T {
@@ -57,9 +57,9 @@ enum SyncScenario: Scenario {
         defer { ctx.remove(hubPath); ctx.remove(devicePath) }
         let deviceClock = StepClock(start: 1_781_500_000_000, step: 1)
         let deviceIds = UUIDv7Generator(clock: deviceClock, seed: ctx.seed &+ 22)
-        let first_ = try EditLog.open(at: devicePath, clock: deviceClock, ids: deviceIds)
-        let layers = first_.schema.layers
-        let firstBox = UncheckedRef(first_)
+        let firstRun = try EditLog.open(at: devicePath, clock: deviceClock, ids: deviceIds)
+        let layers = firstRun.schema.layers
+        let firstBox = UncheckedRef(firstRun)
         var hub = try SyncHub.Child(path: hubPath, recordTrees: 0, ctx: ctx)
         defer { hub.stop() }
         let firstURL = hub.url
@@ -85,7 +85,7 @@ enum SyncScenario: Scenario {
         hub = try SyncHub.Child(path: hubPath, recordTrees: n, port: hub.port, ctx: ctx)
         let url = hub.url
         let client = try FeatureServiceClient(url: url, token: SyncHub.token)
-        first_.close()
+        firstRun.close()
         let before = try eventCount(devicePath)
         ctx.prewarm(devicePath)
         // The second sync is a second run, as each `editlog sync` is: a process of its own, whose peak RSS is that
