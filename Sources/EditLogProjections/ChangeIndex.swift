@@ -123,18 +123,11 @@ public enum ChangeIndex {
         var out: [UInt8] = []
         for (name, i) in c.tracking where only?.contains(i) ?? true {
             guard let v = row[i] else { continue }
-            let value: JSONValue
-            switch v.storage {
-            case .null: value = .null
-            case .int64(let x): value = .int(x)
-            case .double(let x): value = .double(x)
-            case .string(let s): value = .string(s)
-            case .blob: continue
-            }
+            if case .blob = v.storage { continue }
             out.append(out.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
             JSONValue.writeString(name, to: &out)
             out.append(UInt8(ascii: ":"))
-            value.write(to: &out)
+            ProjectedState.jsonValue(v).write(to: &out)
         }
         guard !out.isEmpty else { return nil }
         out.append(UInt8(ascii: "}"))

@@ -29,7 +29,7 @@ struct LayerColumns {
     let geometry: Int, wkb: Int, xmin: Int, ymin: Int, xmax: Int, ymax: Int
     let creator: Int, created: Int, editor: Int, edited: Int, deleted: Int, version: Int, position: Int
     /// The layer's editor-tracking attribute fields and their indices (what `ChangeIndex` records of a write), in
-    /// the order of their names' UTF-8 bytes: the order a JSON object's members are written in (`JSONValue.write`).
+    /// the order of their names' UTF-8 bytes: the order a JSON object's members are written in (`JSONValue.keyOrder`).
     let tracking: [(name: String, index: Int)]
 
     init(_ layer: LayerSchema) {
@@ -45,7 +45,7 @@ struct LayerColumns {
         (creator, created, editor, edited) = (base + 6, base + 7, base + 8, base + 9)
         (deleted, version, position) = (base + 10, base + 11, base + 12)
         tracking = layer.attributeFields.filter { layer.isEditorTrackingField($0.name) }.map { ($0.name, attribute[$0.name]!) }
-            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            .sorted { JSONValue.keyOrder($0.name, $1.name) }
         insertSQL = "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
     }
 

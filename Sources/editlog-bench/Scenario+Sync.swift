@@ -96,10 +96,10 @@ enum SyncScenario: Scenario {
         if ctx.inProcess {
             let device = try EditLog.open(at: devicePath, clock: deviceClock, ids: deviceIds)
             defer { device.close() }
-            let deviceBox = UncheckedRef(device), o = opts
+            let deviceBox = UncheckedRef(device)
             Memory.resetPeak()
             var watch = Stopwatch()
-            let r = try watch.time { try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: o).run() } }
+            let r = try watch.time { try blocking { try await SyncEngine(log: deviceBox.value, client: client, options: opts).run() } }
             report = SyncDevice.Outcome(r, watch)
         } else {
             report = try SyncDevice.child(path: devicePath, url: url, run: 1, ctx: ctx)

@@ -55,9 +55,10 @@ extension JSONValue {
         }
     }
 
-    /// Keys in the order of their UTF-8 bytes (memcmp on the strings' contiguous storage).
+    /// Keys in the order of their UTF-8 bytes (memcmp on the strings' contiguous storage): the order an object's
+    /// members are written in.
     @inline(__always)
-    static func keyOrder(_ a: String, _ b: String) -> Bool {
+    public static func keyOrder(_ a: String, _ b: String) -> Bool {
         var a = a, b = b
         return a.withUTF8 { pa in
             b.withUTF8 { pb in
