@@ -91,7 +91,7 @@ extension EditLog {
     }
 
     /// The figures of `editlog report` for a window (by default from the end of the baseline to the end: `Audit.report`). `progress` gets
-    /// (done, total) over the two scans of the window.
+    /// (done, total) over its one scan of the window.
     public func report(from: LogMoment? = nil, to: LogMoment? = nil, clock: EventClock = .default,
                        progress: ((Int64, Int64) -> Void)? = nil) throws(EditLogError) -> AuditReport {
         return try read { db in try Audit.report(db, schema: schema, from: from, to: to, clock: clock, progress: progress) }

@@ -109,32 +109,50 @@ public struct DiffFold: Sendable {
         var oldUnknown = false
     }
     struct Feature {
+        // Kept small (a window's every changed feature has one, and the report's one scan holds them beside its
+        // figures): what only a fold with detail fills is boxed (`Detail`), its members ordered to pack.
         var layer: Int
-        var created = false
-        var deleted = false
-        var seen = false
-        var fields: [String: Field] = [:]
         /// Without field detail, the fields instead: each one's value at the start and now as hashes, in a short list
         /// (a field table per feature weighed most of the report's memory once its window started after the baseline).
         var marks: [Mark] = []
-        var deletedAttributes: [String: JSONValue] = [:]
-        var deletedBy: (actor: String, session: String?, cause: String)?
-        var actors: [String] = []
-        var sessions: [String] = []
-        var geometry: JSONValue?
+        private var box: DetailBox?
+        /// Without detail, the centre of the geometry its last event set: two numbers, not a JSON point per feature.
+        var centre: (x: Double, y: Double)?
+        var created = false
+        var deleted = false
+        var seen = false
         /// The kinds of change the window's events made (`EditCounts`), a bit each.
         var did: UInt8 = 0
 
+        init(layer: Int) { self.layer = layer }
+
+        /// Copied on write: a copy of the fold (`changes`) changes its own.
+        var detail: Detail {
+            get { box?.value ?? Detail() }
+            _modify {
+                if box == nil || !isKnownUniquelyReferenced(&box) { box = DetailBox(box?.value ?? Detail()) }
+                yield &box!.value
+            }
+        }
+        var fields: [String: Field] { get { box?.value.fields ?? [:] } _modify { yield &detail.fields } }
+        var deletedAttributes: [String: JSONValue] { get { box?.value.deletedAttributes ?? [:] } _modify { yield &detail.deletedAttributes } }
+        var deletedBy: DeletedBy? { get { box?.value.deletedBy } _modify { yield &detail.deletedBy } }
+        var actors: [String] { get { box?.value.actors ?? [] } _modify { yield &detail.actors } }
+        var sessions: [String] { get { box?.value.sessions ?? [] } _modify { yield &detail.sessions } }
+        /// With detail, the geometry its last event set.
+        var geometry: JSONValue? { get { box?.value.geometry } _modify { yield &detail.geometry } }
+
         /// Without detail: field `k` is `new` now; where it is not marked yet, it was `old` (its hash) at the window's
         /// start, or nil when that is read later (`resolveTracking`).
-        mutating func mark(_ k: String, old: Int?, new: JSONValue) {
-            if let i = marks.firstIndex(where: { $0.field == k }) { marks[i].new = new.hashValue; return }
-            marks.append(Mark(field: k, old: old ?? 0, new: new.hashValue, oldUnknown: old == nil))
+        mutating func mark(_ k: String, old: Int?, new: JSONValue, names: inout MarkNames) {
+            let id = names.id(k)
+            if let i = marks.firstIndex(where: { $0.field == id }) { marks[i].new = new.hashValue; return }
+            marks.append(Mark(field: id, oldUnknown: old == nil, old: old ?? 0, new: new.hashValue))
         }
 
         /// Sets the fields whose value at the window's start was unknown (`resolveTracking`) to `found`'s (null when
         /// absent), in place: the field table is not copied.
-        mutating func resolveStart(_ found: [String: JSONValue]) {
+        mutating func resolveStart(_ found: [String: JSONValue], names: MarkNames) {
             var i = fields.startIndex
             while i != fields.endIndex {
                 if fields.values[i].oldUnknown {
@@ -144,7 +162,7 @@ public struct DiffFold: Sendable {
                 fields.formIndex(after: &i)
             }
             for m in marks.indices where marks[m].oldUnknown {
-                marks[m].old = (found[marks[m].field] ?? .null).hashValue
+                marks[m].old = (found[names.names[Int(marks[m].field)]] ?? .null).hashValue
                 marks[m].oldUnknown = false
             }
         }
@@ -169,20 +187,52 @@ public struct DiffFold: Sendable {
     }
     /// A field of a feature folded without detail (`Feature.marks`): whether it changed is all that is read.
     struct Mark {
-        var field: String
-        var old: Int
-        var new: Int
+        /// The field's name in the fold's `MarkNames`.
+        var field: UInt32
         /// As `Field.oldUnknown`: `old` is read at the window's start (`resolveTracking`).
         var oldUnknown = false
+        var old: Int
+        var new: Int
         var changed: Bool { oldUnknown || old != new }
     }
+    /// The field names the marks hold, each once: a mark keeps its name's number.
+    struct MarkNames {
+        var ids: [String: UInt32] = [:]
+        var names: [String] = []
+        mutating func id(_ name: String) -> UInt32 {
+            if let i = ids[name] { return i }
+            names.append(name)
+            ids[name] = UInt32(names.count - 1)
+            return UInt32(names.count - 1)
+        }
+    }
+    /// What a feature folded with detail holds besides its kind and marks.
+    struct Detail {
+        var fields: [String: Field] = [:]
+        var deletedAttributes: [String: JSONValue] = [:]
+        var deletedBy: DeletedBy?
+        var actors: [String] = []
+        var sessions: [String] = []
+        var geometry: JSONValue?
+    }
+    /// `Feature.detail`'s storage: changed only while uniquely referenced (copy on write), so sending it is safe.
+    final class DetailBox: @unchecked Sendable {
+        var value: Detail
+        init(_ value: Detail) { self.value = value }
+    }
+    /// Who deleted a feature in the window, and how (with detail); boxed, and never changed once made.
+    final class DeletedBy: Sendable {
+        let actor: String, session: String?, cause: String
+        init(_ actor: String, _ session: String?, _ cause: String) { (self.actor, self.session, self.cause) = (actor, session, cause) }
+    }
 
-    var features: [String: Feature] = [:]
+
+    /// By GlobalID (`FeatureKey`: no string per feature).
+    var features: [FeatureKey: Feature] = [:]
+    var markNames = MarkNames()
     public private(set) var events = 0
     /// What the events folded so far did (`EditCounts`).
     public private(set) var edited = EditCounts()
-    /// `FeatureDerived` events folded so far (the report makes its list of derived edits at this size).
-    public private(set) var derivedEvents = 0
     /// Features touched so far (an upper bound of the changes).
     public var featureCount: Int { features.count }
     /// The schema at the window's end (names, and the fields a change lists).
@@ -223,12 +273,11 @@ public struct DiffFold: Sendable {
     /// only when it is this log's and standalone (a decision about an event comes with that event).
     public mutating func apply(_ e: RecordedEvent, decision: MergeDecision? = nil) throws {
         guard let type = e.eventType, Self.foldedTypes.contains(type), let (layerId, globalId) = StreamName.parseFeature(e.stream) else { return }
-        if type == .featureDerived { derivedEvents += 1 }
         let body = try e.body
         if case .mergeDecided(let d) = body {
             guard let ownLog, d.log == ownLog, let effect = FeatureEffect.of(standalone: d), effect.revives || effect.row == .deleteAgain else { return }
             events += 1
-            Self.apply(standalone: effect, e, detail: detail, to: &features[globalId, default: Feature(layer: layerId)], counting: &edited)
+            Self.apply(standalone: effect, e, detail: detail, to: &features[FeatureKey(globalId), default: Feature(layer: layerId)], counting: &edited)
             return
         }
         guard let effect = FeatureEffect.of(e, body, decision: decision) else { return }
@@ -236,8 +285,8 @@ public struct DiffFold: Sendable {
         if case .conflictResolved = body, effect.row == .none { return }
         events += 1
         // Changed in place in the dictionary (one lookup, and its field table is not copied on write).
-        Self.apply(e, body, effect, layer: timeline.map { $0.layer(layerId, at: e.position) } ?? schema.layer(id: layerId), detail: detail, to: &features[globalId, default: Feature(layer: layerId)],
-                   counting: &edited)
+        Self.apply(e, body, effect, layer: timeline.map { $0.layer(layerId, at: e.position) } ?? schema.layer(id: layerId), detail: detail, to: &features[FeatureKey(globalId), default: Feature(layer: layerId)],
+                   counting: &edited, names: &markNames)
     }
 
     /// A standalone decision of this log: the feature live again (kept for an orphan, or with its parent), or deleted
@@ -250,22 +299,27 @@ public struct DiffFold: Sendable {
             revive(&f)
         } else if effect.row == .deleteAgain {
             f.deleted = true
-            if detail { f.deletedBy = (e.actor, nil, e.cause) }
+            if detail { f.deletedBy = DeletedBy(e.actor, nil, e.cause) }
         }
     }
 
     /// Live again: deleted in the window, it is not deleted; deleted before it, it appears in it.
     static func revive(_ f: inout Feature) {
-        if f.deleted { f.deleted = false; f.deletedBy = nil; f.deletedAttributes = [:] } else { f.created = true }
+        if f.deleted {
+            f.deleted = false
+            if f.deletedBy != nil || !f.deletedAttributes.isEmpty { f.deletedBy = nil; f.deletedAttributes = [:] }
+        } else {
+            f.created = true
+        }
     }
 
     static func apply(_ e: RecordedEvent, _ body: EventBody, _ effect: FeatureEffect, layer: LayerSchema?, detail: Bool, to f: inout Feature,
-                      counting counts: inout EditCounts) {
+                      counting counts: inout EditCounts, names: inout MarkNames) {
         f.count(effect.row, in: &counts)
         func name(_ k: String) -> String { layer?.field(k)?.name ?? k }
         func change(_ k: String, _ old: JSONValue, _ new: JSONValue) {
             if !detail {
-                if !f.created { f.mark(k, old: old.hashValue, new: new) }
+                if !f.created { f.mark(k, old: old.hashValue, new: new, names: &names) }
                 return
             }
             Self.change(&f.fields[k, default: Field(old: old, new: new)], to: new, by: e, detail: detail)
@@ -275,10 +329,11 @@ public struct DiffFold: Sendable {
             guard let layer, detail || !f.created else { return }
             for (k, v) in layer.editorTrackingValues(of: e, effect.tracking) {
                 if !detail {
-                    f.mark(k, old: nil, new: v)
+                    f.mark(k, old: nil, new: v, names: &names)
                     continue
                 }
-                Self.change(&f.fields[k, default: Field(old: .null, new: v, oldUnknown: !f.created)], to: v, by: e, detail: detail)
+                let unknown = !f.created
+                Self.change(&f.fields[k, default: Field(old: .null, new: v, oldUnknown: unknown)], to: v, by: e, detail: detail)
             }
         }
         if effect.revives { revive(&f) }
@@ -288,7 +343,7 @@ public struct DiffFold: Sendable {
         switch effect.row {
         case .create, .update:
             if effect.row == .create && first { f.created = true }
-            if let g = effect.geometry { f.geometry = detail ? g : Self.centre(g) }
+            if let g = effect.geometry { if detail { f.geometry = g } else { f.centre = Self.centrePoint(g) } }
             if !detail && f.created { break }
             // A baseline's attributes are values, not changes: only those it sets.
             let attributes: Bool = if case .featureBaselined = body { true } else { false }
@@ -303,7 +358,7 @@ public struct DiffFold: Sendable {
             f.deleted = true
             if detail, case .featureDeleted(let d) = body {
                 f.deletedAttributes = d.attributes
-                f.deletedBy = (e.actor, e.session, e.cause)
+                f.deletedBy = DeletedBy(e.actor, e.session, e.cause)
             }
         case .none:
             break
@@ -324,7 +379,7 @@ public struct DiffFold: Sendable {
                 guard !f.created, !f.deleted, f.marks.contains(where: \.oldUnknown), !f.marks.contains(where: { !$0.oldUnknown && $0.changed }) else { continue }
             }
             guard let layer = schema.layer(id: f.layer) else { continue }
-            wanted.append((layer, features.keys[i]))
+            wanted.append((layer, features.keys[i].string))
         }
         // Read and applied 500 features at a time: a long window's values are never all held at once.
         var next = 0
@@ -333,8 +388,8 @@ public struct DiffFold: Sendable {
             next += batch.count
             let values = try start(batch)
             for (_, g) in batch {
-                guard let i = features.index(forKey: g) else { continue }
-                features.values[i].resolveStart(values[g] ?? [:])
+                guard let i = features.index(forKey: FeatureKey(g)) else { continue }
+                features.values[i].resolveStart(values[g] ?? [:], names: markNames)
             }
         }
     }
@@ -347,9 +402,11 @@ public struct DiffFold: Sendable {
     }
 
     /// The centre of a geometry's envelope as an Esri point (all the report's map reads of a changed feature).
-    public static func centre(_ g: JSONValue?) -> JSONValue? {
-        Geometry.bounds(g).map { b in ["x": .double((b.minX + b.maxX) / 2), "y": .double((b.minY + b.maxY) / 2)] }
-    }
+    public static func centre(_ g: JSONValue?) -> JSONValue? { point(centrePoint(g)) }
+
+    static func centrePoint(_ g: JSONValue?) -> (x: Double, y: Double)? { Geometry.bounds(g).map { b in ((b.minX + b.maxX) / 2, (b.minY + b.maxY) / 2) } }
+
+    static func point(_ c: (x: Double, y: Double)?) -> JSONValue? { c.map { ["x": .double($0.x), "y": .double($0.y)] } }
 
     /// `changes`, emptying the fold as it goes (its memory and the result's are not both held).
     public mutating func takeChanges() -> [FeatureChange] {
@@ -362,11 +419,12 @@ public struct DiffFold: Sendable {
     /// Each net change handed to `body` in no particular order, emptying the fold as it goes (the report keeps
     /// a compact row per change instead of a `FeatureChange`).
     public mutating func takeChanges(_ body: (FeatureChange) throws -> Void) rethrows {
-        while case (let g, var f)? = features.popFirst() {
+        while case (let key, var f)? = features.popFirst() {
+            let g = key.string
             // A field removed in the window is not in the state at its end: not a change of the feature.
             if let gone = removed[f.layer] {
                 f.fields = f.fields.filter { !gone.contains($0.key.lowercased()) }
-                f.marks.removeAll { gone.contains($0.field.lowercased()) }
+                f.marks.removeAll { gone.contains(markNames.names[Int($0.field)].lowercased()) }
                 f.deletedAttributes = f.deletedAttributes.filter { !gone.contains($0.key.lowercased()) }
             }
             let layerName = schema.layer(id: f.layer)?.name ?? "layer \(f.layer)"
@@ -378,7 +436,7 @@ public struct DiffFold: Sendable {
                 // A tracking field still unread (`resolveTracking`) stands beside a field that changed: a change either way.
                 if kind == .updated && !f.marks.contains(where: \.changed) { continue }
                 try body(FeatureChange(layer: f.layer, layerName: layerName, globalId: g, kind: kind, fields: [], actors: [], sessions: [],
-                                             geometry: f.geometry))
+                                             geometry: Self.point(f.centre)))
                 continue
             }
             if f.deleted {

@@ -37,16 +37,20 @@ struct LogWindow {
     /// reading thread whatever the window (the report: the events in flight between the threads weigh on its peak memory).
     /// `timeline`: the log's schemas (the window's end names the layers and fields; each event is read with its layer
     /// then; a field removed in the window is no change).
-    func fold(_ db: Database, timeline: SchemaTimeline, fields: Bool, pipelined: Bool = true, progress: ((Int64, Int64) -> Void)? = nil) throws -> DiffFold {
+    /// `observe`, when given, sees every event the scan reads, of the folded types and of `also`, in position order on
+    /// the reading thread, after the fold took it: one scan serves the fold and a second reader (the report's figures).
+    func fold(_ db: Database, timeline: SchemaTimeline, fields: Bool, pipelined: Bool = true, progress: ((Int64, Int64) -> Void)? = nil,
+              also: [EventType] = [], observe: (RecordedEvent) throws -> Void = { _ in }) throws -> DiffFold {
         var decisions = try DecisionLookup(db, from: from)
         var fold = DiffFold(schema: timeline.schema(at: to, clock: clock), fields: fields, ownLog: decisions.ownLog, timeline: timeline,
                             removed: timeline.removedFields(after: from, upTo: to, clock: clock))
         let short = if case .position(let p) = from, case .position(let q) = to { q - p <= DiffFoldPipeline.inlineWindow } else { false }
         let pipeline = pipelined && !short ? DiffFoldPipeline(fold) : nil
         do {
-            try forEach(db, types: DiffFold.foldedTypes, progress: progress) {
+            try forEach(db, types: also + DiffFold.foldedTypes, progress: progress) {
                 let d = try decisions.decision(about: $0)
                 if let pipeline { try pipeline.add($0, decision: d) } else { try fold.apply($0, decision: d) }
+                try observe($0)
             }
         } catch {
             // The consumer thread is closed whatever the reader's error; the reader's is the one reported.

@@ -50,13 +50,11 @@ public struct AuditReport: Sendable {
         /// The centre of its geometry's envelope (NaN without a geometry).
         var x: Double
         var y: Double
-        var uuid: UUID
-        /// A GlobalID that is not `{UUID}` as normalized (none in a log written by EditLog), kept as it is.
-        var other: String?
+        var key: FeatureKey
         /// Its display value at the window's end (`Audit.displayValues`).
         public internal(set) var name: String?
 
-        public var globalId: String { other ?? "{" + uuid.uppercasedString + "}" }
+        public var globalId: String { key.string }
         public var centre: (x: Double, y: Double)? { x.isNaN ? nil : (x, y) }
 
         init(_ c: FeatureChange) {
@@ -65,21 +63,12 @@ public struct AuditReport: Sendable {
             let b = Geometry.bounds(c.geometry)
             x = b.map { ($0.minX + $0.maxX) / 2 } ?? .nan
             y = b.map { ($0.minY + $0.maxY) / 2 } ?? .nan
-            let g = c.globalId
-            if g.utf8.count == 38, g.hasPrefix("{"), g.hasSuffix("}"), let u = UUID(text: g.dropFirst().dropLast()), "{" + u.uppercasedString + "}" == g {
-                uuid = u; other = nil
-            } else {
-                uuid = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)); other = g
-            }
+            key = FeatureKey(c.globalId)
         }
 
-        /// Layer, then GlobalID in string order (for `{UUID}`s, the order of their bytes).
+        /// Layer, then GlobalID in string order (`FeatureKey.precedes`).
         static func precedes(_ a: ChangedFeature, _ b: ChangedFeature) -> Bool {
-            if a.layer != b.layer { return a.layer < b.layer }
-            if a.other == nil, b.other == nil {
-                return withUnsafeBytes(of: a.uuid.uuid) { pa in withUnsafeBytes(of: b.uuid.uuid) { pb in memcmp(pa.baseAddress!, pb.baseAddress!, 16) < 0 } }
-            }
-            return a.globalId < b.globalId
+            a.layer != b.layer ? a.layer < b.layer : FeatureKey.precedes(a.key, b.key)
         }
     }
 
@@ -148,8 +137,8 @@ public struct AuditReport: Sendable {
 
     static func causeKind(_ c: String) -> String { c.hasPrefix("cascade:") ? "cascade" : c }
 
-    /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`). `progress` gets (done, total)
-    /// over the two scans of the window (the changed features, then the figures).
+    /// Reads the window: `from` exclusive, `to` inclusive (positions or times on `clock`), in one scan that folds the
+    /// changed features and gathers the figures. `progress` gets (done, total) over it.
     public static func build(_ db: Database, schema: ServiceSchema, from: LogMoment, to: LogMoment, clock: EventClock,
                              progress: ((Int64, Int64) -> Void)? = nil) throws -> AuditReport {
         var r = AuditReport(from: from, to: to, clock: clock)
@@ -161,12 +150,6 @@ public struct AuditReport: Sendable {
         r.schemaChanges = timeline.changes(after: from, upTo: to, clock: clock)
         r.baselineEnd = try EventReading.baselineEnd(db)
         let window = LogWindow(from: from, to: to, clock: clock)
-        // The changed features first: the fold's tables are freed before the figures are gathered.
-        var derivedCount = 0
-        (r.changes, r.edited) = try changedFeatures(db, timeline: timeline, window: window, derivedCount: &derivedCount,
-                                                    progress: progress.map { p in { d, t in p(d, 2 * t) } })
-        // Counted by that scan: the list is made at its size (growing it by doubling held two copies at once).
-        r.derived.reserveCapacity(derivedCount)
         final class Interned {
             var strings: [String: String] = [:]
             var fieldLists: [[String]: [String]] = [:]
@@ -181,8 +164,11 @@ public struct AuditReport: Sendable {
         // The deletes read since the last event of another type (derived edits aside), for a rule run by a delete outside
         // a session: that rule's edit follows them in the same write, before any other event the scan reads.
         var deletes: [(position: Int64, layer: Int, globalId: String, attributes: JSONValue, actor: String)] = []
-        // Two scans of the window: the diff's the first half of the bar, then this one.
-        try window.forEach(db, types: [.sessionStarted] + DiffFold.foldedTypes, progress: progress.map { p in { d, t in p(t + d, 2 * t) } }) { e in
+        // The derived edits in lists of a fixed size while the fold is held (one list grown by doubling held up to twice
+        // its size beside it), made one list once the fold is gone.
+        var derived: [[Derived]] = []
+        // The figures, from the one scan of the window that also folds its changed features (`changedFeatures`).
+        func figures(_ e: RecordedEvent) throws {
             let layerName = StreamName.parseFeature(e.stream).flatMap { schema.layer(id: $0.layer)?.name } ?? e.stream
             if e.eventType != .featureDeleted && e.eventType != .featureDerived { deletes.removeAll(keepingCapacity: true) }
             // Only the types whose content the report shows are decoded; the rest are counted.
@@ -214,7 +200,8 @@ public struct AuditReport: Sendable {
                         trigger = .deleteBeforeWindow
                     }
                 }
-                r.derived.append(Derived(position: e.position, time: clock.time(of: e), layer: layerName,
+                if derived.last.map({ $0.count == $0.capacity }) ?? true { derived.append([]); derived[derived.count - 1].reserveCapacity(4096) }
+                derived[derived.count - 1].append(Derived(position: e.position, time: clock.time(of: e), layer: layerName,
                                          globalId: interned.string(x.globalId), name: nil, cause: interned.string(e.cause),
                                          session: e.session.map(interned.string), trigger: trigger,
                                          fields: interned.fieldLists[fields] ?? { interned.fieldLists[fields] = fields; return fields }()))
@@ -224,6 +211,9 @@ public struct AuditReport: Sendable {
             r.byActor[e.actor, default: 0] += 1
             r.byCause[causeKind(e.cause), default: 0] += 1
         }
+        (r.changes, r.edited) = try changedFeatures(db, timeline: timeline, window: window, progress: progress, figures: figures)
+        r.derived.reserveCapacity(derived.reduce(0) { $0 + $1.count })
+        for i in derived.indices { r.derived += derived[i]; derived[i] = [] }
         r.conflicts = conflicts.records
         // Sessions that ended without a commit inside the window.
         // Read a session at a time and kept as one line each (a long window holds thousands; their states, kept
@@ -294,21 +284,25 @@ public struct AuditReport: Sendable {
     }
 
     /// `Audit.diff(…, geometry: true, fields: false)` as compact rows: the same features, kinds and centres,
-    /// each row made as the fold hands its change over; and what the window's events did (`EditCounts`).
-    static func changedFeatures(_ db: Database, timeline: SchemaTimeline, window: LogWindow, derivedCount: inout Int,
-                                progress: ((Int64, Int64) -> Void)?) throws -> ([ChangedFeature], EditCounts) {
-        var fold = try window.fold(db, timeline: timeline, fields: false, pipelined: false, progress: progress)
-        derivedCount = fold.derivedEvents
+    /// each row made as the fold hands its change over; and what the window's events did (`EditCounts`). `figures`
+    /// sees every event of the scan (`SessionStarted` too) in position order.
+    static func changedFeatures(_ db: Database, timeline: SchemaTimeline, window: LogWindow, progress: ((Int64, Int64) -> Void)?,
+                                figures: (RecordedEvent) throws -> Void) throws -> ([ChangedFeature], EditCounts) {
         var out: [ChangedFeature] = []
-        out.reserveCapacity(fold.featureCount)
-        let world = ProjectedState(db: db, schema: timeline.newest)
-        let edited = fold.edited
-        try fold.takeChanges { c in
-            var c = c
-            // A feature whose events in the window carry no geometry is placed where the projection has it.
-            if c.geometry == nil { c.geometry = try world.feature(layer: c.layer, globalId: c.globalId)?.geometry }
-            out.append(ChangedFeature(c))
+        var edited = EditCounts()
+        do {
+            var fold = try window.fold(db, timeline: timeline, fields: false, pipelined: false, progress: progress, also: [.sessionStarted], observe: figures)
+            out.reserveCapacity(fold.featureCount)
+            let world = ProjectedState(db: db, schema: timeline.newest)
+            edited = fold.edited
+            try fold.takeChanges { c in
+                var c = c
+                // A feature whose events in the window carry no geometry is placed where the projection has it.
+                if c.geometry == nil { c.geometry = try world.feature(layer: c.layer, globalId: c.globalId)?.geometry }
+                out.append(ChangedFeature(c))
+            }
         }
+        // Sorted once the fold is gone (the sort's buffer and the fold are not held at once).
         out.sort(by: ChangedFeature.precedes)
         return (out, edited)
     }

@@ -87,6 +87,19 @@ import Testing
         #expect(try day.log.displayValue(of: day.pulled) == "2 Gone Lane" && day.log.displayValue(of: day.planted) == "1 Auditor Way")
     }
 
+    /// The changed features and the figures come from one scan of the window: the progress runs once over its
+    /// positions, never backwards, and ends at the window's end (two scans made it run over twice the positions).
+    @Test func theReportReadsItsWindowInOneScan() throws {
+        let day = try Day()
+        var calls: [(done: Int64, total: Int64)] = []
+        let r = try day.log.report(progress: { calls.append(($0, $1)) })
+        let span = try day.log.lastPosition() - day.log.baselineEnd()
+        #expect(span > 0 && calls.last?.done == span && calls.allSatisfy { $0.total == span }, "\(calls)")
+        #expect(zip(calls, calls.dropFirst()).allSatisfy { $0.done <= $1.done }, "\(calls)")
+        // The figures the scan gathered beside the fold: every session started in the window, and the derived edits.
+        #expect(r.sessionCount == 6 && r.derived.count == 2 && r.edited == EditCounts(created: 3, updated: 2, deleted: 2), "\(r.sessionCount) \(r.edited)")
+    }
+
     @Test func eachDerivedEditNamesItsTrigger() throws {
         let day = try Day()
         let r = try day.log.report()
