@@ -23,7 +23,10 @@ extension SyncEngine {
     /// Returns false, sending nothing, when the service changed one of those features after the pull
     /// (`changedSincePull`): the caller pulls again, so the change is merged instead of overwritten.
     func push(state: SyncState, pulledGen: Int64?, openConflicts: [String: Set<String>]) async throws(EditLogError) -> Bool {
-        let since = state.agreedPosition
+        // Before the first push, since the common base once a snapshot was taken (this run's or an earlier one's): it
+        // made every feature the base holds what the service holds, or deleted it here, so only what changed here
+        // since needs reading there. Without one (a pull by edit date), since the start.
+        let since = state.agreedPosition == 0 && (report.snapshot || state.snapshotTaken) ? try commonBase(state) : state.agreedPosition
         let agreed = try log.lastPosition()
         let candidates = try log.changedFeatures(after: since, excludingCauses: [Cause.syncPull], excludingTypes: [.featureDerived, .sessionStarted])
         if candidates.isEmpty && report.imported == 0 { return true }

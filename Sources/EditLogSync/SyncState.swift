@@ -10,6 +10,8 @@ struct SyncState {
     var lastEditDate: Int64?
     /// The local position at which the last push left the service equal to this log (0: never).
     var agreedPosition: Int64 = 0
+    /// Whether a pull took a snapshot of the service (every feature read, the log's base made what the service held).
+    var snapshotTaken = false
     /// The replica this log synchronizes through (a service with Sync but no change tracking).
     var replicaId: String?
     /// Per layer, the service's ObjectID to GlobalID.
@@ -32,6 +34,7 @@ struct SyncState {
         case .syncPulled(let x):
             guard x.service == service else { return }
             if let g = x.serverGen { serverGen = g }
+            if x.mode == "snapshot" { snapshotTaken = true }
             if let id = x.replicaId { replicaId = id }
             if let d = x.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
             mappings = x.objectIds

@@ -109,6 +109,33 @@ import Testing
         #expect(fake.live(Self.trees).count == 2)
     }
 
+    /// After a first sync's snapshot, the push reads on the service only the features changed here since the common
+    /// base (the baseline): the snapshot has just read the rest. Two devices with the service's 6 trees as their
+    /// baseline, one with an edit: its sync asks one more query (its tree), however many trees the baseline holds.
+    @Test func aFirstSyncPushReadsOnlyWhatChangedHereSinceTheBaseline() async throws {
+        var queries: [Int] = []
+        for edited in [false, true] {
+            let fake = try FakeFeatureServer(maxRecordCount: 2, supportsPagination: true, minServerGen: 0, serverGen: 1)
+            let data = try Self.fixtureTrees(6)
+            fake.load(layer: Self.trees, data, gen: 1)
+            let gids = data.compactMap { $0["attributes"]?["GlobalID"]?.stringValue.flatMap(GlobalID.normalize) }
+            let tmp = TempPath("first-push")
+            let log = try Self.logFromDefinitions(fake, tmp, webmap: true, baseline: [BaselineSet(name: "Trees.json", layer: "Trees", json: ["features": .array(data)])])
+            defer { log.close() }
+            if edited { try SyncRig.set(log, gids[0], [("SiteType", "\"Median\"")], at: "2026-06-01T10:00:00Z", actor: "dana", session: "e-1") }
+            let r = try await Self.sync(log, fake)
+            #expect(r.snapshot)
+            #expect(r.pushed.map(\.globalId) == (edited ? [gids[0]] : []), "\(r.pushed)")
+            #expect(fake.live(Self.trees).count == 6)
+            queries.append(fake.count("query"))
+            // The next run, nothing new on either side: no feature is read again (the base was reconciled once).
+            let again = try await Self.sync(log, fake)
+            #expect(!again.snapshot && again.pushed.isEmpty && again.eventsWritten == 0, "\(again.json.serialized())")
+            #expect(fake.count("query") == queries.last!, "the next run queried \(fake.count("query") - queries.last!) times")
+        }
+        #expect(queries[1] == queries[0] + 1, "queries without and with the edit: \(queries)")
+    }
+
     // MARK: 2. The push reads the service's state whole
 
     @Test(arguments: [true, false])
