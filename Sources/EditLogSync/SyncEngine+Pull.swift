@@ -3,6 +3,8 @@ import Foundation
 
 /// What the service changed since the last pull.
 struct PulledChanges: Sendable {
+    /// The mode of a pull that read every feature (`pullSnapshot`), as its `SyncPulled` records it.
+    static let snapshot = "snapshot"
     var mode: String
     var fromGen: Int64?
     var toGen: Int64?
@@ -307,7 +309,7 @@ extension SyncEngine {
 
     /// Every feature a replica's data holds, as a snapshot pull.
     func replicaFeatures(_ data: JSONValue) throws(EditLogError) -> PulledChanges {
-        var pull = PulledChanges(mode: "snapshot")
+        var pull = PulledChanges(mode: PulledChanges.snapshot)
         for l in data["layers"]?.arrayValue ?? [] {
             guard let lid = l["id"]?.intValue, let layer = log.schema.layer(id: Int(lid)) else { continue }
             pull.features += try remoteFeatures(l["features"]?.arrayValue ?? [], layer: layer, at: "/createReplica")
@@ -373,7 +375,7 @@ extension SyncEngine {
     /// `replica`: the features come from a replica just created (its data, read at `gen`), not from queries.
     func pullSnapshot(state: SyncState, gen: Int64?, replica: (id: String, data: JSONValue)? = nil) async throws(EditLogError) {
         var pull: PulledChanges
-        if let replica { pull = try replicaFeatures(replica.data) } else { pull = try await queryChanges(since: nil, mode: "snapshot") }
+        if let replica { pull = try replicaFeatures(replica.data) } else { pull = try await queryChanges(since: nil, mode: PulledChanges.snapshot) }
         pull.fromGen = state.serverGen
         pull.toGen = gen
         pull.replicaId = replica?.id

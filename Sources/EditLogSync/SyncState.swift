@@ -34,7 +34,7 @@ struct SyncState {
         case .syncPulled(let x):
             guard x.service == service else { return }
             if let g = x.serverGen { serverGen = g }
-            if x.mode == "snapshot" { snapshotTaken = true }
+            if x.mode == PulledChanges.snapshot { snapshotTaken = true }
             if let id = x.replicaId { replicaId = id }
             if let d = x.lastEditDate { lastEditDate = max(lastEditDate ?? d, d) }
             mappings = x.objectIds
