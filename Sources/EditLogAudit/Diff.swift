@@ -226,7 +226,6 @@ public struct DiffFold: Sendable {
         init(_ actor: String, _ session: String?, _ cause: String) { (self.actor, self.session, self.cause) = (actor, session, cause) }
     }
 
-
     /// By GlobalID (`FeatureKey`: no string per feature).
     var features: [FeatureKey: Feature] = [:]
     var markNames = MarkNames()

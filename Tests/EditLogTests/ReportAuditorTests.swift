@@ -88,7 +88,7 @@ import Testing
     }
 
     /// The changed features and the figures come from one scan of the window: the progress runs once over its
-    /// positions, never backwards, and ends at the window's end (two scans made it run over twice the positions).
+    /// positions, never backwards, and ends at the window's end (a second scan would run it over twice the positions).
     @Test func theReportReadsItsWindowInOneScan() throws {
         let day = try Day()
         var calls: [(done: Int64, total: Int64)] = []

@@ -8,12 +8,9 @@ import Testing
 @Suite(.serialized) struct SyncPullStreamingTests {
     /// The device's events after a pull in windows of 2 generations (updates, an add with an inspection and photos,
     /// a cascaded delete, a conflict), every field of each in order (the service's port, which differs per run,
-    /// left out, and with it the hashes, which cover it), with the run's list of pulled changes. The digest was
-    /// taken from the pull before it streamed: the events, their order, ids, times, positions and `SyncPulled` /
-    /// `MergeDecided` payloads must not change. Timing must not change them either (the next window built before
-    /// or while the one ahead imports). Taken again when the first sync stopped recording an empty `SyncPushed` (a
-    /// snapshot that pulled nothing, nothing changed here since the baseline): the events are otherwise the same,
-    /// one position earlier, with the conflict's id the next one drawn.
+    /// left out, and with it the hashes, which cover it), with the run's list of pulled changes. The digest pins
+    /// the events, their order, ids, times, positions and `SyncPulled` / `MergeDecided` payloads: the windows and
+    /// their timing must not change them (the next window built before or while the one ahead imports).
     @Test(arguments: [false, true]) func aPullInWindowsWritesTheSameEventsAsBefore(buildNextWindowFirst: Bool) async throws {
         let th = TempPath("hub"), td = TempPath("device")
         let hub = Unchecked(try SyncRig.hub(th)), device = Unchecked(try SyncRig.device(td))

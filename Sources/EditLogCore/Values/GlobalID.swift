@@ -12,6 +12,12 @@ public enum GlobalID {
         return "{" + u.uppercasedString + "}"
     }
 
+    /// The UUID of a GlobalID already in the canonical form (`isNormal`), read from its bytes without a new string;
+    /// nil for any other spelling.
+    public static func uuid(ofNormal s: String) -> UUID? {
+        isNormal(s) ? UUID(utf8: s.utf8.dropFirst().dropLast()) : nil
+    }
+
     /// Whether `s` is already `{XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}` with upper-case hex digits.
     static func isNormal(_ s: String) -> Bool {
         var s = s
