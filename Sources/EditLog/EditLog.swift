@@ -91,15 +91,20 @@ public final class EditLog {
     public static func open(at path: String, readonly: Bool = false, clock: any LogClock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EditLog {
         let store = try EventStore.open(at: path, readonly: readonly, clock: clock, ids: ids)
         if !readonly { EventStore.removeStalePartials(of: path) }
+        return try facade(over: store)
+    }
+
+    /// The facade over an opened store, with the log's newest schema in force.
+    static func facade(over store: EventStore) throws(EditLogError) -> EditLog {
         let event = try store.read { db in
             try EventReading.ownSchemaEvent(db)
         }
-        guard let event else { throw EditLogError(.corrupt, "the log has no schema event", at: path) }
+        guard let event else { throw EditLogError(.corrupt, "the log has no schema event", at: store.path) }
         do throws(EditLogError) {
             guard let defs = try event.body.schemaDefinitions else { throw event.corrupt("is not a schema event") }
             return EditLog(store: store, schema: try defs.decode(), schemaPosition: event.position)
         } catch {
-            throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(path): position \(event.position)")
+            throw EditLogError(.corrupt, "the schema event cannot be decoded: \(error.message)", at: "\(store.path): position \(event.position)")
         }
     }
 

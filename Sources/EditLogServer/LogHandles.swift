@@ -4,9 +4,9 @@ import Hummingbird
 import Synchronization
 
 /// The log handles a server uses. Writes go through the one read-write handle, one at a time (the
-/// store serializes writers anyway). Reads never wait for a write: each takes its own read-only handle
-/// (its own SQLite connection) from a pool, and in WAL mode a reader sees the last committed state while a
-/// write is in progress. The facade's handle is a single serialized connection, so sharing it would queue
+/// store serializes writers anyway). Reads never wait for a write: each runs on a reader connection of GRDB's
+/// `DatabasePool` (`EditLogReaders`, at most `keep` of them), and in WAL mode a reader sees the last committed state
+/// while a write is in progress. The facade's handle is a single serialized connection, so sharing it would queue
 /// every read behind every write.
 final class LogHandles: @unchecked Sendable {
     let path: String
@@ -26,7 +26,8 @@ final class LogHandles: @unchecked Sendable {
     var ids: any IDGenerator { writer.ids }
     private let writeLock = NSLock()
     private let poolLock = NSLock()
-    private var idle: [EditLog] = []
+    /// Opened at the first read (a read that cannot open it gets the error, and the next tries again).
+    private var pool: EditLogReaders?
     private let keep: Int
     /// WAL checkpoints run off the request path: the writer's commits never checkpoint (a checkpoint inside a
     /// commit made that edit wait for the whole copy and its fsync: applyEdits' slowest answers); after a write,
@@ -60,18 +61,19 @@ final class LogHandles: @unchecked Sendable {
         }
     }
 
-    /// A read on a handle of the pool; inside the writer loop's group, on the writer (it sees the group's writes).
+    /// A read on a reader of the pool; inside the writer loop's group, on the writer (it sees the group's writes).
     func read<T>(_ body: (EditLog) throws -> T) throws -> T {
         if inGroup { return try body(writer) }
+        return try readers().read(body)
+    }
+
+    private func readers() throws -> EditLogReaders {
         poolLock.lock()
-        let reused = idle.popLast()
-        poolLock.unlock()
-        let log = try reused ?? EditLog.open(at: path, readonly: true)
-        defer {
-            poolLock.lock()
-            if idle.count < keep { idle.append(log); poolLock.unlock() } else { poolLock.unlock(); log.close() }
-        }
-        return try body(log)
+        defer { poolLock.unlock() }
+        if let pool { return pool }
+        let opened = try EditLogReaders(at: path, count: keep, clock: writer.clock)
+        pool = opened
+        return opened
     }
 
     /// Serves the newest schema when one was recorded since the last request (one indexed lookup on a reader).
@@ -199,10 +201,10 @@ final class LogHandles: @unchecked Sendable {
         checkpoints.sync {}
         checkpointer?.close()
         poolLock.lock()
-        let all = idle
-        idle = []
+        let all = pool
+        pool = nil
         poolLock.unlock()
-        for l in all { l.close() }
+        all?.close()
     }
 }
 

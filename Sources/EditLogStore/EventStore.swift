@@ -6,9 +6,12 @@ import Synchronization
 /// The append-only event log in one SQLite file (WAL). One facade over the database, as GRDB's
 /// `DatabaseQueue` is: every write goes through `write`, in one IMMEDIATE transaction, so a
 /// command either lands whole or not at all, also under `kill -9`.
+/// Opened with `readers` (`open(at:readers:)`), the facade is GRDB's `DatabasePool` instead: reads from
+/// several threads at once, each on a WAL reader connection of its own (at most `readers`).
 public final class EventStore: Sendable {
     public let path: String
-    let dbQueue: DatabaseQueue
+    /// A `DatabaseQueue` (one connection), or a read-only `DatabasePool` (`open(at:readers:)`).
+    let dbQueue: any DatabaseWriter
     public let logId: String
     public let clock: any LogClock
     public let ids: any IDGenerator
@@ -35,7 +38,8 @@ public final class EventStore: Sendable {
         config.prepareDatabase { db in
             if trace { db.trace { FileHandle.standardError.write(Data("sql: \($0)\n".utf8)) } }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            if !readonly { for pragma in writerSettings { try db.execute(sql: pragma) } }
+            // A pool's readers are read-only connections of a read-write configuration: they read, so no writer settings.
+            if !readonly, !db.configuration.readonly { for pragma in writerSettings { try db.execute(sql: pragma) } }
         }
         return config
     }
@@ -55,7 +59,7 @@ public final class EventStore: Sendable {
     /// The page cache of a writing connection, in KiB.
     public static let writerCacheKiB = 16_384
 
-    private init(path: String, dbQueue: DatabaseQueue, logId: String, clock: any LogClock, ids: any IDGenerator) {
+    private init(path: String, dbQueue: any DatabaseWriter, logId: String, clock: any LogClock, ids: any IDGenerator) {
         self.path = path; self.dbQueue = dbQueue; self.logId = logId; self.clock = clock; self.ids = ids
     }
 
@@ -90,12 +94,23 @@ public final class EventStore: Sendable {
     }
 
     /// Opens an existing log, refusing files that are not EditLog logs or were written by a newer version.
-    public static func open(at path: String, readonly: Bool = false, clock: any LogClock = SystemClock(), ids: (any IDGenerator)? = nil) throws(EditLogError) -> EventStore {
+    /// With `readers` > 0, read-only, as GRDB's `DatabasePool` of at most that many WAL readers: its reads may run
+    /// on several threads at once (a server's), and a read waits for a reader only while all of them read.
+    public static func open(at path: String, readonly: Bool = false, readers: Int = 0, clock: any LogClock = SystemClock(),
+                            ids: (any IDGenerator)? = nil) throws(EditLogError) -> EventStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw EditLogError(.notFound, "no log at \(path); create one with `editlog init`")
         }
+        let readonly = readonly || readers > 0
         do {
-            let q = try DatabaseQueue(path: path, configuration: configuration(readonly: readonly))
+            let q: any DatabaseWriter
+            if readers > 0 {
+                var config = configuration(readonly: true)
+                config.maximumReaderCount = readers
+                q = try DatabasePool(path: path, configuration: config)
+            } else {
+                q = try DatabaseQueue(path: path, configuration: configuration(readonly: readonly))
+            }
             let (appId, superseded, complete, logId, format) = try q.read { db in
                 let appId = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
                 let m = StoreMigrations.migrator
@@ -335,7 +350,7 @@ public final class EventStore: Sendable {
 
     /// Sets this connection's WAL auto-checkpoint interval in pages (0: this connection never checkpoints on commit).
     public func setAutoCheckpoint(pages: Int) throws(EditLogError) {
-        do { try dbQueue.inDatabase { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(max(0, pages))") } } catch {
+        do { try dbQueue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(max(0, pages))") } } catch {
             throw EditLogError.wrapping(error, at: path)
         }
     }
@@ -344,7 +359,7 @@ public final class EventStore: Sendable {
     /// A PASSIVE checkpoint on this connection: copies what it can of the WAL into the database file without waiting
     /// for readers or writers (they go on meanwhile).
     public func checkpointPassive() throws(EditLogError) {
-        do { try dbQueue.inDatabase { _ = try $0.checkpoint(.passive) } } catch { throw EditLogError.wrapping(error, at: path) }
+        do { try dbQueue.writeWithoutTransaction { _ = try $0.checkpoint(.passive) } } catch { throw EditLogError.wrapping(error, at: path) }
     }
 
     /// Closes the connection; the store cannot be used afterwards.
