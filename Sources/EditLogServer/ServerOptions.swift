@@ -18,7 +18,7 @@ public struct ServerOptions: Sendable {
     public var maxRequestBytes: Int = 16 << 20
     /// Requests per second allowed per client (user, else remote address); nil: no limit.
     public var rateLimit: Double?
-    /// Read-only connections kept for reads (more are opened on demand).
+    /// Reader connections of the reads' `DatabasePool` (`EditLogReaders`): reads running at once; others wait for one.
     public var readers: Int = 4
     /// Requests of each class admitted at once, running or waiting (reads; edits, which one writer takes in turn):
     /// one more is answered ArcGIS's 503 with `Retry-After` at once instead of waiting without bound.
