@@ -5,7 +5,7 @@ import GRDBSQLite
 extension EventStore {
     /// Sets this connection's page cache, in KiB (`EventStore.writerCacheKiB` on a writing connection).
     public func setPageCache(kib: Int) throws(EditLogError) {
-        do { try dbQueue.writeWithoutTransaction { try Self.setPageCache($0, kib: kib) } } catch {
+        do { try database.writeWithoutTransaction { try Self.setPageCache($0, kib: kib) } } catch {
             throw EditLogError.wrapping(error, at: path)
         }
     }

@@ -11,7 +11,7 @@ import Synchronization
 public final class EventStore: Sendable {
     public let path: String
     /// A `DatabaseQueue` (one connection), or a read-only `DatabasePool` (`open(at:readers:)`).
-    let dbQueue: any DatabaseWriter
+    let database: any DatabaseWriter
     public let logId: String
     public let clock: any LogClock
     public let ids: any IDGenerator
@@ -38,8 +38,7 @@ public final class EventStore: Sendable {
         config.prepareDatabase { db in
             if trace { db.trace { FileHandle.standardError.write(Data("sql: \($0)\n".utf8)) } }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // A pool's readers are read-only connections of a read-write configuration: they read, so no writer settings.
-            if !readonly, !db.configuration.readonly { for pragma in writerSettings { try db.execute(sql: pragma) } }
+            if !readonly { for pragma in writerSettings { try db.execute(sql: pragma) } }
         }
         return config
     }
@@ -59,8 +58,8 @@ public final class EventStore: Sendable {
     /// The page cache of a writing connection, in KiB.
     public static let writerCacheKiB = 16_384
 
-    private init(path: String, dbQueue: any DatabaseWriter, logId: String, clock: any LogClock, ids: any IDGenerator) {
-        self.path = path; self.dbQueue = dbQueue; self.logId = logId; self.clock = clock; self.ids = ids
+    private init(path: String, database: any DatabaseWriter, logId: String, clock: any LogClock, ids: any IDGenerator) {
+        self.path = path; self.database = database; self.logId = logId; self.clock = clock; self.ids = ids
     }
 
     /// Creates a new log file. Fails if the file exists.
@@ -82,7 +81,7 @@ public final class EventStore: Sendable {
                 try db.execute(sql: "INSERT INTO log_meta(key, value) VALUES ('log_id', ?), ('format', ?)",
                                arguments: [id, String(formatVersion)])
             }
-            return EventStore(path: path, dbQueue: q, logId: id, clock: clock, ids: ids)
+            return EventStore(path: path, database: q, logId: id, clock: clock, ids: ids)
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             try? FileManager.default.removeItem(atPath: path + "-wal")
@@ -148,7 +147,7 @@ public final class EventStore: Sendable {
             }), newest.count == 16 {
                 v7.advance(past: newest.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
             }
-            return EventStore(path: path, dbQueue: q, logId: logId, clock: clock, ids: generator)
+            return EventStore(path: path, database: q, logId: logId, clock: clock, ids: generator)
         } catch {
             throw EditLogError.wrapping(error, at: path)
         }
@@ -228,7 +227,7 @@ public final class EventStore: Sendable {
     public func write<T>(gated: Bool = true, owning body: (Database, consuming Appender) throws -> (result: T, appender: Appender)) throws(EditLogError) -> T {
         do {
             // Reentrant only so that a group's writes reach its open transaction; outside a group it is the plain write.
-            return try dbQueue.unsafeReentrantWrite { db in
+            return try database.unsafeReentrantWrite { db in
                 // Inside a group: a savepoint of its transaction, the gate passed at the group's end. What it appended
                 // becomes the cached state at once, valid for the group's next write (`data_version` does not move
                 // for this connection's own changes); a failed savepoint, or a group that rolls back, drops it.
@@ -269,7 +268,7 @@ public final class EventStore: Sendable {
     /// throwing, or the gate refusing, rolls back the whole group. Reads of this handle inside see the group's writes.
     public func group<T>(_ body: () throws -> T) throws(EditLogError) -> T {
         do {
-            return try dbQueue.unsafeReentrantWrite { db in
+            return try database.unsafeReentrantWrite { db in
                 // A group inside a group is part of it.
                 if db.isInsideTransaction { return try body() }
                 var result: T?
@@ -294,7 +293,7 @@ public final class EventStore: Sendable {
     /// Runs `body` as one unit inside a group: its writes are undone together when it throws (the group goes on).
     /// Outside a group, `body` runs as it is (each of its writes its own transaction).
     public func savepoint<T>(_ body: () throws -> T) throws -> T {
-        try dbQueue.unsafeReentrantWrite { db in
+        try database.unsafeReentrantWrite { db in
             guard db.isInsideTransaction else { return try body() }
             var result: T?
             do {
@@ -324,7 +323,7 @@ public final class EventStore: Sendable {
     public func read<T>(_ body: (Database) throws -> T) throws(EditLogError) -> T {
         do {
             // Reentrant for a read inside a group, which sees the group's writes (a savepoint rolled back at the end).
-            return try dbQueue.unsafeReentrantRead { db in
+            return try database.unsafeReentrantRead { db in
                 var result: T?
                 let step = { () throws -> Database.TransactionCompletion in
                     result = try body(db)
@@ -350,7 +349,7 @@ public final class EventStore: Sendable {
 
     /// Sets this connection's WAL auto-checkpoint interval in pages (0: this connection never checkpoints on commit).
     public func setAutoCheckpoint(pages: Int) throws(EditLogError) {
-        do { try dbQueue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(max(0, pages))") } } catch {
+        do { try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(max(0, pages))") } } catch {
             throw EditLogError.wrapping(error, at: path)
         }
     }
@@ -359,11 +358,11 @@ public final class EventStore: Sendable {
     /// A PASSIVE checkpoint on this connection: copies what it can of the WAL into the database file without waiting
     /// for readers or writers (they go on meanwhile).
     public func checkpointPassive() throws(EditLogError) {
-        do { try dbQueue.writeWithoutTransaction { _ = try $0.checkpoint(.passive) } } catch { throw EditLogError.wrapping(error, at: path) }
+        do { try database.writeWithoutTransaction { _ = try $0.checkpoint(.passive) } } catch { throw EditLogError.wrapping(error, at: path) }
     }
 
     /// Closes the connection; the store cannot be used afterwards.
     public func close() throws(EditLogError) {
-        do { try dbQueue.close() } catch { throw EditLogError.wrapping(error, at: path) }
+        do { try database.close() } catch { throw EditLogError.wrapping(error, at: path) }
     }
 }
